@@ -1,0 +1,62 @@
+"""Side-by-side measurement for the benchmarks: each side runs in a fresh process, so its peak RSS is its own."""
+
+from __future__ import annotations
+
+import importlib
+import multiprocessing
+import resource
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+def _child(target: str, args: tuple, queue):
+    module_name, func_name = target.split(":")
+    func = getattr(importlib.import_module(module_name), func_name)
+    prepare = getattr(importlib.import_module(module_name), f"prepare_{func_name}", None)
+    state = prepare(*args) if prepare else args
+    start = time.perf_counter()
+    result = func(*state) if prepare else func(*args)
+    seconds = time.perf_counter() - start
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    queue.put((seconds, peak_mb, repr(result)[:200]))
+
+
+def measure(target: str, *args) -> tuple[float, float, str]:
+    """Run ``module:function(*args)`` in a fresh interpreter; return (seconds, peak RSS in MiB, result repr).
+
+    When the module has ``prepare_<function>(*args)``, it runs first, untimed, and its return value is
+    the function's arguments (loading a dictionary, reading inputs).
+    """
+    ctx = multiprocessing.get_context("spawn")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_child, args=(target, args, queue))
+    proc.start()
+    seconds, peak_mb, result = queue.get()
+    proc.join()
+    if proc.exitcode:
+        raise RuntimeError(f"{target} exited with {proc.exitcode}")
+    return seconds, peak_mb, result
+
+
+def row(name: str, ours: tuple, baseline: tuple, note: str = "") -> dict:
+    return {
+        "name": name,
+        "ours_s": ours[0],
+        "baseline_s": baseline[0],
+        "ratio": baseline[0] / ours[0] if ours[0] else float("inf"),
+        "ours_peak_mb": ours[1],
+        "baseline_peak_mb": baseline[1],
+        "note": note,
+    }
+
+
+def print_table(rows: list[dict]) -> None:
+    header = f"{'benchmark':<44} {'ours s':>9} {'baseline s':>11} {'ratio':>8} {'peak MiB ours/base':>20}  note"
+    print(header)
+    print("-" * len(header))
+    for r in rows:
+        peaks = f"{r['ours_peak_mb']:.0f}/{r['baseline_peak_mb']:.0f}"
+        print(f"{r['name']:<44} {r['ours_s']:>9.3f} {r['baseline_s']:>11.3f} {r['ratio']:>7.1f}x {peaks:>20}  {r['note']}")

@@ -1,0 +1,29 @@
+"""Run every benchmark (``benchmarks/bench_*.py``, each with ``run() -> list[row]``) and print one table."""
+
+from __future__ import annotations
+
+import importlib
+import platform
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from _common import print_table  # noqa: E402
+
+
+def main(argv=None) -> int:
+    only = set((argv if argv is not None else sys.argv[1:]))
+    rows = []
+    for path in sorted(HERE.glob("bench_*.py")):
+        if only and path.stem.removeprefix("bench_") not in only:
+            continue
+        rows.extend(importlib.import_module(path.stem).run())
+    print(f"machine: {platform.platform()}, {platform.processor() or platform.machine()}, python {platform.python_version()}")
+    print_table(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

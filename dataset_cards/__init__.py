@@ -1,0 +1,1 @@
+"""Dataset cards, one per corpus: the README of the exported Hub folder."""

@@ -1,0 +1,1 @@
+"""Dataset builders, one module per corpus (installed as ``qahub.loaders``)."""

@@ -1,0 +1,66 @@
+"""Where a builder's source files come from: a local copy, a mirror, or the pinned upstream URL.
+
+Shared by the builders in this folder; it needs only the standard library and `datasets`.
+
+A source file is named by its path relative to the corpus root (``corpus_ver1.2/dev_ver1.2.json``):
+- with ``data_dir`` the file is ``<data_dir>/<path>``;
+- with a mirror base URL (config ``mirror_url`` or the ``QAHUB_MIRROR_URL`` environment variable) it is
+  downloaded from ``<mirror>/<corpus>/<path>``, so a mirror is an HTTP-served data root;
+- otherwise it is downloaded from the builder's canonical base URL, pinned to an upstream commit.
+
+Downloaded files go through the `datasets` download manager (its cache) and are checked against the
+pinned sha256; a mismatch removes the cached copy so that a retry downloads again.
+"""
+
+import hashlib
+import os
+
+MIRROR_ENV = "QAHUB_MIRROR_URL"
+
+
+class SourceDataError(ValueError):
+    """A source file is missing, corrupt, or holds a record the builder cannot accept."""
+
+
+def record_error(path, record, problem):
+    """The builders' one error shape: which file, which record, what is wrong."""
+    return SourceDataError(f"{path}: record {record}: {problem}")
+
+
+def sha256_of(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def resolve_sources(config, dl_manager, corpus, canonical_base, files, sha256=None):
+    """Map ``{key: relative path}`` to local file paths, downloading when there is no ``data_dir``."""
+    if config.data_dir:
+        return {key: _local(config.data_dir, rel) for key, rel in files.items()}
+    base = (getattr(config, "mirror_url", None) or os.environ.get(MIRROR_ENV) or "").rstrip("/")
+    base = f"{base}/{corpus}" if base else canonical_base.rstrip("/")
+    urls = {key: f"{base}/{rel}" for key, rel in files.items()}
+    paths = dl_manager.download(urls)
+    for key, rel in files.items():
+        expected = (sha256 or {}).get(rel)
+        if expected:
+            _verify(paths[key], urls[key], expected)
+    return paths
+
+
+def _local(data_dir, rel):
+    path = os.path.join(os.path.expanduser(str(data_dir)), rel)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{path}: source file not found (data_dir={data_dir!r} must hold {rel})")
+    return path
+
+
+def _verify(path, url, expected):
+    got = sha256_of(path)
+    if got != expected:
+        for leftover in (path, path + ".json", path + ".lock"):
+            if os.path.exists(leftover):
+                os.remove(leftover)
+        raise SourceDataError(f"{url}: checksum mismatch: expected sha256 {expected}, got {got}")

@@ -1,0 +1,181 @@
+"""JEMHopQA: Japanese Explainable Multi-hop Question Answering."""
+
+import json
+from dataclasses import dataclass
+from typing import Optional
+
+import datasets
+
+from ._sources import record_error, resolve_sources
+
+_CITATION = """\
+@inproceedings{ishii-etal-2024-jemhopqa-dataset,
+    title = "{JEMHopQA}: Dataset for {J}apanese Explainable Multi-Hop Question Answering",
+    author = "Ishii, Ai and Inoue, Naoya and Suzuki, Hisami and Sekine, Satoshi",
+    booktitle = "Proceedings of the 2024 Joint International Conference on Computational Linguistics, \
+Language Resources and Evaluation (LREC-COLING 2024)",
+    year = "2024",
+    pages = "9515--9525",
+}
+"""
+
+_DESCRIPTION = """\
+JEMHopQA (Japanese Explainable Multi-hop Question Answering) is a Japanese multi-hop QA dataset that can
+evaluate internal reasoning: given a question, a system produces an answer and derivations, a set of
+(subject, relation, objects) steps linking two Wikipedia articles. Questions are compositional or comparison.
+"""
+
+_HOMEPAGE = "https://github.com/aiishii/JEMHopQA"
+_LICENSE = "cc-by-sa-4.0"
+
+_COMMIT = "fed5024f4f39f02727e699cb7ccb67935a779a5a"
+_BASE_URL = f"https://raw.githubusercontent.com/aiishii/JEMHopQA/{_COMMIT}"
+
+# upstream file of each split, per version
+_FILES = {
+    "v1.0": {"train": "corpus/train.json", "validation": "corpus/dev.json"},
+    "v1.1": {"train": "corpus_ver1.1/train_ver1.1.json", "validation": "corpus_ver1.1/dev_ver1.1.json"},
+    "v1.2": {"train": "corpus_ver1.2/train_ver1.2.json", "validation": "corpus_ver1.2/dev_ver1.2.json"},
+}
+_SHA256 = {
+    "corpus/train.json": "c64392b4087299bcfaa02fe2584128b5dc50fe5ea83e1bd600cadfc984669e65",
+    "corpus/dev.json": "2f3b8a518ca3051fc002f343ba3c26f6f3be902464061b43c30c5a1d37a9269a",
+    "corpus_ver1.1/train_ver1.1.json": "cf3f2c0d25dca2a09ecbbd0ecd64fe7c1dc7932532bf60e0620d55be51d8bf46",
+    "corpus_ver1.1/dev_ver1.1.json": "839751f904f6e1eb0cdfc9b3b809f3381b6ca5fda8fdeb21bbe92eaa16ab8711",
+    "corpus_ver1.2/train_ver1.2.json": "e437d41f2fdac61b3954fb9d5d83a53c623db4194dec68b1cc8c406500d9e8ae",
+    "corpus_ver1.2/dev_ver1.2.json": "f7b3a5b86f7f16ef230c1b4f4307c467dbc4bd5f3eb4b8b35f8397ce06820b38",
+}
+
+_TYPES = ["compositional", "comparison"]
+_KEYS = ("qid", "type", "question", "answer", "derivations", "page_ids", "time_dependent")
+
+
+@dataclass
+class JemhopqaConfig(datasets.BuilderConfig):
+    """One release of the corpus; ``mirror_url`` replaces the upstream base URL."""
+
+    mirror_url: Optional[str] = None
+
+
+class Jemhopqa(datasets.GeneratorBasedBuilder):
+    """JEMHopQA questions, answers and derivations, one config per release."""
+
+    VERSION = datasets.Version("1.2.0")
+    BUILDER_CONFIG_CLASS = JemhopqaConfig
+    BUILDER_CONFIGS = [
+        JemhopqaConfig(name="v1.0", version=datasets.Version("1.0.0"), description="First release (corpus/)."),
+        JemhopqaConfig(name="v1.1", version=datasets.Version("1.1.0"), description="Fixes of Nov 2023 (corpus_ver1.1/)."),
+        JemhopqaConfig(name="v1.2", version=datasets.Version("1.2.0"), description="Fixes of Mar 2025 (corpus_ver1.2/)."),
+    ]
+    DEFAULT_CONFIG_NAME = "v1.2"
+
+    def _info(self):
+        features = datasets.Features(
+            {
+                "qid": datasets.Value("string"),
+                "type": datasets.ClassLabel(names=_TYPES),
+                "question": datasets.Value("string"),
+                "answer": datasets.Value("string"),
+                "derivations": datasets.List(
+                    {
+                        "subject": datasets.Value("string"),
+                        "relation": datasets.Value("string"),
+                        "objects": datasets.List(datasets.Value("string")),
+                    }
+                ),
+                "page_ids": datasets.List(datasets.Value("string")),
+                "time_dependent": datasets.Value("bool"),
+            }
+        )
+        return datasets.DatasetInfo(
+            description=_DESCRIPTION,
+            features=features,
+            homepage=_HOMEPAGE,
+            license=_LICENSE,
+            citation=_CITATION,
+        )
+
+    def _split_generators(self, dl_manager):
+        files = _FILES[self.config.name]
+        paths = resolve_sources(self.config, dl_manager, "jemhopqa", _BASE_URL, files, _SHA256)
+        return [
+            datasets.SplitGenerator(name=split, gen_kwargs={"filepath": paths[split]})
+            for split in (datasets.Split.TRAIN, datasets.Split.VALIDATION)
+        ]
+
+    def _generate_examples(self, filepath):
+        for index, record in enumerate(_read_records(filepath)):
+            yield index, _parse_record(filepath, index, record)
+
+
+def _read_records(filepath):
+    try:
+        with open(filepath, encoding="utf-8") as f:
+            records = json.load(f)
+    except UnicodeDecodeError as err:
+        raise record_error(filepath, "-", f"not UTF-8 text ({err.reason} at byte {err.start})") from None
+    except json.JSONDecodeError as err:
+        raise record_error(filepath, "-", f"not valid JSON ({err.msg} at line {err.lineno} column {err.colno})") from None
+    if not isinstance(records, list):
+        raise record_error(filepath, "-", f"expected a JSON list of questions, got {type(records).__name__}")
+    return records
+
+
+def _parse_record(filepath, index, record):
+    if not isinstance(record, dict):
+        raise record_error(filepath, index, f"expected an object, got {type(record).__name__}")
+    where = f"{index} (qid {record.get('qid')!r})"
+    missing = [key for key in _KEYS if key not in record]
+    if missing:
+        raise record_error(filepath, where, f"missing key(s) {', '.join(missing)}")
+    for key in ("qid", "question", "answer"):
+        _expect(isinstance(record[key], str), filepath, where, f"{key!r} must be a string, got {record[key]!r}")
+    _expect(record["type"] in _TYPES, filepath, where, f"unknown type {record['type']!r} (expected one of {_TYPES})")
+    _expect(isinstance(record["time_dependent"], bool), filepath, where,
+            f"'time_dependent' must be true or false, got {record['time_dependent']!r}")
+    _expect(_is_str_list(record["page_ids"]), filepath, where, f"'page_ids' must be a list of strings, got {record['page_ids']!r}")
+    return {
+        "qid": record["qid"],
+        "type": record["type"],
+        "question": record["question"],
+        "answer": record["answer"],
+        "derivations": [_parse_step(filepath, where, step) for step in _derivation_list(filepath, where, record)],
+        "page_ids": record["page_ids"],
+        "time_dependent": record["time_dependent"],
+    }
+
+
+def _derivation_list(filepath, where, record):
+    steps = record["derivations"]
+    _expect(isinstance(steps, list), filepath, where, f"'derivations' must be a list, got {steps!r}")
+    return steps
+
+
+def _parse_step(filepath, where, step):
+    ok = isinstance(step, list) and len(step) == 3 and isinstance(step[0], str) and isinstance(step[1], str)
+    _expect(ok, filepath, where, f"derivation step {step!r} must be [subject, relation, [objects...]]")
+    _expect(_is_str_list(step[2]), filepath, where, f"objects of derivation step {step!r} must be a list of strings")
+    return {"subject": step[0], "relation": step[1], "objects": step[2]}
+
+
+def _is_str_list(value):
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def _expect(condition, filepath, where, problem):
+    if not condition:
+        raise record_error(filepath, where, problem)
+
+
+def to_upstream_derivations(derivations):
+    """A row's derivations back in the upstream nested form ``[[subject, relation, [object, ...]], ...]``.
+
+    Accepts the list-of-records form of this builder's rows (and, for convenience, the dict-of-lists form
+    that ``Sequence`` would give).
+    """
+    if isinstance(derivations, dict):
+        derivations = [
+            {"subject": s, "relation": r, "objects": o}
+            for s, r, o in zip(derivations["subject"], derivations["relation"], derivations["objects"])
+        ]
+    return [[step["subject"], step["relation"], list(step["objects"])] for step in derivations]

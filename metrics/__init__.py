@@ -1,0 +1,1 @@
+"""evaluate metric modules, one directory per metric (installed as data under ``qahub.metrics``)."""

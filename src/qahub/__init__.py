@@ -1,0 +1,38 @@
+"""qahub: `datasets` builders and `evaluate` metrics for five QA and dialogue corpora.
+
+>>> import qahub
+>>> dsd = qahub.load("jemhopqa", "v1.1", data_dir="path/to/JEMHopQA")   # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+__all__ = ["__version__", "load", "make_builder"]
+
+
+def make_builder(corpus: str, config: str | None = None, *, data_dir=None, cache_dir=None, mirror_url=None, **kwargs):
+    """The corpus's `datasets` builder, configured; nothing is downloaded or built yet."""
+    from qahub import registry
+
+    cls = registry.builder_class(corpus)
+    config = config or registry.default_config(corpus)
+    if config not in registry.config_names(corpus):
+        raise registry.UnknownNameError(
+            f"{corpus} has no config {config!r}; its configs: {', '.join(registry.config_names(corpus))}"
+        )
+    if mirror_url:
+        kwargs["mirror_url"] = mirror_url
+    return cls(config_name=config, data_dir=str(data_dir) if data_dir else None, cache_dir=cache_dir, **kwargs)
+
+
+def load(corpus: str, config: str | None = None, *, data_dir=None, cache_dir=None, mirror_url=None,
+         download_mode=None, **kwargs):
+    """Build ``corpus``/``config`` with its builder and return the ``DatasetDict``.
+
+    ``data_dir`` is a local copy of the upstream files (upstream layout); without it the pinned upstream
+    files are downloaded (or fetched from ``mirror_url`` / ``$QAHUB_MIRROR_URL``) and checked by sha256.
+    """
+    builder = make_builder(corpus, config, data_dir=data_dir, cache_dir=cache_dir, mirror_url=mirror_url, **kwargs)
+    builder.download_and_prepare(download_mode=download_mode)
+    return builder.as_dataset()

@@ -1,0 +1,177 @@
+"""Export a corpus built by its builder to the layout of a Hub dataset repository.
+
+The folder holds ``<config>/<split>-NNNNN-of-NNNNN.parquet`` and a ``README.md``: the corpus card from
+``dataset_cards/`` with ``configs:`` and ``dataset_info:`` generated from the build, so that
+``datasets.load_dataset(folder, config)`` gives the builder's rows and features, offline or from the Hub.
+
+The export is written to a temporary sibling folder and renamed into place only when complete.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import datasets
+from datasets.info import DatasetInfosDict
+from datasets.splits import SplitDict, SplitInfo
+from datasets.utils.metadata import MetadataConfigs
+from huggingface_hub import DatasetCard, DatasetCardData
+
+import qahub
+from qahub import registry
+
+MAX_SHARD_BYTES = 500 * 1024 * 1024
+REQUIRED_CARD_KEYS = ("license", "language", "pretty_name", "task_categories", "source_datasets")
+
+
+class ExportError(RuntimeError):
+    pass
+
+
+@dataclass
+class SplitReport:
+    config: str
+    split: str
+    rows: int
+    parquet_bytes: int
+    seconds: float
+
+
+@dataclass
+class ExportReport:
+    corpus: str
+    folder: Path
+    splits: list[SplitReport] = field(default_factory=list)
+
+
+def export(corpus: str, out=None, *, configs=None, data_dir=None, mirror_url=None, cache_dir=None,
+           overwrite: bool = False, max_shard_bytes: int = MAX_SHARD_BYTES) -> ExportReport:
+    """Build ``configs`` (default: all) of ``corpus`` and write the Hub folder ``out`` (default ``./<corpus>``)."""
+    out = Path(out or corpus).absolute()
+    configs = list(configs or registry.config_names(corpus))
+    for config in configs:
+        qahub.make_builder(corpus, config)  # unknown names fail before any work
+    _check_target(out, overwrite)
+    staging = out.parent / f".{out.name}.partial-{uuid.uuid4().hex[:8]}"
+    report = ExportReport(corpus, out)
+    try:
+        staging.mkdir(parents=True)
+        with tempfile.TemporaryDirectory(prefix="qahub-cache-") as scratch:
+            infos = {}
+            for config in configs:
+                builder = qahub.make_builder(corpus, config, data_dir=data_dir, mirror_url=mirror_url,
+                                             cache_dir=cache_dir or scratch)
+                infos[config] = _export_config(builder, staging, max_shard_bytes, report)
+        write_card(corpus, staging, infos, default=_default_of(corpus, configs))
+        _move_into_place(staging, out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return report
+
+
+def _check_target(out: Path, overwrite: bool):
+    if out.exists() and not out.is_dir():
+        raise ExportError(f"{out}: exists and is not a folder")
+    if out.is_dir() and any(out.iterdir()) and not overwrite:
+        raise ExportError(f"{out}: folder is not empty; pass --overwrite (overwrite=True) to replace it")
+
+
+def _default_of(corpus, configs):
+    default = registry.default_config(corpus)
+    return default if default in configs else configs[0]
+
+
+def _export_config(builder, staging: Path, max_shard_bytes: int, report: ExportReport) -> datasets.DatasetInfo:
+    config = builder.config.name
+    builder.download_and_prepare()
+    splits = SplitDict(dataset_name=builder.dataset_name)
+    parquet_total = 0
+    for split, ds in builder.as_dataset().items():
+        start = time.perf_counter()
+        written = _write_split(ds, staging / config, split, max_shard_bytes)
+        parquet_total += written
+        splits.add(SplitInfo(name=split, num_bytes=ds.data.nbytes, num_examples=len(ds), dataset_name=builder.dataset_name))
+        report.splits.append(SplitReport(config, split, len(ds), written, time.perf_counter() - start))
+    info = datasets.DatasetInfo(features=builder.info.features, config_name=config, splits=splits)
+    info.download_size = parquet_total
+    info.dataset_size = sum(s.num_bytes for s in splits.values())
+    return info
+
+
+def _write_split(ds: datasets.Dataset, folder: Path, split: str, max_shard_bytes: int) -> int:
+    folder.mkdir(parents=True, exist_ok=True)
+    num_shards = max(1, math.ceil(ds.data.nbytes / max_shard_bytes))
+    written = 0
+    for index in range(num_shards):
+        path = folder / f"{split}-{index:05d}-of-{num_shards:05d}.parquet"
+        ds.shard(num_shards=num_shards, index=index, contiguous=True).to_parquet(str(path))
+        written += path.stat().st_size
+    return written
+
+
+def write_card(corpus: str, folder: Path, infos: dict, default: str) -> DatasetCard:
+    """README.md = the corpus card plus generated ``configs`` and ``dataset_info``, validated on re-read."""
+    template = registry.card_path(corpus)
+    if not template.is_file():
+        raise ExportError(f"{template}: the dataset card of {corpus!r} is missing")
+    card = DatasetCard.load(template, repo_type="dataset")
+    data = card.data
+    data.size_categories = [size_category(max(sum(s.num_examples for s in info.splits.values()) for info in infos.values()))]
+    MetadataConfigs(
+        {
+            config: {
+                "data_files": [{"split": split, "path": f"{config}/{split}-*"} for split in info.splits],
+                **({"default": True} if config == default else {}),
+            }
+            for config, info in infos.items()
+        }
+    ).to_dataset_card_data(data)
+    DatasetInfosDict(infos).to_dataset_card_data(data)
+    rendered = DatasetCard(f"---\n{data.to_yaml()}\n---\n{card.text.lstrip()}")
+    path = folder / "README.md"
+    rendered.save(path)
+    validate_card(path, infos)
+    return rendered
+
+
+def validate_card(path: Path, infos: dict):
+    """Re-read the card with huggingface_hub and datasets, as the Hub and ``load_dataset`` will."""
+    card = DatasetCard.load(path, repo_type="dataset")
+    if not isinstance(card.data, DatasetCardData):
+        raise ExportError(f"{path}: metadata is not dataset card metadata")
+    meta = card.data.to_dict()
+    missing = [key for key in REQUIRED_CARD_KEYS if not meta.get(key)]
+    if missing:
+        raise ExportError(f"{path}: card metadata lacks {', '.join(missing)}")
+    configs = MetadataConfigs.from_dataset_card_data(card.data)
+    parsed = DatasetInfosDict.from_dataset_card_data(card.data)
+    if set(configs) != set(infos) or set(parsed) != set(infos):
+        raise ExportError(f"{path}: configs {sorted(configs)} / dataset_info {sorted(parsed)} != built {sorted(infos)}")
+    defaults = [name for name, cfg in configs.items() if cfg.get("default")]
+    if len(defaults) != 1:
+        raise ExportError(f"{path}: expected exactly one default config, found {defaults}")
+    for config, info in infos.items():
+        if parsed[config].features != info.features:
+            raise ExportError(f"{path}: features of {config} do not survive the YAML round trip")
+
+
+def size_category(rows: int) -> str:
+    bounds = [(1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
+              (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M"), (1_000_000_000, "100M<n<1B")]
+    return next((label for bound, label in bounds if rows < bound), "n>1T")
+
+
+def _move_into_place(staging: Path, out: Path):
+    if out.exists():
+        old = out.parent / f".{out.name}.old-{uuid.uuid4().hex[:8]}"
+        out.rename(old)
+        staging.rename(out)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        staging.rename(out)

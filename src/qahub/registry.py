@@ -1,0 +1,89 @@
+"""What qahub has: corpora (builder modules in ``qahub.loaders``) and metrics (directories in ``qahub.metrics``).
+
+Both are discovered, so adding a corpus is adding ``loaders/<name>.py`` and ``dataset_cards/<name>.md``;
+adding a metric is adding ``metrics/<name>/<name>.py`` (and, for the command line,
+``src/qahub/scoring/<name>.py``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+import datasets
+
+from qahub import loaders
+
+
+class UnknownNameError(KeyError):
+    def __str__(self):
+        return str(self.args[0])
+
+
+@lru_cache(maxsize=None)
+def corpus_names() -> tuple[str, ...]:
+    return tuple(sorted(m.name for m in pkgutil.iter_modules(loaders.__path__) if not m.name.startswith("_")))
+
+
+def builder_module(corpus: str):
+    if corpus not in corpus_names():
+        raise UnknownNameError(f"unknown corpus {corpus!r}; qahub has: {', '.join(corpus_names())}")
+    return importlib.import_module(f"qahub.loaders.{corpus}")
+
+
+def builder_class(corpus: str) -> type[datasets.GeneratorBasedBuilder]:
+    module = builder_module(corpus)
+    classes = [
+        obj
+        for obj in vars(module).values()
+        if inspect.isclass(obj) and issubclass(obj, datasets.DatasetBuilder) and obj.__module__ == module.__name__
+    ]
+    if len(classes) != 1:
+        raise RuntimeError(f"{module.__file__}: expected one dataset builder class, found {len(classes)}")
+    return classes[0]
+
+
+def config_names(corpus: str) -> list[str]:
+    return [config.name for config in builder_class(corpus).BUILDER_CONFIGS]
+
+
+def default_config(corpus: str) -> str:
+    cls = builder_class(corpus)
+    return cls.DEFAULT_CONFIG_NAME or cls.BUILDER_CONFIGS[0].name
+
+
+def card_path(corpus: str) -> Path:
+    return Path(str(resources.files("qahub.dataset_cards").joinpath(f"{corpus}.md")))
+
+
+def samples_dir(corpus: str | None = None) -> Path:
+    """The bundled sample data (upstream layout), used by ``qahub demo`` and the tests."""
+    root = Path(str(resources.files("qahub").joinpath("samples")))
+    return root / corpus if corpus else root
+
+
+@lru_cache(maxsize=None)
+def metric_names() -> tuple[str, ...]:
+    root = metrics_root()
+    return tuple(sorted(p.name for p in root.iterdir() if (p / f"{p.name}.py").is_file()))
+
+
+def metrics_root() -> Path:
+    return Path(str(resources.files("qahub.metrics")))
+
+
+def metric_dir(name: str) -> Path:
+    if name not in metric_names():
+        raise UnknownNameError(f"unknown metric {name!r}; qahub has: {', '.join(metric_names()) or 'none'}")
+    return metrics_root() / name
+
+
+def load_metric(name: str, **kwargs):
+    """``evaluate.load`` of the metric's directory, as a user would load it."""
+    import evaluate
+
+    return evaluate.load(str(metric_dir(name)), **kwargs)

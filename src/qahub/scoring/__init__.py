@@ -1,0 +1,1 @@
+"""Command-line adapters of the metrics: one module per metric, used by ``qahub evaluate NAME``."""

@@ -1,0 +1,31 @@
+import functools
+import http.server
+import threading
+
+import datasets
+import pytest
+
+datasets.disable_progress_bars()
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def http_server():
+    """``http_server(root) -> base URL``: a real HTTP server on 127.0.0.1 serving the folder ``root``."""
+    servers = []
+
+    def start(root):
+        handler = functools.partial(_QuietHandler, directory=str(root))
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return f"http://127.0.0.1:{server.server_address[1]}"
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()
