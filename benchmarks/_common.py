@@ -8,6 +8,7 @@ import resource
 import sys
 import time
 from pathlib import Path
+from queue import Empty
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -20,8 +21,17 @@ def _child(target: str, args: tuple, queue):
     start = time.perf_counter()
     result = func(*state) if prepare else func(*args)
     seconds = time.perf_counter() - start
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak_mb = peak_rss_mb()
     queue.put((seconds, peak_mb, repr(result)[:200]))
+
+
+def peak_rss_mb() -> float:
+    """This process's own peak RSS (VmHWM); ru_maxrss would carry over the parent's peak across exec."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def measure(target: str, *args) -> tuple[float, float, str]:
@@ -34,10 +44,14 @@ def measure(target: str, *args) -> tuple[float, float, str]:
     queue = ctx.Queue()
     proc = ctx.Process(target=_child, args=(target, args, queue))
     proc.start()
-    seconds, peak_mb, result = queue.get()
+    while True:
+        try:
+            seconds, peak_mb, result = queue.get(timeout=1)
+            break
+        except Empty:
+            if not proc.is_alive():
+                raise RuntimeError(f"{target} failed (exit code {proc.exitcode})") from None
     proc.join()
-    if proc.exitcode:
-        raise RuntimeError(f"{target} exited with {proc.exitcode}")
     return seconds, peak_mb, result
 
 

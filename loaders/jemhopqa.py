@@ -46,6 +46,8 @@ _SHA256 = {
     "corpus_ver1.2/dev_ver1.2.json": "f7b3a5b86f7f16ef230c1b4f4307c467dbc4bd5f3eb4b8b35f8397ce06820b38",
 }
 
+SPLITS = {config: ["train", "validation"] for config in _FILES}
+
 _TYPES = ["compositional", "comparison"]
 _KEYS = ("qid", "type", "question", "answer", "derivations", "page_ids", "time_dependent")
 

@@ -1,9 +1,14 @@
 import functools
 import http.server
+import os
+import tempfile
 import threading
 
-import datasets
-import pytest
+# keep the suite's caches out of the user's ~/.cache/huggingface (read when datasets is imported)
+os.environ.setdefault("HF_HOME", tempfile.mkdtemp(prefix="qahub-tests-hf-"))
+
+import datasets  # noqa: E402
+import pytest  # noqa: E402
 
 datasets.disable_progress_bars()
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "load", "make_builder"]
+__all__ = ["__version__", "load", "make_builder", "prepare"]
 
 
 def make_builder(corpus: str, config: str | None = None, *, data_dir=None, cache_dir=None, mirror_url=None, **kwargs):
@@ -34,5 +34,22 @@ def load(corpus: str, config: str | None = None, *, data_dir=None, cache_dir=Non
     files are downloaded (or fetched from ``mirror_url`` / ``$QAHUB_MIRROR_URL``) and checked by sha256.
     """
     builder = make_builder(corpus, config, data_dir=data_dir, cache_dir=cache_dir, mirror_url=mirror_url, **kwargs)
-    builder.download_and_prepare(download_mode=download_mode)
+    prepare(builder, download_mode=download_mode)
     return builder.as_dataset()
+
+
+def prepare(builder, **kwargs):
+    """``builder.download_and_prepare(**kwargs)``, raising the builder's own error about the source data.
+
+    `datasets` wraps any error raised while generating examples in a generic ``DatasetGenerationError``;
+    the builder's error (file, record, problem) is its cause, and is what the user needs to read.
+    """
+    from datasets.exceptions import DatasetGenerationError
+
+    try:
+        builder.download_and_prepare(**kwargs)
+    except DatasetGenerationError as err:
+        cause = err.__cause__
+        if isinstance(cause, (ValueError, OSError)):
+            raise cause.with_traceback(cause.__traceback__) from None
+        raise

@@ -51,12 +51,17 @@ class ExportReport:
 
 
 def export(corpus: str, out=None, *, configs=None, data_dir=None, mirror_url=None, cache_dir=None,
-           overwrite: bool = False, max_shard_bytes: int = MAX_SHARD_BYTES) -> ExportReport:
-    """Build ``configs`` (default: all) of ``corpus`` and write the Hub folder ``out`` (default ``./<corpus>``)."""
+           overwrite: bool = False, max_shard_bytes: int = MAX_SHARD_BYTES, builder_options=None) -> ExportReport:
+    """Build ``configs`` (default: all) of ``corpus`` and write the Hub folder ``out`` (default ``./<corpus>``).
+
+    ``builder_options`` are config keyword arguments of the corpus's builder (e.g. Topical-Chat's
+    ``present_splits_only=True``).
+    """
+    builder_options = dict(builder_options or {})
     out = Path(out or corpus).absolute()
     configs = list(configs or registry.config_names(corpus))
     for config in configs:
-        qahub.make_builder(corpus, config)  # unknown names fail before any work
+        qahub.make_builder(corpus, config, **builder_options)  # unknown names and options fail before any work
     _check_target(out, overwrite)
     staging = out.parent / f".{out.name}.partial-{uuid.uuid4().hex[:8]}"
     report = ExportReport(corpus, out)
@@ -66,7 +71,7 @@ def export(corpus: str, out=None, *, configs=None, data_dir=None, mirror_url=Non
             infos = {}
             for config in configs:
                 builder = qahub.make_builder(corpus, config, data_dir=data_dir, mirror_url=mirror_url,
-                                             cache_dir=cache_dir or scratch)
+                                             cache_dir=cache_dir or scratch, **builder_options)
                 infos[config] = _export_config(builder, staging, max_shard_bytes, report)
         write_card(corpus, staging, infos, default=_default_of(corpus, configs))
         _move_into_place(staging, out)
@@ -89,7 +94,7 @@ def _default_of(corpus, configs):
 
 def _export_config(builder, staging: Path, max_shard_bytes: int, report: ExportReport) -> datasets.DatasetInfo:
     config = builder.config.name
-    builder.download_and_prepare()
+    qahub.prepare(builder)
     splits = SplitDict(dataset_name=builder.dataset_name)
     parquet_total = 0
     for split, ds in builder.as_dataset().items():

@@ -25,7 +25,7 @@ def shared_data(corpus_folder: str) -> Path | None:
 
 def build(corpus, config, data_dir, cache_dir) -> datasets.DatasetDict:
     builder = qahub.make_builder(corpus, config, data_dir=data_dir, cache_dir=str(cache_dir))
-    builder.download_and_prepare()
+    qahub.prepare(builder)
     return builder.as_dataset()
 
 
@@ -38,7 +38,7 @@ def assert_export_roundtrip(corpus: str, data_dir, tmp_path: Path, configs=None)
     out = tmp_path / f"{corpus}-hub"
     export_mod.export(corpus, out, configs=configs, data_dir=data_dir, cache_dir=str(tmp_path / "export-cache"))
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-    args = [sys.executable, "-m", "qahub.testing", corpus, str(data_dir), str(out), str(tmp_path), *configs]
+    args = [sys.executable, "-m", "qahub.testing", corpus, str(data_dir or ""), str(out), str(tmp_path), *configs]
     done = subprocess.run(args, env=env, capture_output=True, text=True)
     assert done.returncode == 0, f"round trip of {corpus} failed:\n{done.stderr[-4000:]}"
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -64,4 +64,4 @@ def compare_export(corpus: str, data_dir, out: Path, scratch: Path, configs) -> 
 if __name__ == "__main__":
     datasets.disable_progress_bars()
     corpus_arg, data_arg, out_arg, scratch_arg, *config_args = sys.argv[1:]
-    print(json.dumps(compare_export(corpus_arg, data_arg, Path(out_arg), Path(scratch_arg), config_args)))
+    print(json.dumps(compare_export(corpus_arg, data_arg or None, Path(out_arg), Path(scratch_arg), config_args)))

@@ -1,0 +1,65 @@
+"""Publish an exported Hub folder as a dataset repository, in one commit.
+
+The token comes from the usual ``huggingface_hub`` sources (``HF_TOKEN``, ``huggingface-cli login``) or the
+``token`` argument; it is never printed, and it is scrubbed from any error message that passes through here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from huggingface_hub import HfApi
+
+import qahub
+
+_TOKEN_PATTERN = re.compile(r"hf_[A-Za-z0-9]{8,}")
+
+
+class PublishError(RuntimeError):
+    pass
+
+
+@dataclass
+class PublishPlan:
+    folder: Path
+    repo_id: str
+    files: list[str]
+    card: str
+
+
+def plan(folder, repo_id: str) -> PublishPlan:
+    """What would be uploaded: the folder must be an export (README.md plus Parquet files)."""
+    folder = Path(folder)
+    if not (folder / "README.md").is_file():
+        raise PublishError(f"{folder}: no README.md; build it first with `qahub build CORPUS --out {folder}`")
+    files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+    if not any(name.endswith(".parquet") for name in files):
+        raise PublishError(f"{folder}: no Parquet files; build it first with `qahub build CORPUS --out {folder}`")
+    return PublishPlan(folder, repo_id, files, (folder / "README.md").read_text(encoding="utf-8"))
+
+
+def publish(folder, repo_id: str, *, private: bool = False, revision: str | None = None, token=None,
+            api: HfApi | None = None, repo_type: str = "dataset", commit_message: str | None = None) -> str:
+    """Create the repo if needed and upload ``folder`` in one commit; return the commit URL."""
+    if repo_type == "dataset":
+        plan(folder, repo_id)  # refuses a folder that is not an export
+    api = api or HfApi(token=token)
+    message = commit_message or f"Upload {Path(folder).name} with qahub {qahub.__version__}"
+    try:
+        api.create_repo(repo_id, repo_type=repo_type, private=private, exist_ok=True,
+                        **({"space_sdk": "gradio"} if repo_type == "space" else {}))
+        if revision:
+            api.create_branch(repo_id, repo_type=repo_type, branch=revision, exist_ok=True)
+        info = api.upload_folder(folder_path=str(folder), repo_id=repo_id, repo_type=repo_type,
+                                 revision=revision, commit_message=message)
+    except Exception as err:  # the Hub's errors are many; pass on what they say, without secrets
+        raise PublishError(f"publishing {folder} to {repo_id} failed: {scrub(str(err), token)}") from None
+    return str(getattr(info, "commit_url", info))
+
+
+def scrub(text: str, token=None) -> str:
+    if token:
+        text = text.replace(token, "***")
+    return _TOKEN_PATTERN.sub("hf_***", text)

@@ -1,0 +1,172 @@
+import math
+import os
+import re
+import subprocess
+import sys
+
+import datasets
+import pytest
+from huggingface_hub import DatasetCard
+
+from qahub import cli, publish, registry
+from qahub.export import ExportError, export, size_category
+from qahub.testing import build
+
+SAMPLE = registry.samples_dir("jemhopqa")
+
+
+@pytest.fixture
+def exported(tmp_path):
+    out = tmp_path / "jemhopqa"
+    export("jemhopqa", out, data_dir=SAMPLE)
+    return out
+
+
+def test_layout_is_a_hub_dataset_repo(exported):
+    files = sorted(p.relative_to(exported).as_posix() for p in exported.rglob("*") if p.is_file())
+    assert files == ["README.md"] + [
+        f"{c}/{s}-00000-of-00001.parquet" for c in ("v1.0", "v1.1", "v1.2") for s in ("train", "validation")
+    ]
+
+
+def test_card_metadata(exported):
+    card = DatasetCard.load(exported / "README.md")
+    meta = card.data.to_dict()
+    assert meta["license"] == "cc-by-sa-4.0" and meta["language"] == ["ja"] and meta["pretty_name"] == "JEMHopQA"
+    assert meta["size_categories"] == ["n<1K"]
+    configs = {c["config_name"]: c for c in meta["configs"]}
+    assert [name for name, c in configs.items() if c.get("default")] == ["v1.2"]
+    assert configs["v1.1"]["data_files"] == [
+        {"split": "train", "path": "v1.1/train-*"},
+        {"split": "validation", "path": "v1.1/validation-*"},
+    ]
+    infos = {i["config_name"]: i for i in meta["dataset_info"]}
+    assert [(s["name"], s["num_examples"]) for s in infos["v1.0"]["splits"]] == [("train", 4), ("validation", 3)]
+    assert "# JEMHopQA" in card.text
+
+
+def test_refuses_non_empty_folder_without_overwrite(exported):
+    (exported / "keep.txt").write_text("mine")
+    with pytest.raises(ExportError, match="not empty; pass --overwrite"):
+        export("jemhopqa", exported, data_dir=SAMPLE)
+    assert (exported / "keep.txt").exists()
+    export("jemhopqa", exported, data_dir=SAMPLE, configs=["v1.0"], overwrite=True)
+    assert sorted(p.name for p in exported.iterdir()) == ["README.md", "v1.0"]
+
+
+def test_unknown_config_fails_before_any_work(tmp_path):
+    with pytest.raises(KeyError, match="jemhopqa has no config 'v9'"):
+        export("jemhopqa", tmp_path / "out", configs=["v9"], data_dir=SAMPLE)
+    assert not (tmp_path / "out").exists()
+
+
+def test_large_splits_are_sharded_and_load_back_in_order(tmp_path):
+    out = tmp_path / "sharded"
+    export("jemhopqa", out, configs=["v1.2"], data_dir=SAMPLE, max_shard_bytes=500)
+    built = build("jemhopqa", "v1.2", SAMPLE, tmp_path / "b")
+    shards = math.ceil(built["train"].data.nbytes / 500)
+    assert shards > 1
+    names = sorted(p.name for p in (out / "v1.2").glob("train-*"))
+    assert names == [f"train-{i:05d}-of-{shards:05d}.parquet" for i in range(shards)]
+    loaded = datasets.load_dataset(str(out), "v1.2", cache_dir=str(tmp_path / "c"))
+    assert loaded["train"].to_list() == built["train"].to_list()
+
+
+@pytest.mark.parametrize("rows, label", [(0, "n<1K"), (999, "n<1K"), (1000, "1K<n<10K"), (29375, "10K<n<100K")])
+def test_size_category(rows, label):
+    assert size_category(rows) == label
+
+
+class FakeHfApi:
+    def __init__(self, fail_with=None):
+        self.calls = []
+        self.fail_with = fail_with
+
+    def create_repo(self, repo_id, **kwargs):
+        self.calls.append(("create_repo", repo_id, kwargs))
+
+    def create_branch(self, repo_id, **kwargs):
+        self.calls.append(("create_branch", repo_id, kwargs))
+
+    def upload_folder(self, **kwargs):
+        self.calls.append(("upload_folder", kwargs["repo_id"], kwargs))
+        if self.fail_with:
+            raise self.fail_with
+        return type("Info", (), {"commit_url": f"https://hub.example/{kwargs['repo_id']}/commit/1"})()
+
+
+def test_publish_creates_repo_and_uploads_folder_in_one_commit(exported):
+    api = FakeHfApi()
+    url = publish.publish(exported, "org/jemhopqa", private=True, revision="v1", api=api)
+    assert url == "https://hub.example/org/jemhopqa/commit/1"
+    assert [c[0] for c in api.calls] == ["create_repo", "create_branch", "upload_folder"]
+    assert api.calls[0][2] == {"repo_type": "dataset", "private": True, "exist_ok": True}
+    assert api.calls[1][2] == {"repo_type": "dataset", "branch": "v1", "exist_ok": True}
+    upload = api.calls[2][2]
+    assert upload["folder_path"] == str(exported) and upload["repo_type"] == "dataset" and upload["revision"] == "v1"
+
+
+def test_publish_refuses_a_folder_that_is_not_an_export(tmp_path):
+    with pytest.raises(publish.PublishError, match="no README.md; build it first"):
+        publish.publish(tmp_path, "org/x", api=FakeHfApi())
+
+
+def test_publish_errors_never_show_the_token(exported, capsys):
+    token = "hf_abcdefghijklmnopqrstuvwxyz123456"
+    api = FakeHfApi(fail_with=RuntimeError(f"401 Unauthorized for token {token}"))
+    with pytest.raises(publish.PublishError) as err:
+        publish.publish(exported, "org/jemhopqa", api=api, token=token)
+    assert token not in str(err.value) and "401 Unauthorized" in str(err.value)
+
+
+def test_cli_publish_uses_hfapi_without_printing_the_token(exported, monkeypatch, capsys):
+    token = "hf_zyxwvutsrqponmlkjihgfedcba654321"
+    monkeypatch.setenv("HF_TOKEN", token)
+    api = FakeHfApi()
+    monkeypatch.setattr(publish, "HfApi", lambda token=None: api)
+    assert cli.main(["publish", "jemhopqa", "--repo-id", "org/jemhopqa", "--folder", str(exported)]) == 0
+    out = capsys.readouterr()
+    assert "published" in out.out and token not in out.out + out.err
+    assert [c[0] for c in api.calls] == ["create_repo", "upload_folder"]
+
+
+def test_cli_publish_dry_run_lists_files_and_card(exported, monkeypatch, capsys):
+    monkeypatch.setattr(publish, "HfApi", lambda token=None: pytest.fail("dry run must not touch the Hub"))
+    assert cli.main(["publish", "jemhopqa", "--repo-id", "org/jemhopqa", "--folder", str(exported), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "would upload 7 files" in out and "v1.2/validation-00000-of-00001.parquet" in out
+    assert "config_name: v1.2" in out and "# JEMHopQA" in out
+
+
+def test_cli_build_default_out_then_load_dataset_by_bare_name_offline(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["--quiet", "build", "jemhopqa", "--data-dir", str(SAMPLE)]) == 0
+    assert "v1.2    validation  3" in capsys.readouterr().out
+    code = "import datasets; d = datasets.load_dataset('jemhopqa'); print(d['train'].num_rows, d['train'].features['type'].names)"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "4 ['compositional', 'comparison']"
+
+
+def test_cli_build_bad_data_is_one_clear_line_and_no_output(tmp_path, capsys):
+    data = tmp_path / "data"
+    data.mkdir()
+    assert cli.main(["--quiet", "build", "jemhopqa", "--data-dir", str(data), "--out", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("qahub build: error: ") and "corpus/train.json: source file not found" in err
+    assert not (tmp_path / "out").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["data"]
+
+
+def test_cli_list(capsys):
+    assert cli.main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^jemhopqa\s+v1\.2 \(default\)\s+train, validation$", out, re.M)
+
+
+def test_cli_demo_builds_and_loads_every_sample(tmp_path, capsys):
+    assert cli.main(["--quiet", "demo", "--out", str(tmp_path / "demo")]) == 0
+    out = capsys.readouterr().out
+    assert "load_dataset(" in out and "'v1.2'): train 4, validation 3" in out
+    assert (tmp_path / "demo" / "jemhopqa" / "README.md").is_file()
