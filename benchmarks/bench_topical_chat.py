@@ -1,0 +1,92 @@
+"""Topical-Chat: build time and peak memory of the builder against a bare ``json.load`` of the same files.
+
+Rows: the four real valid/test conversation files of ../shared/data/topical_chat, and a synthetic train-sized
+conversations file (real conversations repeated under new ids, about 40 MB like the upstream train.json).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from _common import measure, row
+
+REAL_SPLITS = ("valid_freq", "valid_rare", "test_freq", "test_rare")
+TRAIN_CONVERSATIONS = 8628  # upstream train.json
+
+
+def build_conversations(data_dir, splits, cache_dir):
+    import datasets
+
+    import qahub
+
+    datasets.disable_progress_bars()
+    builder = qahub.make_builder("topical_chat", "conversations", data_dir=data_dir, cache_dir=cache_dir,
+                                 splits=tuple(splits))
+    builder.download_and_prepare()
+    return {split: ds.num_rows for split, ds in builder.as_dataset().items()}
+
+
+def import_only():
+    import datasets  # noqa: F401
+    import qahub.loaders.topical_chat  # noqa: F401
+
+
+def load_json(data_dir, splits, cache_dir):
+    counts = {}
+    for split in splits:
+        with open(os.path.join(data_dir, "conversations", f"{split}.json"), encoding="utf-8") as f:
+            counts[split] = len(json.load(f))
+    return counts
+
+
+def write_train(real_dir, out_dir) -> int:
+    """conversations/train.json of TRAIN_CONVERSATIONS real conversations (cycled, new ids); returns bytes.
+
+    Run in a child process: a parent's peak RSS at the fork would count in the measured children's peaks.
+    """
+    real_dir, out_dir = Path(real_dir), Path(out_dir)
+    pool = []
+    for split in REAL_SPLITS:
+        pool += json.loads((real_dir / "conversations" / f"{split}.json").read_text(encoding="utf-8")).values()
+    train = {f"t_bench-{i:05d}": pool[i % len(pool)] for i in range(TRAIN_CONVERSATIONS)}
+    path = out_dir / "conversations" / "train.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(train, indent=2), encoding="utf-8")
+    return path.stat().st_size
+
+
+def _side_by_side(name, data_dir, splits, scratch, note):
+    ours = measure("bench_topical_chat:build_conversations", str(data_dir), list(splits), str(scratch / f"{name}-cache"))
+    baseline = measure("bench_topical_chat:load_json", str(data_dir), list(splits), "")
+    return row(f"topical_chat {name}", ours, baseline, note)
+
+
+def run() -> list[dict]:
+    real = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "topical_chat"
+    if not (real / "conversations" / "valid_freq.json").is_file():
+        print(f"bench_topical_chat: {real} absent, nothing measured")
+        return []
+    scratch = Path(tempfile.mkdtemp(prefix="bench-topical-chat-"))
+    try:
+        size = sum((real / "conversations" / f"{s}.json").stat().st_size for s in REAL_SPLITS)
+        rows = [_side_by_side("4 real splits", real, REAL_SPLITS, scratch,
+                              f"conversations config, {size / 2**20:.1f} MiB JSON; baseline json.load")]
+        measure("bench_topical_chat:write_train", str(real), str(scratch / "synthetic"))
+        train_bytes = (scratch / "synthetic" / "conversations" / "train.json").stat().st_size
+        imports_mb = measure("bench_topical_chat:import_only")[1]
+        rows.append(_side_by_side("train-sized file", scratch / "synthetic", ["train"], scratch,
+                                  f"{TRAIN_CONVERSATIONS} conversations, {train_bytes / 2**20:.1f} MiB JSON; "
+                                  f"imports alone {imports_mb:.0f} MiB"))
+        return rows
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    from _common import print_table
+
+    print_table(run())

@@ -1,0 +1,53 @@
+"""Scores of generated responses: unigram F1, distinct-n, BLEU-4 (sacrebleu)."""
+
+import re
+import string
+from collections import Counter
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCTUATION = set(string.punctuation)
+
+
+def normalize(text):
+    """SQuAD's normalisation: lowercase, drop ASCII punctuation and the articles a/an/the, collapse spaces."""
+    text = "".join(ch for ch in text.lower() if ch not in _PUNCTUATION)
+    return " ".join(_ARTICLES.sub(" ", text).split())
+
+
+def tokens(text):
+    return normalize(text).split()
+
+
+def unigram_f1(prediction, reference):
+    """SQuAD's token F1: 1.0 when both are empty after normalisation, 0.0 when only one is."""
+    pred, ref = tokens(prediction), tokens(reference)
+    if not pred or not ref:
+        return float(pred == ref)
+    same = sum((Counter(pred) & Counter(ref)).values())
+    if same == 0:
+        return 0.0
+    precision, recall = same / len(pred), same / len(ref)
+    return 2 * precision * recall / (precision + recall)
+
+
+def distinct(predictions, n):
+    """Distinct n-grams over all predictions / all n-grams (n-grams stay inside one prediction); 0.0 if none."""
+    grams = [tuple(toks[i:i + n]) for toks in map(tokens, predictions) for i in range(len(toks) - n + 1)]
+    return len(set(grams)) / len(grams) if grams else 0.0
+
+
+def corpus_bleu(predictions, references):
+    """sacrebleu's corpus BLEU-4 with its defaults (13a tokenizer, exp smoothing), one reference each."""
+    from sacrebleu.metrics import BLEU
+
+    bleu = BLEU()
+    score = bleu.corpus_score(list(predictions), [list(references)])
+    return score.score, str(bleu.get_signature())
+
+
+def sentence_bleus(predictions, references):
+    """sacrebleu's sentence BLEU of each pair (effective order, exp smoothing), for per-example scores."""
+    from sacrebleu.metrics import BLEU
+
+    bleu = BLEU(effective_order=True)
+    return [bleu.sentence_score(p, [r]).score for p, r in zip(predictions, references, strict=True)]

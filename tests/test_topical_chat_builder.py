@@ -1,0 +1,365 @@
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from qahub.loaders._sources import SourceDataError
+
+import qahub
+from qahub import registry
+from qahub.testing import assert_export_roundtrip, build, shared_data
+
+SAMPLE = registry.samples_dir("topical_chat")
+SPLITS = ["train", "valid_freq", "valid_rare", "test_freq", "test_rare"]
+REAL_SPLITS = SPLITS[1:]
+REAL_TURNS = {"valid_freq": 11681, "valid_rare": 11692, "test_freq": 11760, "test_rare": 11770}
+SAMPLE_TEST_FREQ_A = "t_2b56287d-0e03-500a-b3d9-ca835e6f11ab"
+SAMPLE_TEST_FREQ_C = "t_3620a7a8-e7fc-52a6-b7f1-796880878625"
+# label ids: agent_1 0, agent_2 1; Surprised 5, Curious to dive deeper 6, Neutral 7, Happy 4;
+# Poor 0, Not Good 1, Passable 2, Good 3, Excellent 4; configs A 0 .. D 3
+RATING = {"Poor": 0, "Not Good": 1, "Passable": 2, "Good": 3, "Excellent": 4, "": -1}
+
+
+def build_with(config, data_dir, cache_dir, **kwargs):
+    builder = qahub.make_builder("topical_chat", config, data_dir=data_dir, cache_dir=str(cache_dir), **kwargs)
+    qahub.prepare(builder)  # raises the builder's SourceDataError, not datasets' wrapper
+    return builder.as_dataset()
+
+
+def test_sample_conversations(tmp_path):
+    ds = build("topical_chat", "conversations", SAMPLE, tmp_path)
+    assert {split: len(ds[split]) for split in ds} == {"train": 3, "valid_freq": 2, "valid_rare": 2,
+                                                        "test_freq": 2, "test_rare": 2}
+    assert ds["test_freq"][0] == {
+        "conversation_id": SAMPLE_TEST_FREQ_A,
+        "article_url": "https://www.washingtonpost.com/example/2018/09/12/rover-finds-water-ice/",
+        "config": 0,
+        "turns": [
+            {"agent": 0, "message": "Hello! Do you follow space news?", "sentiment": 6,
+             "knowledge_source": ["Personal Knowledge"], "turn_rating": 3},
+            {"agent": 1, "message": "A rover found signs of water ice under the dust on Mars.", "sentiment": 4,
+             "knowledge_source": ["AS1", "FS1"], "turn_rating": 4},
+            {"agent": 0, "message": "That could help future crews. Did you know sunsets there are blue?",
+             "sentiment": 5, "knowledge_source": ["AS2", "FS1"], "turn_rating": 3},
+        ],
+        "conversation_rating": {"agent_1": 4, "agent_2": 4},
+    }
+    features = ds["test_freq"].features
+    assert features["turns"].feature["sentiment"].names == ["Angry", "Disgusted", "Fearful", "Sad", "Happy", "Surprised",
+                                                      "Curious to dive deeper", "Neutral"]
+    assert features["conversation_rating"]["agent_1"].names == ["Poor", "Not Good", "Passable", "Good", "Excellent"]
+
+
+def test_sample_empty_ratings_load_as_missing(tmp_path):
+    ds = build("topical_chat", "conversations", SAMPLE, tmp_path)
+    for split in ds:
+        raw = json.loads((SAMPLE / "conversations" / f"{split}.json").read_text(encoding="utf-8"))
+        for row in ds[split]:
+            record = raw[row["conversation_id"]]
+            assert [turn["turn_rating"] for turn in row["turns"]] == [RATING[t["turn_rating"]] for t in record["content"]]
+            assert row["conversation_rating"] == {a: RATING[r] for a, r in record["conversation_rating"].items()}
+    assert ds["train"][1]["turns"][1]["turn_rating"] == -1
+    assert ds["valid_freq"][1]["conversation_rating"] == {"agent_1": 4, "agent_2": -1}
+
+
+def test_sample_reading_sets_post_build(tmp_path):
+    ds = build("topical_chat", "reading_sets", SAMPLE, tmp_path)
+    assert {split: len(ds[split]) for split in ds} == {"train": 3, "valid_freq": 2, "valid_rare": 2,
+                                                        "test_freq": 2, "test_rare": 2}
+    row = ds["test_freq"][0]
+    assert (row["conversation_id"], row["config"], row["form"]) == (SAMPLE_TEST_FREQ_A, 0, 0)
+    assert row["agent_2"]["FS1"] == {
+        "entity": "Mars", "wiki_lead_kind": 1,
+        "wiki_lead_section": "Mars is the fourth planet from the Sun and is called the Red Planet.",
+        "wiki_lead_id": None,
+        "fun_facts": ["sunsets on Mars are blue", "a day on Mars is about 40 minutes longer than a day on Earth"],
+        "fun_fact_ids": None,
+    }
+    assert row["article"] == {
+        "url": "https://www.washingtonpost.com/example/2018/09/12/rover-finds-water-ice/",
+        "headline": "Rover finds signs of water ice",
+        "AS1": "Scientists said the rover detected ice under the dust.", "AS2": "The find could help future crews.",
+        "AS3": "The mission was planned for ten years.", "AS4": "A new rover will launch in 2020.",
+    }
+    config_c = ds["test_freq"][1]
+    assert config_c["config"] == 2 and config_c["article"]["headline"] is None
+    assert config_c["article"]["url"] == "https://www.washingtonpost.com/example/2018/03/20/pizza-contest/"
+
+
+def test_sample_reading_sets_pre_build(tmp_path):
+    ds = build_with("reading_sets", SAMPLE, tmp_path, reading_set_form="pre-build")
+    row = ds["test_freq"][0]
+    assert row["form"] == 1
+    assert row["agent_1"]["FS2"] == {
+        "entity": "Chess", "wiki_lead_kind": 0,
+        "wiki_lead_section": "Chess is a board game for two players played on a checkered board of 64 squares.",
+        "wiki_lead_id": 900002, "fun_facts": None, "fun_fact_ids": ["t3_bb01", "t3_bb02"],
+    }
+    assert row["article"] == {"url": "https://www.washingtonpost.com/example/2018/09/12/rover-finds-water-ice/",
+                              "headline": None, "AS1": None, "AS2": None, "AS3": None, "AS4": None}
+
+
+def test_sample_asr(tmp_path):
+    ds = build("topical_chat", "asr", SAMPLE, tmp_path)
+    assert sorted(ds) == ["test_freq", "test_rare"]
+    turn = ds["test_freq"][0]["turns"][1]
+    assert turn["message"] == "A rover found signs of water ice under the dust on Mars."
+    assert turn["message_asr_A"] == "A rover found signs of water I under the dust on Mars."
+    assert turn["message_asr_B"] == "a rover found signs of water ice under the dust on mars"
+    conversations = build("topical_chat", "conversations", SAMPLE, tmp_path / "c")
+    plain = {key: value for key, value in ds["test_freq"][0].items() if key != "turns"}
+    assert plain == {key: value for key, value in conversations["test_freq"][0].items() if key != "turns"}
+
+
+def test_sample_export_roundtrip(tmp_path):
+    counts = assert_export_roundtrip("topical_chat", SAMPLE, tmp_path)
+    assert counts["conversations"]["train"] == 3
+    assert counts["reading_sets"]["test_rare"] == 2
+    assert counts["asr"] == {"test_freq": 1, "test_rare": 1}
+
+
+# choosing splits
+
+
+def test_absent_split_is_an_error_naming_it(tmp_path):
+    data = copy_sample(tmp_path, without=["conversations/train.json"])
+    with pytest.raises(FileNotFoundError, match=r"split 'train' of topical_chat/conversations needs conversations/train\.json"):
+        build("topical_chat", "conversations", data, tmp_path / "cache")
+
+
+def test_present_splits_only_and_splits(tmp_path):
+    data = copy_sample(tmp_path, without=["conversations/train.json", "reading_sets/post-build/valid_rare.json"])
+    ds = build_with("conversations", data, tmp_path / "c1", present_splits_only=True)
+    assert sorted(ds) == sorted(REAL_SPLITS)
+    ds = build_with("reading_sets", data, tmp_path / "c2", splits=("valid_rare", "test_rare"))
+    assert sorted(ds) == ["test_rare", "valid_rare"]
+    assert ds["valid_rare"][0]["form"] == 1  # auto: post-build absent, pre-build + wiki used
+    assert ds["test_rare"][0]["form"] == 0
+    assert list(build_with("asr", data, tmp_path / "c5", splits="test_rare")) == ["test_rare"]
+    with pytest.raises(ValueError, match=r"reading_set_form must be auto, post-build or pre-build, got 'built'"):
+        build_with("reading_sets", data, tmp_path / "c6", reading_set_form="built")
+    with pytest.raises(ValueError, match=r"unknown split\(s\) \['valid'\]"):
+        build_with("conversations", data, tmp_path / "c3", splits=("valid",))
+    with pytest.raises(ValueError, match=r"unknown split\(s\) \['train'\]"):
+        build_with("asr", data, tmp_path / "c4", splits=("train",))
+
+
+# downloads (from a mirror served on 127.0.0.1)
+
+
+def test_download_from_mirror(tmp_path, http_server):
+    (tmp_path / "root").mkdir()
+    (tmp_path / "root" / "topical_chat").symlink_to(SAMPLE, target_is_directory=True)
+    base = http_server(tmp_path / "root")
+    ds = build_with("conversations", None, tmp_path / "c1", mirror_url=base, splits=("train",))
+    assert len(ds["train"]) == 3
+    # the sample's valid_freq is not the pinned upstream file
+    with pytest.raises(SourceDataError, match=r"conversations/valid_freq\.json: checksum mismatch"):
+        build_with("conversations", None, tmp_path / "c2", mirror_url=base, splits=("valid_freq",))
+
+
+def test_download_real_files_from_mirror(tmp_path, http_server):
+    real = shared_data("topical_chat")
+    if real is None:
+        pytest.skip("../shared/data/topical_chat absent")
+    (tmp_path / "root").mkdir()
+    (tmp_path / "root" / "topical_chat").symlink_to(real, target_is_directory=True)
+    base = http_server(tmp_path / "root")
+    ds = build_with("reading_sets", None, tmp_path / "c", mirror_url=base, splits=("test_rare",))
+    assert len(ds["test_rare"]) == 539 and ds["test_rare"][0]["form"] == 1
+
+
+# real data
+
+
+def real_dir(tmp_path):
+    """../shared/data/topical_chat plus the sample train files (absent there); train reading sets post-build."""
+    real = shared_data("topical_chat")
+    if real is None:
+        pytest.skip("../shared/data/topical_chat absent")
+    root = tmp_path / "real"
+    for path in real.rglob("*.json"):
+        target = root / path.relative_to(real)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.symlink_to(path)
+    for rel in ("conversations/train.json", "reading_sets/post-build/train.json"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(SAMPLE / rel, root / rel)
+    return root
+
+
+@pytest.mark.slow
+def test_real_counts(tmp_path):
+    data = real_dir(tmp_path)
+    ds = build("topical_chat", "conversations", data, tmp_path / "c")
+    assert {split: len(ds[split]) for split in REAL_SPLITS} == dict.fromkeys(REAL_SPLITS, 539)
+    turns = {split: [turn for conv in ds[split]["turns"] for turn in conv] for split in REAL_SPLITS}
+    assert {split: len(turns[split]) for split in REAL_SPLITS} == REAL_TURNS
+    assert sum(turn["turn_rating"] == -1 for split in REAL_SPLITS for turn in turns[split]) == 455
+    ratings = [r[agent] for split in REAL_SPLITS for r in ds[split]["conversation_rating"] for agent in r]
+    assert sum(rating == -1 for rating in ratings) == 6
+    reading = build("topical_chat", "reading_sets", data, tmp_path / "r")
+    assert {split: len(reading[split]) for split in REAL_SPLITS} == dict.fromkeys(REAL_SPLITS, 539)
+    assert set(reading["valid_freq"]["form"]) == {1}
+    asr = build("topical_chat", "asr", data, tmp_path / "a")
+    assert [sum(len(conv) for conv in asr[split]["turns"]) for split in ("test_freq", "test_rare")] == [880, 893]
+    for split in ("test_freq", "test_rare"):  # the ASR conversations are test conversations, same messages
+        messages = {row["conversation_id"]: [t["message"] for t in row["turns"]] for row in ds[split]}
+        assert all([t["message"] for t in row["turns"]] == messages[row["conversation_id"]] for row in asr[split])
+
+
+def test_real_data_without_train(tmp_path):
+    real = shared_data("topical_chat")
+    if real is None:
+        pytest.skip("../shared/data/topical_chat absent")
+    with pytest.raises(FileNotFoundError, match=r"split 'train' of topical_chat/reading_sets needs conversations/train\.json, "
+                                                r"reading_sets/pre-build/train\.json"):
+        build("topical_chat", "reading_sets", real, tmp_path / "c1")
+    ds = build_with("conversations", real, tmp_path / "c2", present_splits_only=True)
+    assert {split: len(rows) for split, rows in ds.items()} == dict.fromkeys(REAL_SPLITS, 539)
+
+
+@pytest.mark.slow
+def test_real_rows_match_the_files(tmp_path):
+    data = real_dir(tmp_path)
+    ds = build_with("conversations", data, tmp_path / "c", splits=("test_rare",))["test_rare"]
+    raw = json.loads((data / "conversations/test_rare.json").read_text(encoding="utf-8"))
+    assert ds["conversation_id"] == list(raw)
+    names = ds.features["turns"].feature["sentiment"].names
+    for row in ds:
+        record = raw[row["conversation_id"]]
+        assert [t["message"] for t in row["turns"]] == [t["message"] for t in record["content"]]
+        assert [names[t["sentiment"]] for t in row["turns"]] == [t["sentiment"] for t in record["content"]]
+        assert [t["knowledge_source"] for t in row["turns"]] == [t["knowledge_source"] for t in record["content"]]
+
+
+@pytest.mark.slow
+def test_real_export_roundtrip(tmp_path):
+    counts = assert_export_roundtrip("topical_chat", real_dir(tmp_path), tmp_path)
+    assert counts["conversations"] == {"train": 3, **dict.fromkeys(REAL_SPLITS, 539)}
+    assert counts["reading_sets"] == {"train": 3, **dict.fromkeys(REAL_SPLITS, 539)}
+    assert counts["asr"] == {"test_freq": 40, "test_rare": 40}
+
+
+# bad input
+
+
+def copy_sample(tmp_path, without=()):
+    data = tmp_path / "data"
+    shutil.copytree(SAMPLE, data)
+    for rel in without:
+        (data / rel).unlink()
+    return data
+
+
+def edit(data, rel, change):
+    path = data / rel
+    records = json.loads(path.read_text(encoding="utf-8"))
+    change(records)
+    path.write_text(json.dumps(records), encoding="utf-8")
+
+
+def assert_bad(tmp_path, data, config, match, **kwargs):
+    """The build fails with a SourceDataError matching ``match`` and leaves no dataset files behind."""
+    cache = tmp_path / "cache"
+    with pytest.raises(SourceDataError, match=match):
+        build_with(config, data, cache, **kwargs)
+    leftovers = [p for p in cache.rglob("*") if p.suffix == ".arrow" or p.name.endswith(".incomplete")]
+    assert leftovers == []
+
+
+def test_conversation_without_content(tmp_path):
+    data = copy_sample(tmp_path)
+    edit(data, "conversations/test_freq.json", lambda r: r[SAMPLE_TEST_FREQ_C].pop("content"))
+    assert_bad(tmp_path, data, "conversations",
+               rf"conversations/test_freq\.json: record {SAMPLE_TEST_FREQ_C}: missing key\(s\) content",
+               splits=("test_freq",))
+
+
+def test_unknown_sentiment(tmp_path):
+    data = copy_sample(tmp_path)
+    edit(data, "conversations/test_freq.json",
+         lambda r: r[SAMPLE_TEST_FREQ_A]["content"][2].update(sentiment="Curious to Dive Deeper"))
+    assert_bad(tmp_path, data, "conversations",
+               rf"test_freq\.json: record {SAMPLE_TEST_FREQ_A}: turn 2: unknown sentiment 'Curious to Dive Deeper'",
+               splits=("test_freq",))
+
+
+def test_unknown_rating_and_agent(tmp_path):
+    data = copy_sample(tmp_path)
+    edit(data, "conversations/test_freq.json", lambda r: r[SAMPLE_TEST_FREQ_A]["conversation_rating"].update(agent_2="Great"))
+    assert_bad(tmp_path, data, "conversations",
+               rf"record {SAMPLE_TEST_FREQ_A}: unknown conversation_rating of agent_2 'Great'", splits=("test_freq",))
+    edit(data, "conversations/test_rare.json", lambda r: next(iter(r.values()))["content"][1].update(agent="agent_3"))
+    assert_bad(tmp_path, data, "conversations", r"test_rare\.json: record t_\S+: turn 1: unknown agent 'agent_3'",
+               splits=("test_rare",))
+    data_asr = data / "TopicalChatASR/actual/test_freq_audio.json"
+    data_asr.write_text(data_asr.read_text().replace('"message_asr_B"', '"message_asr_b"'))
+    assert_bad(tmp_path, data, "asr", rf"test_freq_audio\.json: record {SAMPLE_TEST_FREQ_A}: turn 0: missing key\(s\) message_asr_B",
+               splits=("test_freq",))
+
+
+def test_reading_set_for_unknown_conversation(tmp_path):
+    data = copy_sample(tmp_path)
+    edit(data, "reading_sets/post-build/test_freq.json", lambda r: r.update({"t_no-such-conversation": r[SAMPLE_TEST_FREQ_A]}))
+    assert_bad(tmp_path, data, "reading_sets",
+               r"post-build/test_freq\.json: record t_no-such-conversation: no conversation with this id in .*conversations/test_freq\.json",
+               splits=("test_freq",))
+
+
+def test_reading_set_problems(tmp_path):
+    data = copy_sample(tmp_path)
+    edit(data, "reading_sets/pre-build/test_freq.json",
+         lambda r: r[SAMPLE_TEST_FREQ_A]["agent_2"]["FS3"].update(summarized_wiki_lead_section=123))
+    assert_bad(tmp_path, data, "reading_sets",
+               rf"pre-build/test_freq\.json: record {SAMPLE_TEST_FREQ_A}: agent_2 FS3: summarized wiki lead section id 123 is not in src/wiki/wiki\.json",
+               splits=("test_freq",), reading_set_form="pre-build")
+    edit(data, "reading_sets/post-build/test_freq.json", lambda r: r[SAMPLE_TEST_FREQ_C].update(config="D"))
+    assert_bad(tmp_path, data, "reading_sets",
+               rf"record {SAMPLE_TEST_FREQ_C}: config 'D' differs from the conversation's 'C'", splits=("test_freq",))
+    edit(data, "reading_sets/post-build/test_freq.json", lambda r: r[SAMPLE_TEST_FREQ_A]["article"].update(message="Forbidden"))
+    assert_bad(tmp_path, data, "reading_sets", rf"record {SAMPLE_TEST_FREQ_A}: article: unexpected key\(s\) message",
+               splits=("test_freq",))
+
+
+def test_malformed_files(tmp_path):
+    data = copy_sample(tmp_path)
+    path = data / "conversations/test_rare.json"
+    path.write_text(path.read_text(encoding="utf-8")[:-40], encoding="utf-8")
+    assert_bad(tmp_path, data, "conversations", r"test_rare\.json: record after t_\S+: not valid JSON \(parse error",
+               splits=("test_rare",))
+    path.write_text("[]", encoding="utf-8")
+    assert_bad(tmp_path, data, "conversations", r"test_rare\.json: record -: expected a JSON object keyed by conversation id",
+               splits=("test_rare",))
+    text = (SAMPLE / "conversations/test_rare.json").read_text(encoding="utf-8")
+    path.write_text(text[:-2] + "," + text[1:], encoding="utf-8")  # the same ids twice
+    assert_bad(tmp_path, data, "conversations", r"test_rare\.json: record t_\S+: duplicate conversation id",
+               splits=("test_rare",))
+
+
+def test_missing_ijson_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "ijson", None)
+    with pytest.raises(ImportError, match=r"pip install 'qahub\[topical_chat\]'"):
+        build_with("conversations", SAMPLE, tmp_path, splits=("train",))
+
+
+def test_sample_files_are_in_the_upstream_layout():
+    rels = sorted(str(p.relative_to(SAMPLE)) for p in SAMPLE.rglob("*.json") if p.name != "demo.json"
+                  and p.parent != SAMPLE)
+    expected = [f"conversations/{s}.json" for s in SPLITS] + [f"reading_sets/{form}/{s}.json" for form in
+                                                              ("post-build", "pre-build") for s in SPLITS]
+    expected += ["TopicalChatASR/actual/test_freq_audio.json", "TopicalChatASR/actual/test_rare_audio.json",
+                 "src/wiki/wiki.json"]
+    assert rels == sorted(expected)
+    assert Path(SAMPLE / "conversations/train.json").stat().st_size < 10_000
+
+
+def test_pinned_checksums_match_the_shared_copies():
+    real = shared_data("topical_chat")
+    if real is None:
+        pytest.skip("../shared/data/topical_chat absent")
+    from qahub.loaders import topical_chat
+    from qahub.loaders._sources import sha256_of
+
+    assert len(topical_chat._SHA256) == 11
+    assert {rel: sha256_of(real / rel) for rel in topical_chat._SHA256} == topical_chat._SHA256
