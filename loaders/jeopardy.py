@@ -1,0 +1,175 @@
+"""Russian QA Jeopardy! ("Своя игра"): questions and answers of the Own Game quiz from db.chgk.info."""
+
+import csv
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+import datasets
+
+from ._sources import record_error, resolve_sources
+
+_CITATION = """\
+@inproceedings{mikhalkova-khlyupin-2022-russian,
+    title = "{R}ussian Jeopardy! Data Set for Question-Answering Systems",
+    author = "Mikhalkova, Elena and Khlyupin, Alexander",
+    booktitle = "Proceedings of the Thirteenth Language Resources and Evaluation Conference (LREC 2022)",
+    year = "2022",
+    address = "Marseille, France",
+    publisher = "European Language Resources Association",
+    note = "arXiv:2112.02325",
+}
+"""
+
+_DESCRIPTION = """\
+Russian QA Jeopardy!: 29,375 questions and answers of the quiz "Own Game" ("Своя игра", the Russian
+Jeopardy!) collected from the database of the Internet club "What? Where? When?" (db.chgk.info), with the
+question's value (its number 1-5 in the topic), topic, source, author and tournament. There is no official
+split; the upstream training/validation files of questions and answers are the `qa` config.
+"""
+
+_HOMEPAGE = "https://github.com/evrog/Russian-QA-Jeopardy"
+_LICENSE = "other"
+
+_COMMIT = "55b6876fe647571c8ea47a7aec192dfab72b99b1"
+_BASE_URL = f"https://raw.githubusercontent.com/evrog/Russian-QA-Jeopardy/{_COMMIT}"
+
+EXTENDED = "Russian_QA_Jeopardy_dataset_extended.csv"
+TRAINING = "Russian_QA_Jeopardy_dataset_extended_training.csv"
+VALIDATION = "Russian_QA_Jeopardy_dataset_extended_validation.csv"
+
+_FILES = {"extended": {"train": EXTENDED}, "qa": {"train": TRAINING, "validation": VALIDATION}}
+SPLITS = {config: list(files) for config, files in _FILES.items()}
+# Only the validation file could be checked here: the two large files are absent from the snapshot of the
+# pinned commit that was available (their git blob ids are in the card), so they are downloaded unchecked.
+_SHA256 = {VALIDATION: "c00cb469370ee62350e639a9f4435b5a58d8fe9ec3a87eaf027891f58819e9b3"}
+
+# upstream header -> field; the extended file is tab-separated despite its .csv name
+_EXTENDED_COLUMNS = {
+    "QuestionID": "question_id",
+    "QuestionNumber": "question_number",
+    "QuestionText": "question",
+    "Answer": "answer",
+    "Topic": "topic",
+    "Source": "source",
+    "AuthorFullName": "author",
+    "TourName": "tour_name",
+    "TourLink": "tour_link",
+}
+_QA_COLUMNS = {"QuestionText": "question", "Answer": "answer"}
+# upstream writes the text None for a missing source, author or tournament
+_NONE_TEXT_FIELDS = {"source", "author", "tour_name", "tour_link"}
+_INTEGER = re.compile(r"-?[0-9]+")
+
+
+@dataclass
+class JeopardyConfig(datasets.BuilderConfig):
+    """One layout of the upstream files; ``mirror_url`` replaces the upstream base URL."""
+
+    mirror_url: Optional[str] = None
+
+
+class Jeopardy(datasets.GeneratorBasedBuilder):
+    """Russian QA Jeopardy! questions: the full table, or the upstream question/answer split files."""
+
+    VERSION = datasets.Version("1.0.0")
+    BUILDER_CONFIG_CLASS = JeopardyConfig
+    BUILDER_CONFIGS = [
+        JeopardyConfig(name="extended", version=VERSION,
+                       description=f"{EXTENDED}: all questions with value, topic, source, author, tournament."),
+        JeopardyConfig(name="qa", version=VERSION,
+                       description=f"{TRAINING} and {VALIDATION}: question and answer only."),
+    ]
+    DEFAULT_CONFIG_NAME = "extended"
+
+    def _info(self):
+        if self.config.name == "qa":
+            features = {"question": datasets.Value("string"), "answer": datasets.Value("string")}
+        else:
+            features = {
+                "question_id": datasets.Value("int64"),
+                "question_number": datasets.Value("int32"),
+                **{name: datasets.Value("string") for name in list(_EXTENDED_COLUMNS.values())[2:]},
+            }
+        return datasets.DatasetInfo(
+            description=_DESCRIPTION,
+            features=datasets.Features(features),
+            homepage=_HOMEPAGE,
+            license=_LICENSE,
+            citation=_CITATION,
+        )
+
+    def _split_generators(self, dl_manager):
+        files = _FILES[self.config.name]
+        paths = resolve_sources(self.config, dl_manager, "jeopardy", _BASE_URL, files, _SHA256)
+        return [datasets.SplitGenerator(name=split, gen_kwargs={"filepath": paths[split]}) for split in files]
+
+    def _generate_examples(self, filepath):
+        if self.config.name == "qa":
+            yield from _read_table(filepath, ",", _QA_COLUMNS, _qa_row)
+        else:
+            seen = {}
+            for key, row in _read_table(filepath, "\t", _EXTENDED_COLUMNS, _extended_row):
+                first = seen.setdefault(row["question_id"], key)
+                if first != key:
+                    raise record_error(filepath, key, f"duplicate QuestionID {row['question_id']} (first at {first})")
+                yield key, row
+
+
+def _read_table(filepath, delimiter, columns, make_row):
+    """Yield ``("line N", row)``; N is the line where the record starts."""
+    with open(filepath, encoding="utf-8-sig", newline="") as f:
+        reader = csv.reader(f, delimiter=delimiter, strict=True)
+        records = _records(filepath, reader)
+        line, header = next(records, (1, None))
+        _check_header(filepath, line, header, columns, delimiter)
+        for line, record in records:
+            where = f"line {line}"
+            if len(record) != len(columns):
+                raise record_error(filepath, where, f"expected {len(columns)} columns, got {len(record)}: {record!r}")
+            yield where, make_row(filepath, where, dict(zip(columns.values(), record, strict=True)))
+
+
+def _records(filepath, reader):
+    start = 1
+    try:
+        for record in reader:
+            if record:  # blank lines (e.g. trailing ones) carry no record
+                yield start, record
+            start = reader.line_num + 1
+    except UnicodeDecodeError as err:
+        raise record_error(filepath, "-", f"not UTF-8 text ({err.reason})") from None
+    except csv.Error as err:
+        raise record_error(filepath, f"line {start}", f"malformed CSV ({err})") from None
+
+
+def _check_header(filepath, line, header, columns, delimiter):
+    names = [name.replace(" ", "") for name in header or []]
+    if names != list(columns):
+        sep = "tab" if delimiter == "\t" else "comma"
+        raise record_error(filepath, f"line {line}", f"expected the {sep}-separated header {list(columns)}, got {header!r}")
+
+
+def _extended_row(filepath, where, row):
+    for field in ("question_id", "question_number"):
+        row[field] = _integer(filepath, where, field, row[field])
+    for field, value in row.items():
+        if isinstance(value, str):
+            row[field] = _text(value, field in _NONE_TEXT_FIELDS)
+    return row
+
+
+def _qa_row(filepath, where, row):
+    return {field: _text(value, False) for field, value in row.items()}
+
+
+def _integer(filepath, where, field, value):
+    if not _INTEGER.fullmatch(value):
+        raise record_error(filepath, where, f"{field} must be an integer, got {value!r}")
+    return int(value)
+
+
+def _text(value, none_is_missing):
+    if value == "" or (none_is_missing and value == "None"):
+        return None
+    return value

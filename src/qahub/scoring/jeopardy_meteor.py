@@ -1,0 +1,260 @@
+"""``qahub evaluate jeopardy_meteor``: score Russian QA Jeopardy! answers, matched to gold answers by question id.
+
+References: the upstream tab-separated ``Russian_QA_Jeopardy_dataset_extended.csv`` (ids, question numbers);
+an upstream ``QuestionText,Answer`` file (the id of a question is its 0-based row, as in the DeepPavlov
+baseline's answer file); or JSON / JSONL records with ``question_id`` (or ``id``), ``answer`` and optionally
+``question_number`` (e.g. rows of the ``extended`` config).
+Predictions: CSV with a header (``question_id``/``id``, ``prediction``/``answer``, optional ``confidence``),
+a header-less ``id,answer`` CSV (the upstream ``deeppavlov_0_99_answers.csv``), JSON ``{id: answer}``, or
+JSON / JSONL records with those keys. A null or empty prediction is an abstention.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+HELP = "Russian QA Jeopardy!: METEOR correctness (official recipe), accuracy and the game score"
+
+ID_KEYS = ("question_id", "id", "QuestionID")
+ANSWER_KEYS = ("prediction", "answer", "Answer")
+
+
+def add_arguments(parser):
+    parser.add_argument("--predictions", required=True, help="predictions file (.csv, .json or .jsonl)")
+    parser.add_argument("--references", required=True, help="gold answers (.csv/.tsv upstream file, .json or .jsonl)")
+    parser.add_argument("--order", choices=["official", "standard"], default="official",
+                        help="official: meteor_score([prediction], gold) as the notebook; standard: the reverse")
+    parser.add_argument("--threshold", type=float, default=0.227743, help="METEOR above which an answer is correct")
+    parser.add_argument("--confidence-threshold", type=float,
+                        help="abstain on predictions whose confidence is below this")
+    parser.add_argument("--value-multiplier", type=float, default=1,
+                        help="question value = question number x this (10 for TV-style 10-50 points)")
+    parser.add_argument("--missing", choices=["skip", "abstain", "error"], default="skip",
+                        help="questions without a prediction: left out (default), scored as abstentions, or an error")
+    parser.add_argument("--per-example", action="store_true", help="include per-question ids, METEOR and flags")
+
+
+def run(args) -> dict:
+    from qahub import registry
+
+    references = read_references(Path(args.references))
+    predictions = read_predictions(Path(args.predictions))
+    ids = match(predictions, references, args.predictions, args.references, args.missing)
+    inputs = _inputs(ids, predictions, references, args)
+    result = registry.load_metric("jeopardy_meteor").compute(**inputs)
+    per_example = {key: result.pop(key) for key in ("meteor_per_example", "correct", "abstained")}
+    result["num_references_without_prediction"] = len(references) - len(predictions)
+    if args.per_example:
+        result["examples"] = [
+            {"question_id": qid, "meteor": m, "correct": c, "abstained": a}
+            for qid, m, c, a in zip(ids, *per_example.values(), strict=True)
+        ]
+    return result
+
+
+def _inputs(ids, predictions, references, args):
+    no_prediction = {"prediction": None, "confidence": None}
+    chosen = [predictions.get(qid, no_prediction) for qid in ids]
+    inputs = {
+        "predictions": [p["prediction"] for p in chosen],
+        "references": [references[qid]["answer"] for qid in ids],
+        "order": args.order,
+        "threshold": args.threshold,
+        "value_multiplier": _number(args.value_multiplier),
+    }
+    numbers = [references[qid].get("question_number") for qid in ids]
+    if ids and all(n is not None for n in numbers):
+        inputs["question_numbers"] = numbers
+    if args.confidence_threshold is not None:
+        missing = [qid for qid, p in zip(ids, chosen, strict=True) if p["confidence"] is None and p["prediction"] is not None]
+        if missing:
+            raise ValueError(f"{args.predictions}: --confidence-threshold needs a confidence for every prediction; "
+                             f"none for id(s) {_some(missing)}")
+        inputs["confidences"] = [p["confidence"] if p["confidence"] is not None else 0.0 for p in chosen]
+        inputs["confidence_threshold"] = args.confidence_threshold
+    return inputs
+
+
+def match(predictions, references, pred_path, ref_path, missing="skip"):
+    """The ids to score, in reference order; every prediction id must be a reference id."""
+    unknown = [qid for qid in predictions if qid not in references]
+    if unknown:
+        raise ValueError(f"{pred_path}: {len(unknown)} prediction id(s) not in {ref_path}: {_some(unknown)}")
+    absent = [qid for qid in references if qid not in predictions]
+    if absent and missing == "error":
+        raise ValueError(f"{pred_path}: no prediction for {len(absent)} question id(s) of {ref_path}: {_some(absent)}")
+    if missing == "abstain":
+        return list(references)
+    if not predictions:
+        raise ValueError(f"{pred_path}: no predictions")
+    return [qid for qid in references if qid in predictions]
+
+
+def read_references(path: Path) -> dict:
+    """``{id: {"answer": str, "question_number": int | None}}`` in file order."""
+    if path.suffix.lower() in (".json", ".jsonl"):
+        return _reference_records(path, [(r, None) for r in _json_records(path)])
+    rows, header = _table(path)
+    if "QuestionID" in header:
+        lacking = [name for name in ("QuestionNumber", "Answer") if name not in header]
+        if lacking:
+            raise ValueError(f"{path}: line 1: the header has QuestionID but not {', '.join(lacking)}")
+        records = [({"question_id": r["QuestionID"], "answer": r["Answer"], "question_number": r["QuestionNumber"]}, line)
+                   for line, r in rows]
+        return _reference_records(path, records)
+    if header[-1:] == ["Answer"]:
+        return _reference_records(path, [({"question_id": str(i), "answer": r["Answer"]}, line)
+                                         for i, (line, r) in enumerate(rows)])
+    raise ValueError(f"{path}: not a Jeopardy! answer table (header {header!r} has neither QuestionID nor Answer)")
+
+
+def _reference_records(path, records):
+    """``records``: ``(record, line or None)`` pairs."""
+    out = {}
+    for index, (record, line) in enumerate(records):
+        where = f"{path}: line {line}" if line else f"{path}: record {index}"
+        if not isinstance(record, dict):
+            raise ValueError(f"{where}: expected an object, got {record!r}")
+        qid = _id(record, where)
+        answer = record.get("answer", record.get("Answer"))
+        if not isinstance(answer, str) or not answer.strip():
+            raise ValueError(f"{where}: question {qid}: the gold answer is missing or empty ({answer!r})")
+        if qid in out:
+            raise ValueError(f"{where}: duplicate question id {qid}")
+        number = record.get("question_number", record.get("QuestionNumber"))
+        out[qid] = {"answer": answer, "question_number": None if number is None else _integer(number, where)}
+    return out
+
+
+def read_predictions(path: Path) -> dict:
+    """``{id: {"prediction": str | None, "confidence": float | None}}``."""
+    suffix = path.suffix.lower()
+    if suffix == ".json":
+        data = _load_json(path)
+        if isinstance(data, dict):
+            records = [{"question_id": key, "prediction": value} for key, value in data.items()]
+        else:
+            records = data
+    elif suffix == ".jsonl":
+        records = _json_records(path)
+    else:
+        records = _prediction_rows(path)
+    return _prediction_records(path, records)
+
+
+def _prediction_rows(path):
+    with open(path, encoding="utf-8-sig", newline="") as f:
+        rows = [row for row in csv.reader(f, delimiter=_delimiter(path)) if row]
+    if rows and any(key in rows[0] for key in ID_KEYS):
+        header = rows[0]
+        for index, row in enumerate(rows[1:], 2):
+            if len(row) != len(header):
+                raise ValueError(f"{path}: line {index}: expected {len(header)} columns ({header}), got {row!r}")
+        return [dict(zip(header, row, strict=True)) for row in rows[1:]]
+    for index, row in enumerate(rows):  # header-less id,answer
+        if len(row) != 2:
+            raise ValueError(f"{path}: line {index + 1}: expected id,answer, got {row!r}")
+    return [{"question_id": row[0], "prediction": row[1]} for row in rows]
+
+
+def _prediction_records(path, records):
+    out = {}
+    if not isinstance(records, list):
+        raise ValueError(f"{path}: expected a list of prediction records or an {{id: answer}} object")
+    for index, record in enumerate(records):
+        where = f"{path}: record {index}"
+        if not isinstance(record, dict):
+            raise ValueError(f"{where}: expected an object, got {record!r}")
+        qid = _id(record, where)
+        key = next((k for k in ANSWER_KEYS if k in record), None)
+        if key is None:
+            raise ValueError(f"{where}: question {qid}: no prediction (one of {ANSWER_KEYS})")
+        prediction = record[key]
+        if prediction is not None and not isinstance(prediction, str):
+            raise ValueError(f"{where}: question {qid}: the prediction must be a string or null, got {prediction!r}")
+        if qid in out:
+            raise ValueError(f"{where}: duplicate prediction for question id {qid}")
+        out[qid] = {"prediction": prediction, "confidence": _confidence(record.get("confidence"), where)}
+    return out
+
+
+def _table(path):
+    with open(path, encoding="utf-8-sig", newline="") as f:
+        reader = csv.DictReader(f, delimiter=_delimiter(path))
+        header = [name.replace(" ", "") for name in reader.fieldnames or []]
+        reader.fieldnames = header
+        rows, start = [], 2
+        for row in reader:
+            rows.append((start, row))
+            start = reader.line_num + 1
+        return rows, header
+
+
+def _delimiter(path):
+    with open(path, encoding="utf-8-sig") as f:
+        first = f.readline()
+    return "\t" if "\t" in first else ","
+
+
+def _json_records(path):
+    if path.suffix.lower() == ".json":
+        data = _load_json(path)
+        if not isinstance(data, list):
+            raise ValueError(f"{path}: expected a JSON list of records")
+        return data
+    records = []
+    with open(path, encoding="utf-8") as f:
+        for line_no, line in enumerate(f, 1):
+            if line.strip():
+                try:
+                    records.append(json.loads(line))
+                except json.JSONDecodeError as err:
+                    raise ValueError(f"{path}: line {line_no}: not valid JSON ({err.msg})") from None
+    return records
+
+
+def _load_json(path):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: not valid JSON ({err.msg} at line {err.lineno})") from None
+
+
+def _id(record, where):
+    key = next((k for k in ID_KEYS if k in record), None)
+    value = record.get(key) if key else None
+    if isinstance(value, bool) or not isinstance(value, (str, int)) or str(value).strip() == "":
+        raise ValueError(f"{where}: no question id (one of {ID_KEYS}), got {value!r}")
+    return str(value).strip()
+
+
+def _integer(value, where):
+    try:
+        if isinstance(value, bool) or float(value) != int(float(value)):
+            raise ValueError
+        return int(float(value))
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"{where}: question number must be an integer, got {value!r}") from None
+
+
+def _confidence(value, where):
+    if value is None or value == "":
+        return None
+    try:
+        number = float(value)
+        if isinstance(value, bool) or number != number:
+            raise ValueError
+        return number
+    except (TypeError, ValueError):
+        raise ValueError(f"{where}: confidence must be a number, got {value!r}") from None
+
+
+def _number(value):
+    return int(value) if float(value).is_integer() else value
+
+
+def _some(ids, limit=5):
+    shown = ", ".join(map(str, ids[:limit]))
+    return shown + (f" ... ({len(ids)} in all)" if len(ids) > limit else "")
