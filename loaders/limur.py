@@ -1,0 +1,313 @@
+"""LIMUR: Russian reference resolution and meaning recovery from grammar (rwsd and kusdra tasks)."""
+
+import json
+import os
+import string
+from dataclasses import dataclass
+from typing import Optional
+
+import datasets
+
+from ._sources import SourceDataError, record_error
+
+_CITATION = """\
+@misc{limur,
+    title = "{LIMUR}: reference resolution and meaning recovery on texts with non-standard lexicon",
+    author = "Shevelev, Denis and Kharitonov, Alexander and Astafurov, Alexander",
+    note = "A task of the MERA benchmark",
+    howpublished = "\\url{https://github.com/MERA-Evaluation/MERA}",
+}
+"""
+
+_DESCRIPTION = """\
+LIMUR is a Russian multiple-choice dataset testing reference resolution, syntactic ambiguity resolution and
+robustness to texts with non-standard but grammatically interpretable words. Two task types: rwsd (Winograd
+schema style: which candidate does the reference point to) and kusdra (answer a question about a text built
+on pseudo-words, in the spirit of Shcherba's "Glokaya kuzdra"). 4 to 9 options, lettered А Б В Г Д Е Ё Ж З.
+"""
+
+_HOMEPAGE = "https://github.com/MERA-Evaluation/MERA"
+_LICENSE = "unknown"
+
+LETTERS = ["А", "Б", "В", "Г", "Д", "Е", "Ё", "Ж", "З"]
+OPTION_KEYS = [f"option_{c}" for c in "abcdefghi"]
+INPUT_KEYS = ["question", "context", "reference", *OPTION_KEYS]
+TASK_TYPES = ["rwsd", "kusdra"]
+CONTEXT_TYPES = ["текст", "диалог"]
+
+# JSON Lines file of each split, as MERA publishes tasks; ``dev`` is the validation split
+SPLIT_FILES = {
+    "train.jsonl": "train",
+    "dev.jsonl": "validation",
+    "validation.jsonl": "validation",
+    "test.jsonl": "test",
+    "shots.jsonl": "shots",
+}
+TASK_FILE = "task.json"
+TASK_SPLITS = {"train": "train", "dev": "validation", "validation": "validation", "test": "test", "shots": "shots"}
+_INT32 = (-(2**31), 2**31 - 1)
+
+
+@dataclass
+class LimurConfig(datasets.BuilderConfig):
+    """``task_type`` keeps only the records of one task type (None: all). LIMUR has no public download."""
+
+    task_type: Optional[str] = None
+    mirror_url: Optional[str] = None
+
+
+class Limur(datasets.GeneratorBasedBuilder):
+    """LIMUR records in the MERA layout (instruction, inputs, outputs, meta), with options and prompt."""
+
+    VERSION = datasets.Version("1.0.0")
+    BUILDER_CONFIG_CLASS = LimurConfig
+    BUILDER_CONFIGS = [
+        LimurConfig(name="all", version=VERSION, description="Both task types."),
+        LimurConfig(name="rwsd", version=VERSION, task_type="rwsd", description="Winograd-style reference resolution."),
+        LimurConfig(name="kusdra", version=VERSION, task_type="kusdra", description="Questions on pseudo-word texts."),
+    ]
+    DEFAULT_CONFIG_NAME = "all"
+
+    def _info(self):
+        string_value = datasets.Value("string")
+        features = datasets.Features(
+            {
+                "instruction": string_value,
+                "inputs": {key: string_value for key in INPUT_KEYS},
+                "outputs": datasets.ClassLabel(names=LETTERS),
+                "meta": {
+                    "id": datasets.Value("int32"),
+                    "task_type": datasets.ClassLabel(names=TASK_TYPES),
+                    "context_type": datasets.ClassLabel(names=CONTEXT_TYPES),
+                },
+                "options": datasets.List(string_value),
+                "prompt": string_value,
+            }
+        )
+        return datasets.DatasetInfo(
+            description=_DESCRIPTION,
+            features=features,
+            homepage=_HOMEPAGE,
+            license=_LICENSE,
+            citation=_CITATION,
+        )
+
+    def _split_generators(self, dl_manager):
+        if not self.config.data_dir:
+            raise FileNotFoundError(
+                "LIMUR has no public download: pass data_dir, a folder holding the MERA task files "
+                f"({', '.join(SPLIT_FILES)}, any subset) or {TASK_FILE}"
+            )
+        sources = find_sources(self.config.data_dir)
+        task_type = self.config.task_type
+        kept = {split: path for split, path in sources.items() if _may_hold(path, split, task_type)}
+        if not kept:
+            raise SourceDataError(f"{self.config.data_dir}: no {task_type} records in any split ({', '.join(sources)})")
+        return [
+            datasets.SplitGenerator(name=split, gen_kwargs={"filepath": path, "split": split})
+            for split, path in kept.items()
+        ]
+
+    def _generate_examples(self, filepath, split):
+        index = 0
+        for where, record in read_split_records(filepath, split):
+            row = parse_record(filepath, where, record)
+            if self.config.task_type in (None, row["meta"]["task_type"]):
+                yield index, row
+                index += 1
+
+
+def _may_hold(filepath, split, task_type):
+    """False only when every record of the split is cleanly of another task type (that split is dropped)."""
+    try:
+        types = [_task_type_of(record) for _, record in read_split_records(filepath, split)]
+    except SourceDataError:
+        return True  # unreadable: keep the split, so that building it reports the problem
+    if not types:
+        raise record_error(filepath, "-", f"the {split} split holds no records")
+    return any(kind is None or task_type in (None, kind) for kind in types)
+
+
+def _task_type_of(record):
+    meta = record.get("meta") if isinstance(record, dict) else None
+    kind = meta.get("task_type") if isinstance(meta, dict) else None
+    return kind if kind in TASK_TYPES else None
+
+
+def find_sources(data_dir):
+    """``{split: path}`` for the split files present in ``data_dir`` (JSON Lines files or ``task.json``)."""
+    data_dir = os.path.expanduser(str(data_dir))
+    if not os.path.isdir(data_dir):
+        raise FileNotFoundError(f"{data_dir}: data_dir is not a folder")
+    present = [name for name in SPLIT_FILES if os.path.isfile(os.path.join(data_dir, name))]
+    task_file = os.path.join(data_dir, TASK_FILE)
+    if os.path.isfile(task_file):
+        if present:
+            raise SourceDataError(f"{data_dir}: holds both {TASK_FILE} and {', '.join(present)}; keep one layout")
+        return {split: task_file for split in _task_splits(task_file)}
+    if not present:
+        raise FileNotFoundError(f"{data_dir}: no LIMUR files found (expected {', '.join(SPLIT_FILES)} or {TASK_FILE})")
+    if "dev.jsonl" in present and "validation.jsonl" in present:
+        raise SourceDataError(f"{data_dir}: holds both dev.jsonl and validation.jsonl (both are the validation split)")
+    return {SPLIT_FILES[name]: os.path.join(data_dir, name) for name in present}
+
+
+def _task_splits(task_file):
+    data = _load_task_file(task_file)
+    splits = []
+    for key in data:
+        if key not in TASK_SPLITS:
+            raise record_error(task_file, "-", f"unknown split {key!r} under 'data' (expected {', '.join(TASK_SPLITS)})")
+        splits.append(TASK_SPLITS[key])
+    if len(set(splits)) != len(splits):
+        raise record_error(task_file, "-", "'data' holds both 'dev' and 'validation'")
+    return splits
+
+
+def _load_task_file(task_file):
+    try:
+        with open(task_file, encoding="utf-8") as f:
+            task = json.load(f)
+    except UnicodeDecodeError as err:
+        raise record_error(task_file, "-", f"not UTF-8 text ({err.reason} at byte {err.start})") from None
+    except json.JSONDecodeError as err:
+        raise record_error(task_file, "-", f"not valid JSON ({err.msg} at line {err.lineno} column {err.colno})") from None
+    if not isinstance(task, dict) or not isinstance(task.get("data"), dict):
+        raise record_error(task_file, "-", 'expected a MERA task file {"data": {split: [records]}}')
+    return task["data"]
+
+
+def read_split_records(filepath, split):
+    """``(where, record)`` pairs of one split: ``where`` names the line (JSON Lines) or index (task.json)."""
+    if os.path.basename(filepath) == TASK_FILE:
+        yield from _task_records(filepath, split)
+    else:
+        yield from _jsonl_records(filepath)
+
+
+def _task_records(filepath, split):
+    data = _load_task_file(filepath)
+    keys = [k for k in data if TASK_SPLITS.get(k) == split]
+    if not keys:
+        raise record_error(filepath, "-", f"no {split} split under 'data' (found {', '.join(data) or 'none'})")
+    key = keys[0]
+    records = data[key]
+    if not isinstance(records, list):
+        raise record_error(filepath, "-", f"'data'.{key!r} must be a list of records, got {type(records).__name__}")
+    for index, record in enumerate(records):
+        yield f"{key}[{index}]", record
+
+
+def _jsonl_records(filepath):
+    with open(filepath, "rb") as f:
+        for number, raw in enumerate(f, start=1):
+            try:
+                line = raw.decode("utf-8").strip()
+            except UnicodeDecodeError as err:
+                raise record_error(filepath, f"line {number}", f"not UTF-8 text ({err.reason})") from None
+            if not line:
+                continue
+            try:
+                yield f"line {number}", json.loads(line)
+            except json.JSONDecodeError as err:
+                raise record_error(filepath, f"line {number}", f"not valid JSON ({err.msg} at column {err.colno})") from None
+
+
+def parse_record(filepath, where, record):
+    """One MERA record as a row, validated; every problem is a ``SourceDataError`` naming the record id."""
+    if not isinstance(record, dict):
+        raise record_error(filepath, where, f"expected an object, got {type(record).__name__}")
+    meta = _parse_meta(filepath, where, record)
+    where = f"{where} (id {meta['id']})"
+    instruction = _string_field(filepath, where, record, "instruction")
+    inputs = _parse_inputs(filepath, where, record)
+    options = _options(filepath, where, inputs)
+    answer = _parse_answer(filepath, where, record, options)
+    return {
+        "instruction": instruction,
+        "inputs": inputs,
+        "outputs": answer,
+        "meta": meta,
+        "options": options,
+        "prompt": _fill_prompt(filepath, where, instruction, inputs, len(options)),
+    }
+
+
+def _parse_meta(filepath, where, record):
+    meta = record.get("meta")
+    if not isinstance(meta, dict):
+        raise record_error(filepath, where, f"'meta' must be an object, got {meta!r}")
+    record_id = meta.get("id")
+    _expect(type(record_id) is int and _INT32[0] <= record_id <= _INT32[1], filepath, where,
+            f"meta 'id' must be a 32-bit integer, got {record_id!r}")
+    where = f"{where} (id {record_id})"
+    _expect(meta.get("task_type") in TASK_TYPES, filepath, where,
+            f"meta 'task_type' is {meta.get('task_type')!r}, expected one of {', '.join(TASK_TYPES)}")
+    _expect(meta.get("context_type") in CONTEXT_TYPES, filepath, where,
+            f"meta 'context_type' is {meta.get('context_type')!r}, expected one of {', '.join(CONTEXT_TYPES)}")
+    return {"id": record_id, "task_type": meta["task_type"], "context_type": meta["context_type"]}
+
+
+def _string_field(filepath, where, record, key):
+    value = record.get(key)
+    _expect(isinstance(value, str), filepath, where, f"{key!r} must be a string, got {value!r}")
+    return value
+
+
+def _parse_inputs(filepath, where, record):
+    inputs = record.get("inputs")
+    _expect(isinstance(inputs, dict), filepath, where, f"'inputs' must be an object, got {inputs!r}")
+    missing = [key for key in INPUT_KEYS if key not in inputs]
+    _expect(not missing, filepath, where, f"'inputs' lacks {', '.join(missing)}")
+    extra = [key for key in inputs if key not in INPUT_KEYS]
+    _expect(not extra, filepath, where, f"'inputs' has unknown key(s) {', '.join(extra)}")
+    for key in INPUT_KEYS:
+        _expect(isinstance(inputs[key], str), filepath, where, f"inputs {key!r} must be a string, got {inputs[key]!r}")
+    return {key: inputs[key] for key in INPUT_KEYS}
+
+
+def _options(filepath, where, inputs):
+    """The non-empty options, which must come first: no empty option before a non-empty one."""
+    filled = [bool(inputs[key].strip()) for key in OPTION_KEYS]
+    count = sum(filled)
+    _expect(count > 0, filepath, where, "all nine options are empty")
+    if not all(filled[:count]):
+        gap = filled.index(False)
+        raise record_error(filepath, where, f"options are not contiguous: {OPTION_KEYS[gap]} ({LETTERS[gap]}) "
+                                            "is empty but a later option is not")
+    return [inputs[key] for key in OPTION_KEYS[:count]]
+
+
+def _parse_answer(filepath, where, record, options):
+    """The answer letter; empty ``outputs`` (a closed test split) gives -1, ClassLabel's "no label"."""
+    answer = _string_field(filepath, where, record, "outputs").strip()
+    if not answer:
+        return -1
+    _expect(answer in LETTERS, filepath, where, f"answer {answer!r} is not one of the letters {' '.join(LETTERS)}")
+    position = LETTERS.index(answer)
+    _expect(position < len(options), filepath, where,
+            f"answer {answer!r} points at {OPTION_KEYS[position]}, which is empty (options: {' '.join(LETTERS[:len(options)])})")
+    return position
+
+
+def _fill_prompt(filepath, where, instruction, inputs, count):
+    try:
+        fields = {name for _, name, _, _ in string.Formatter().parse(instruction) if name is not None}
+    except ValueError as err:
+        raise record_error(filepath, where, f"instruction is not a valid template ({err})") from None
+    unknown = sorted(fields - set(INPUT_KEYS))
+    _expect(not unknown, filepath, where, f"instruction has unknown placeholder(s) {', '.join(unknown)}")
+    used = sorted(name for name in fields if name in OPTION_KEYS)
+    expected = OPTION_KEYS[:count]
+    _expect(used == expected, filepath, where,
+            f"instruction has placeholders for {', '.join(used) or 'no option'} but the non-empty options are "
+            f"{', '.join(expected)}")
+    try:
+        return instruction.format(**inputs)
+    except (IndexError, KeyError, ValueError) as err:
+        raise record_error(filepath, where, f"instruction cannot be filled ({err!r})") from None
+
+
+def _expect(condition, filepath, where, problem):
+    if not condition:
+        raise record_error(filepath, where, problem)
