@@ -1,0 +1,381 @@
+"""doc2dial v1.0.1: goal-oriented dialogues grounded in documents (DialDoc21 shared task release)."""
+
+import json
+import os
+import shutil
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from typing import Optional
+
+import datasets
+
+from ._sources import SourceDataError, record_error, resolve_sources
+
+_CITATION = """\
+@inproceedings{feng-etal-2020-doc2dial,
+    title = "doc2dial: A Goal-Oriented Document-Grounded Dialogue Dataset",
+    author = "Feng, Song and Wan, Hui and Gunasekara, Chulaka and Patel, Siva and Joshi, Sachindra and Lastras, Luis",
+    booktitle = "Proceedings of the 2020 Conference on Empirical Methods in Natural Language Processing (EMNLP)",
+    month = nov,
+    year = "2020",
+    publisher = "Association for Computational Linguistics",
+    url = "https://www.aclweb.org/anthology/2020.emnlp-main.652",
+}
+"""
+
+_DESCRIPTION = """\
+Doc2dial is a dataset of goal-oriented dialogues grounded in associated documents: over 4500 annotated
+conversations with an average of 14 turns, grounded in over 450 documents from four domains (dmv, ssa, va,
+studentaid). Each turn carries a dialogue act and references to spans of its document. Version 1.0.1 is the
+release of the DialDoc21 shared task.
+"""
+
+_HOMEPAGE = "https://doc2dial.github.io"
+_LICENSE = "cc-by-3.0"
+
+_BASE_URL = "https://doc2dial.github.io/file"
+_ZIP = "doc2dial_v1.0.1.zip"
+# sha256 and size (5,879,543 bytes) of the zip as recorded in huggingface/datasets
+# datasets/doc2dial/dataset_infos.json (download_checksums, commit 521f463a9a5b74a948e3d1faeb75aa80f8fa9246)
+ZIP_SHA256 = "c764d86628431fc1e54819d687a36f1d00b7ee95b8db2b3a7454149673ca4c17"
+_FILES = {
+    "doc": "doc2dial/v1.0.1/doc2dial_doc.json",
+    "train": "doc2dial/v1.0.1/doc2dial_dial_train.json",
+    "validation": "doc2dial/v1.0.1/doc2dial_dial_validation.json",
+}
+
+# doc2dial_rc questions keep the first 100 whitespace tokens of the history (DialDoc21 reference loader)
+MAX_QUESTION_TOKENS = 100
+_ROLES = ("user", "agent")
+_DOC_KEYS = ("title", "doc_text", "spans", "doc_html_ts", "doc_html_raw")
+_SPAN_STR_KEYS = ("id_sp", "tag", "text_sp", "title", "id_sec", "text_sec")
+_SPAN_INT_KEYS = ("start_sp", "end_sp", "start_sec", "end_sec")
+_TURN_KEYS = ("turn_id", "role", "da", "references", "utterance")
+
+_REFERENCE = {"sp_id": datasets.Value("string"), "label": datasets.Value("string")}
+_TURN = {
+    "turn_id": datasets.Value("int32"),
+    "role": datasets.Value("string"),
+    "da": datasets.Value("string"),
+    "references": datasets.List(_REFERENCE),
+    "utterance": datasets.Value("string"),
+}
+_SPAN = {
+    "id_sp": datasets.Value("string"),
+    "tag": datasets.Value("string"),
+    "start_sp": datasets.Value("int32"),
+    "end_sp": datasets.Value("int32"),
+    "text_sp": datasets.Value("string"),
+    "title": datasets.Value("string"),
+    "parent_titles": datasets.Value("string"),
+    "id_sec": datasets.Value("string"),
+    "start_sec": datasets.Value("int32"),
+    "text_sec": datasets.Value("string"),
+    "end_sec": datasets.Value("int32"),
+}
+_FEATURES = {
+    "dialogue_domain": {
+        "dial_id": datasets.Value("string"),
+        "doc_id": datasets.Value("string"),
+        "domain": datasets.Value("string"),
+        "turns": datasets.List(_TURN),
+    },
+    "document_domain": {
+        "domain": datasets.Value("string"),
+        "doc_id": datasets.Value("string"),
+        "title": datasets.Value("string"),
+        "doc_text": datasets.Value("string"),
+        "spans": datasets.List(_SPAN),
+        "doc_html_ts": datasets.Value("string"),
+        "doc_html_raw": datasets.Value("string"),
+    },
+    "doc2dial_rc": {
+        "id": datasets.Value("string"),
+        "title": datasets.Value("string"),
+        "context": datasets.Value("string"),
+        "question": datasets.Value("string"),
+        "answers": {
+            "text": datasets.List(datasets.Value("string")),
+            "answer_start": datasets.List(datasets.Value("int32")),
+        },
+        "is_impossible": datasets.Value("bool"),
+        "domain": datasets.Value("string"),
+    },
+}
+
+
+@dataclass
+class Doc2dialConfig(datasets.BuilderConfig):
+    """One view of the v1.0.1 release; ``mirror_url`` replaces the upstream base URL of the zip."""
+
+    mirror_url: Optional[str] = None
+
+
+class Doc2dial(datasets.GeneratorBasedBuilder):
+    """doc2dial v1.0.1 dialogues, documents, and SQuAD-style reading comprehension rows."""
+
+    VERSION = datasets.Version("1.0.1")
+    BUILDER_CONFIG_CLASS = Doc2dialConfig
+    BUILDER_CONFIGS = [
+        Doc2dialConfig(name="dialogue_domain", version=VERSION,
+                       description="Dialogues with their turns, dialogue acts and span references."),
+        Doc2dialConfig(name="document_domain", version=VERSION,
+                       description="The grounding documents with their annotated spans."),
+        Doc2dialConfig(name="doc2dial_rc", version=VERSION,
+                       description="Reading comprehension (SQuAD v2 style): ground the next agent turn in the document."),
+    ]
+    DEFAULT_CONFIG_NAME = "dialogue_domain"
+
+    def _info(self):
+        return datasets.DatasetInfo(
+            description=_DESCRIPTION,
+            features=datasets.Features(_FEATURES[self.config.name]),
+            homepage=_HOMEPAGE,
+            license=_LICENSE,
+            citation=_CITATION,
+        )
+
+    def _split_generators(self, dl_manager):
+        # everything is read and checked here, so that a bad record fails as SourceDataError (not wrapped)
+        paths = self._source_files(dl_manager)
+        docs = read_documents(paths["doc"])
+        if self.config.name == "document_domain":
+            return [datasets.SplitGenerator(name=datasets.Split.TRAIN, gen_kwargs={"docs": docs, "dialogues": None})]
+        return [
+            datasets.SplitGenerator(
+                name=split, gen_kwargs={"docs": docs, "dialogues": tuple(read_dialogues(paths[split], docs))}
+            )
+            for split in (datasets.Split.TRAIN, datasets.Split.VALIDATION)
+        ]
+
+    def _source_files(self, dl_manager):
+        if self.config.data_dir:
+            return resolve_sources(self.config, dl_manager, "doc2dial", _BASE_URL, _FILES)
+        zip_path = resolve_sources(self.config, dl_manager, "doc2dial", _BASE_URL, {"zip": _ZIP}, {_ZIP: ZIP_SHA256})["zip"]
+        folder = extract_zip(zip_path, f"{zip_path}.{ZIP_SHA256[:16]}.unpacked")
+        paths = {key: os.path.join(folder, rel) for key, rel in _FILES.items()}
+        for key, path in paths.items():
+            if not os.path.isfile(path):
+                raise SourceDataError(f"{zip_path}: the archive has no member {_FILES[key]}")
+        return paths
+
+    def _generate_examples(self, docs, dialogues):
+        if self.config.name == "document_domain":
+            rows = (_document_row(domain, doc_id, doc) for (domain, doc_id), doc in docs.items())
+        elif self.config.name == "dialogue_domain":
+            rows = (_dialogue_row(domain, doc_id, dial) for domain, doc_id, dial in dialogues)
+        else:
+            rows = (row for domain, doc_id, dial in dialogues for row in rc_rows(domain, doc_id, docs[domain, doc_id], dial))
+        yield from enumerate(rows)
+
+
+# --- the zip
+
+
+def extract_zip(zip_path, target):
+    """Unpack ``zip_path`` into ``target`` (once): written to a temporary sibling, renamed when complete.
+
+    A member whose path would land outside ``target`` (absolute, ``..``, drive letter) or a symbolic link is
+    refused with ``SourceDataError`` and nothing is kept.
+    """
+    if os.path.isdir(target):
+        return target
+    parent = os.path.dirname(os.path.abspath(target))
+    scratch = tempfile.mkdtemp(prefix=".doc2dial-unpack-", dir=parent)
+    try:
+        _extract_members(zip_path, scratch)
+        try:
+            os.rename(scratch, target)
+        except OSError:
+            if not os.path.isdir(target):  # another process may have finished first
+                raise
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return target
+
+
+def _extract_members(zip_path, folder):
+    root = os.path.realpath(folder)
+    try:
+        with zipfile.ZipFile(zip_path) as archive:
+            for info in archive.infolist():
+                _check_member(zip_path, root, info)
+            archive.extractall(folder)
+    except zipfile.BadZipFile as err:
+        raise SourceDataError(f"{zip_path}: not a valid zip archive ({err})") from None
+
+
+def _check_member(zip_path, root, info):
+    name = info.filename
+    destination = os.path.realpath(os.path.join(root, name))
+    drive = len(name) > 1 and name[1] == ":"
+    outside = os.path.isabs(name) or drive or os.path.commonpath([root, destination]) != root
+    if outside:
+        raise SourceDataError(f"{zip_path}: member {name!r}: path resolves outside the extraction folder; refusing to extract")
+    if (info.external_attr >> 16) & 0o170000 == 0o120000:
+        raise SourceDataError(f"{zip_path}: member {name!r}: symbolic links are not accepted; refusing to extract")
+
+
+# --- reading and validating the release files
+
+
+def _load(path, top_key):
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except UnicodeDecodeError as err:
+        raise record_error(path, "-", f"not UTF-8 text ({err.reason} at byte {err.start})") from None
+    except json.JSONDecodeError as err:
+        raise record_error(path, "-", f"not valid JSON ({err.msg} at line {err.lineno} column {err.colno})") from None
+    if not isinstance(data, dict) or not isinstance(data.get(top_key), dict):
+        raise record_error(path, "-", f"expected an object with a {top_key!r} object of domains")
+    return data[top_key]
+
+
+def _domains(path, data):
+    for domain, by_doc in data.items():
+        if not isinstance(by_doc, dict):
+            raise record_error(path, f"domain {domain!r}", f"expected an object keyed by doc_id, got {type(by_doc).__name__}")
+        yield from ((domain, doc_id, value) for doc_id, value in by_doc.items())
+
+
+def read_documents(path):
+    """``{(domain, doc_id): document}`` from ``doc2dial_doc.json``, every span checked against ``doc_text``."""
+    docs = {}
+    for domain, doc_id, doc in _domains(path, _load(path, "doc_data")):
+        where = f"document {doc_id!r} (domain {domain!r})"
+        _expect(isinstance(doc, dict), path, where, f"expected an object, got {type(doc).__name__}")
+        missing = [key for key in _DOC_KEYS if key not in doc]
+        _expect(not missing, path, where, f"missing key(s) {', '.join(missing)}")
+        for key in ("title", "doc_text", "doc_html_ts", "doc_html_raw"):
+            _expect(isinstance(doc[key], str), path, where, f"{key!r} must be a string")
+        _expect(isinstance(doc["spans"], dict), path, where, "'spans' must be an object keyed by id_sp")
+        for sp_id, span in doc["spans"].items():
+            _check_span(path, where, doc["doc_text"], sp_id, span)
+        docs[domain, doc_id] = doc
+    return docs
+
+
+def _check_span(path, where, text, sp_id, span):
+    where = f"{where} span {sp_id!r}"
+    _expect(isinstance(span, dict), path, where, f"expected an object, got {type(span).__name__}")
+    missing = [key for key in (*_SPAN_STR_KEYS, *_SPAN_INT_KEYS, "parent_titles") if key not in span]
+    _expect(not missing, path, where, f"missing key(s) {', '.join(missing)}")
+    for key in _SPAN_STR_KEYS:
+        _expect(isinstance(span[key], str), path, where, f"{key!r} must be a string, got {span[key]!r}")
+    for key in _SPAN_INT_KEYS:
+        _expect(type(span[key]) is int, path, where, f"{key!r} must be an integer, got {span[key]!r}")
+    _expect(span["id_sp"] == sp_id, path, where, f"id_sp {span['id_sp']!r} differs from its key")
+    start, end = span["start_sp"], span["end_sp"]
+    _expect(0 <= start <= end <= len(text), path, where,
+            f"offsets [{start}, {end}) lie outside doc_text (length {len(text)})")
+    _expect(text[start:end] == span["text_sp"], path, where,
+            f"text_sp {span['text_sp'][:60]!r} != doc_text[{start}:{end}] {text[start:end][:60]!r}")
+
+
+def read_dialogues(path, docs):
+    """``(domain, doc_id, dialogue)`` in file order, each turn checked and its references resolved."""
+    seen = set()
+    for domain, doc_id, dials in _domains(path, _load(path, "dial_data")):
+        _expect(isinstance(dials, list), path, f"doc_id {doc_id!r} (domain {domain!r})", "expected a list of dialogues")
+        for index, dial in enumerate(dials):
+            dial_id = dial.get("dial_id") if isinstance(dial, dict) else None
+            where = f"dialogue {dial_id if isinstance(dial_id, str) else f'#{index}'} (doc_id {doc_id!r})"
+            _expect(isinstance(dial_id, str), path, where, "expected an object with a string 'dial_id'")
+            _expect(dial_id not in seen, path, where, "dial_id occurs twice in the file")
+            seen.add(dial_id)
+            _expect((domain, doc_id) in docs, path, where, f"document {doc_id!r} of domain {domain!r} is not in doc2dial_doc.json")
+            _check_turns(path, where, dial.get("turns"), docs[domain, doc_id]["spans"])
+            yield domain, doc_id, dial
+
+
+def _check_turns(path, where, turns, spans):
+    _expect(isinstance(turns, list) and turns, path, where, "'turns' must be a non-empty list")
+    ids = set()
+    for index, turn in enumerate(turns):
+        _expect(isinstance(turn, dict), path, f"{where} turn #{index}", "expected an object")
+        turn_where = f"{where} turn {turn.get('turn_id', f'#{index}')}"
+        missing = [key for key in _TURN_KEYS if key not in turn]
+        _expect(not missing, path, turn_where, f"missing key(s) {', '.join(missing)}")
+        _expect(type(turn["turn_id"]) is int and turn["turn_id"] not in ids, path, turn_where, "turn_id must be a unique integer")
+        ids.add(turn["turn_id"])
+        _expect(turn["role"] in _ROLES, path, turn_where, f"role {turn['role']!r} is not one of {_ROLES}")
+        for key in ("da", "utterance"):
+            _expect(isinstance(turn[key], str), path, turn_where, f"{key!r} must be a string")
+        _expect(isinstance(turn["references"], list), path, turn_where, "'references' must be a list")
+        for ref in turn["references"]:
+            ok = isinstance(ref, dict) and isinstance(ref.get("sp_id"), str) and isinstance(ref.get("label"), str)
+            _expect(ok, path, turn_where, f"reference {ref!r} must be an object with string sp_id and label")
+            _expect(ref["sp_id"] in spans, path, turn_where, f"span {ref['sp_id']!r} is not a span of the document")
+
+
+def _expect(condition, path, where, problem):
+    if not condition:
+        raise record_error(path, where, problem)
+
+
+# --- rows
+
+
+def _document_row(domain, doc_id, doc):
+    return {
+        "domain": domain,
+        "doc_id": doc_id,
+        "title": doc["title"],
+        "doc_text": doc["doc_text"],
+        "spans": [
+            {key: (str(span[key]) if key == "parent_titles" else span[key]) for key in _SPAN}
+            for span in doc["spans"].values()
+        ],
+        "doc_html_ts": doc["doc_html_ts"],
+        "doc_html_raw": doc["doc_html_raw"],
+    }
+
+
+def _dialogue_row(domain, doc_id, dial):
+    turns = [
+        {
+            "turn_id": turn["turn_id"],
+            "role": turn["role"],
+            "da": turn["da"],
+            "references": [{"sp_id": ref["sp_id"], "label": ref["label"]} for ref in turn["references"]],
+            "utterance": turn["utterance"],
+        }
+        for turn in dial["turns"]
+    ]
+    return {"dial_id": dial["dial_id"], "doc_id": doc_id, "domain": domain, "turns": turns}
+
+
+def rc_rows(domain, doc_id, doc, dial):
+    """One row per user turn directly followed by an agent turn; the answer grounds that agent turn.
+
+    The question is the history up to the user turn, newest first, each turn as ``"\\t{role}: {utterance}"``,
+    joined by spaces, cut to its first ``MAX_QUESTION_TOKENS`` whitespace tokens and re-joined with single spaces.
+    """
+    turns = dial["turns"]
+    history = []
+    for index, turn in enumerate(turns):
+        history.append(f"\t{turn['role']}: {turn['utterance']}")
+        if turn["role"] == "agent" or index + 1 == len(turns) or turns[index + 1]["role"] != "agent":
+            continue
+        answers = grounding(turns[index + 1]["references"], doc)
+        yield {
+            "id": f"{dial['dial_id']}_{turn['turn_id']}",
+            "title": doc_id,
+            "context": doc["doc_text"],
+            "question": " ".join(" ".join(reversed(history)).split()[:MAX_QUESTION_TOKENS]),
+            "answers": answers,
+            "is_impossible": not answers["text"],
+            "domain": domain,
+        }
+
+
+def grounding(references, doc):
+    """The text from the smallest start to the largest end of the referenced spans (none when no references)."""
+    if not references:
+        return {"text": [], "answer_start": []}
+    spans = [doc["spans"][ref["sp_id"]] for ref in references]
+    start = min(span["start_sp"] for span in spans)
+    end = max(span["end_sp"] for span in spans)
+    return {"text": [doc["doc_text"][start:end]], "answer_start": [start]}

@@ -1,0 +1,48 @@
+"""Corpus sacreBLEU, with the defaults of the `sacrebleu` metric the DialDoc21 scorer loads."""
+
+import math
+
+
+def corpus_sacrebleu(predictions, references):
+    """``predictions`` and ``references`` are aligned lists of strings (one reference per prediction)."""
+    import sacrebleu
+
+    bleu = sacrebleu.metrics.BLEU()  # 13a tokenizer, exponential smoothing, case-sensitive, no effective order
+    result = bleu.corpus_score(predictions, [references])
+    counts, totals = list(result.counts), list(result.totals)
+    score, precisions = result.score, list(result.precisions)
+    if counts[0] == 0 and totals[0] > 0:
+        score, precisions = smoothed_without_matches(counts, totals, result.sys_len, result.ref_len)
+    return {
+        "score": score,
+        "counts": counts,
+        "totals": totals,
+        "precisions": precisions,
+        "bp": result.bp,
+        "sys_len": result.sys_len,
+        "ref_len": result.ref_len,
+        "signature": str(bleu.get_signature()),
+    }
+
+
+def smoothed_without_matches(counts, totals, sys_len, ref_len):
+    """Score and precisions when no unigram matches at all.
+
+    sacreBLEU 2 returns 0 there; sacreBLEU 1.4.3, the version the shared task pins, still applies exponential
+    smoothing: each n-gram order without matches gets precision 100 / (2**k * total) for its k-th such order.
+    """
+    precisions = [0.0] * len(totals)
+    factor = 1.0
+    for n, (correct, total) in enumerate(zip(counts, totals, strict=True)):
+        if total == 0:
+            break
+        if correct == 0:
+            factor *= 2
+            precisions[n] = 100.0 / (factor * total)
+        else:
+            precisions[n] = 100.0 * correct / total
+    penalty = 1.0
+    if sys_len < ref_len:
+        penalty = math.exp(1 - ref_len / sys_len) if sys_len > 0 else 0.0
+    logs = sum(math.log(p) if p else -9999999999 for p in precisions)
+    return penalty * math.exp(logs / len(precisions)), precisions

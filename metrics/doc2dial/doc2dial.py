@@ -1,0 +1,142 @@
+"""DialDoc21 shared-task metric for doc2dial v1.0.1: grounding (subtask 1) and response generation (subtask 2)."""
+
+import datasets
+import evaluate
+
+from .bleu_scoring import corpus_sacrebleu
+from .id_join import check_ids
+from .squad_v2_scoring import squad_v2_scores
+
+_CITATION = """\
+@inproceedings{feng-etal-2020-doc2dial,
+    title = "doc2dial: A Goal-Oriented Document-Grounded Dialogue Dataset",
+    author = "Feng, Song and Wan, Hui and Gunasekara, Chulaka and Patel, Siva and Joshi, Sachindra and Lastras, Luis",
+    booktitle = "Proceedings of the 2020 Conference on Empirical Methods in Natural Language Processing (EMNLP)",
+    year = "2020",
+    publisher = "Association for Computational Linguistics",
+    url = "https://www.aclweb.org/anthology/2020.emnlp-main.652",
+}
+@inproceedings{rajpurkar-etal-2018-know,
+    title = "Know What You Don{'}t Know: Unanswerable Questions for {SQ}u{AD}",
+    author = "Rajpurkar, Pranav and Jia, Robin and Liang, Percy",
+    booktitle = "Proceedings of the 56th Annual Meeting of the Association for Computational Linguistics",
+    year = "2018",
+    pages = "784--789",
+}
+@inproceedings{post-2018-call,
+    title = "A Call for Clarity in Reporting {BLEU} Scores",
+    author = "Post, Matt",
+    booktitle = "Proceedings of the Third Conference on Machine Translation: Research Papers",
+    year = "2018",
+    pages = "186--191",
+}
+"""
+
+_DESCRIPTION = """\
+The scores of the DialDoc21 shared task on doc2dial v1.0.1 (scripts/sharedtask_utils.py of
+doc2dial/sharedtask-dialdoc2021), computed locally.
+
+Config `subtask1` (the default): predict the grounding span in the document for the next agent turn. Scored
+as SQuAD v2.0: exact match and token F1 after SQuAD normalisation, unanswerable turns (no grounding) count as
+correct only for an empty prediction, with HasAns/NoAns breakdown and best no-answer thresholds.
+
+Config `subtask2`: generate the next agent turn. Scored with corpus sacreBLEU (13a tokenizer, exponential
+smoothing, case-sensitive), one reference per prediction. Ids are `{dial_id}_{turn_id}` of the turn before
+the agent turn.
+
+Predictions are joined to references by id: every id must occur once on each side.
+"""
+
+_KWARGS_DESCRIPTION = """
+Args (config `subtask1`):
+    predictions: list of dicts with `id` (str), `prediction_text` (str, "" for no answer) and
+        `no_answer_probability` (float).
+    references: list of dicts with `id` (str) and `answers` ({"text": [str], "answer_start": [int]};
+        empty lists for an unanswerable turn), e.g. rows of the `doc2dial_rc` config.
+    no_answer_threshold: a prediction whose no_answer_probability exceeds this counts as "no answer"
+        (default 1.0, i.e. never, as in the shared task).
+Args (config `subtask2`):
+    predictions: list of dicts with `id` (str) and `utterance` (str, the generated agent turn).
+    references: list of dicts with `id` (str) and `utterance` (str, the actual agent turn).
+Returns (subtask1): `exact`, `f1` (0-100), `total`; `HasAns_exact`, `HasAns_f1`, `HasAns_total` when some
+    turns are answerable; `NoAns_exact`, `NoAns_f1`, `NoAns_total` when some are not; `best_exact`,
+    `best_exact_thresh`, `best_f1`, `best_f1_thresh`.
+Returns (subtask2): `score` (sacreBLEU, 0-100), `counts`, `totals`, `precisions`, `bp`, `sys_len`,
+    `ref_len`, `signature` (the sacreBLEU signature: tokenizer, smoothing, version), `total`.
+Raises ValueError when the ids of predictions and references differ, repeat, or are empty.
+
+Examples:
+    >>> import evaluate
+    >>> metric = evaluate.load("doc2dial", "subtask1")  # doctest: +SKIP
+    >>> predictions = [
+    ...     {"id": "d1_1", "prediction_text": "Turn in your plates.", "no_answer_probability": 0.1},
+    ...     {"id": "d1_3", "prediction_text": "", "no_answer_probability": 0.9},
+    ... ]
+    >>> references = [
+    ...     {"id": "d1_1", "answers": {"text": ["turn in your plates"], "answer_start": [12]}},
+    ...     {"id": "d1_3", "answers": {"text": [], "answer_start": []}},
+    ... ]
+    >>> result = metric.compute(predictions=predictions, references=references)  # doctest: +SKIP
+    >>> result["exact"], result["f1"], result["HasAns_total"], result["NoAns_exact"]  # doctest: +SKIP
+    (100.0, 100.0, 1, 100.0)
+"""
+
+_SUBTASK1 = datasets.Features(
+    {
+        "predictions": {
+            "id": datasets.Value("string"),
+            "prediction_text": datasets.Value("string"),
+            "no_answer_probability": datasets.Value("float32"),
+        },
+        "references": {
+            "id": datasets.Value("string"),
+            "answers": {
+                "text": datasets.List(datasets.Value("string")),
+                "answer_start": datasets.List(datasets.Value("int32")),
+            },
+        },
+    }
+)
+_SUBTASK2 = datasets.Features(
+    {
+        "predictions": {"id": datasets.Value("string"), "utterance": datasets.Value("string")},
+        "references": {"id": datasets.Value("string"), "utterance": datasets.Value("string")},
+    }
+)
+_CONFIGS = {"default": _SUBTASK1, "subtask1": _SUBTASK1, "subtask2": _SUBTASK2}
+
+
+@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
+class Doc2dial(evaluate.Metric):
+    def _info(self):
+        if self.config_name not in _CONFIGS:
+            raise KeyError(f"doc2dial metric: unknown config {self.config_name!r}; use 'subtask1' or 'subtask2'")
+        return evaluate.MetricInfo(
+            description=_DESCRIPTION,
+            citation=_CITATION,
+            inputs_description=_KWARGS_DESCRIPTION,
+            features=_CONFIGS[self.config_name],
+            codebase_urls=["https://github.com/doc2dial/sharedtask-dialdoc2021"],
+            reference_urls=["https://doc2dial.github.io/workshop2021/shared.html"],
+        )
+
+    def compute(self, *, predictions=None, references=None, **kwargs):
+        """Score ``predictions`` against ``references``, joined by id (checked first, naming any bad id)."""
+        if predictions is not None and references is not None:
+            check_ids(_ids(predictions), _ids(references))
+        return super().compute(predictions=predictions, references=references, **kwargs)
+
+    def _compute(self, predictions, references, no_answer_threshold=1.0):
+        order = check_ids(_ids(predictions), _ids(references))
+        if self.config_name == "subtask2":
+            by_id = {p["id"]: p["utterance"] for p in predictions}
+            result = corpus_sacrebleu([by_id[qid] for qid in order], [r["utterance"] for r in references])
+            return {**result, "total": len(order)}
+        texts = {p["id"]: p["prediction_text"] for p in predictions}
+        no_answer_probs = {p["id"]: p["no_answer_probability"] for p in predictions}
+        gold = {r["id"]: list(r["answers"]["text"]) for r in references}
+        return squad_v2_scores(texts, no_answer_probs, gold, no_answer_threshold)
+
+
+def _ids(records):
+    return [record.get("id") if isinstance(record, dict) else None for record in records]
