@@ -1,0 +1,108 @@
+"""Checking and pairing the inputs of the JEMHopQA metric.
+
+Predictions are records ``{"qid", "answer", "derivations"}`` (either key may be left out: that part is
+missing); references are dataset rows ``{"qid", "answer", "derivations", ...}``. Derivations are in the
+upstream nested form ``[[subject, relation, [object, ...]], ...]``; the record form of the qahub builder
+(``[{"subject", "relation", "objects"}, ...]``, or its dict-of-lists variant) is accepted too.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+
+class JemhopqaInputError(ValueError):
+    """Predictions or references that the official scorer could not score."""
+
+
+def _shorten(values, limit=10) -> str:
+    values = list(values)
+    shown = ", ".join(repr(v) for v in values[:limit])
+    return shown + (f", ... ({len(values)} in all)" if len(values) > limit else "")
+
+
+def upstream_derivations(derivations, where: str) -> list:
+    """``derivations`` as ``[[subject, relation, [object, ...]], ...]``, or a JemhopqaInputError."""
+    if isinstance(derivations, dict) and set(derivations) >= {"subject", "relation", "objects"}:
+        columns = [derivations["subject"], derivations["relation"], derivations["objects"]]
+        if not all(isinstance(column, list) for column in columns) or len({len(c) for c in columns}) != 1:
+            raise JemhopqaInputError(f"{where}: derivations {derivations!r} must have lists of equal length")
+        derivations = [list(step) for step in zip(*columns, strict=True)]
+    if not isinstance(derivations, list):
+        raise JemhopqaInputError(f"{where}: derivations must be a list of [subject, relation, [objects...]], "
+                                 f"got {derivations!r}")
+    return [_step(step, where) for step in derivations]
+
+
+def _step(step, where: str) -> list:
+    if isinstance(step, dict) and set(step) == {"subject", "relation", "objects"}:
+        step = [step["subject"], step["relation"], step["objects"]]
+    if isinstance(step, tuple):
+        step = list(step)
+    if not (isinstance(step, list) and len(step) == 3 and isinstance(step[0], str) and isinstance(step[1], str)):
+        raise JemhopqaInputError(f"{where}: derivation step {step!r} must be [subject, relation, [objects...]] "
+                                 "with string subject and relation")
+    objects = step[2]
+    if isinstance(objects, tuple):
+        objects = list(objects)
+    if not (isinstance(objects, list) and all(isinstance(obj, str) for obj in objects)):
+        raise JemhopqaInputError(f"{where}: objects of derivation step {step!r} must be a list of strings")
+    return [step[0], step[1], objects]
+
+
+def check_prediction(record, index: int) -> dict:
+    """A prediction record with its derivations in upstream form; keys absent stay absent (= missing)."""
+    if not isinstance(record, dict):
+        raise JemhopqaInputError(f"prediction {index}: expected a record {{qid, answer, derivations}}, "
+                                 f"got {type(record).__name__}")
+    qid = record.get("qid")
+    if not isinstance(qid, str):
+        raise JemhopqaInputError(f"prediction {index}: 'qid' must be a string, got {qid!r}")
+    out = {"qid": qid}
+    if "answer" in record:
+        answer = record["answer"]
+        out["answer"] = answer if isinstance(answer, str) else None  # non-strings score 0, as official
+    if "derivations" in record:
+        out["derivations"] = upstream_derivations(record["derivations"], f"prediction for qid {qid!r}")
+    return out
+
+
+def check_reference(record, index: int) -> dict:
+    if not isinstance(record, dict):
+        raise JemhopqaInputError(f"reference {index}: expected a dataset row, got {type(record).__name__}")
+    qid = record.get("qid")
+    if not isinstance(qid, str):
+        raise JemhopqaInputError(f"reference {index}: 'qid' must be a string, got {qid!r}")
+    missing = [key for key in ("answer", "derivations") if key not in record]
+    if missing:
+        raise JemhopqaInputError(f"reference for qid {qid!r}: missing {', '.join(missing)}")
+    if not isinstance(record["answer"], str):
+        raise JemhopqaInputError(f"reference for qid {qid!r}: 'answer' must be a string, got {record['answer']!r}")
+    where = f"reference for qid {qid!r}"
+    return {"qid": qid, "answer": record["answer"], "derivations": upstream_derivations(record["derivations"], where)}
+
+
+def pair(predictions: list[dict], references: list[dict], ignore_missing: bool) -> list[tuple]:
+    """``(qid, reference, prediction)`` in reference order. Unknown or repeated prediction qids are errors;
+    so are questions without an answer or derivations unless ``ignore_missing`` (then that part is skipped)."""
+    counts = Counter(p["qid"] for p in predictions)
+    repeated = [qid for qid, n in counts.items() if n > 1]
+    if repeated:
+        raise JemhopqaInputError(f"{len(repeated)} qid(s) predicted more than once: {_shorten(repeated)}")
+    known = {r["qid"] for r in references}
+    unknown = [qid for qid in counts if qid not in known]
+    if unknown:
+        raise JemhopqaInputError(f"{len(unknown)} predicted qid(s) are not in the references: {_shorten(unknown)}")
+    by_qid = {p["qid"]: p for p in predictions}
+    questions = [(r["qid"], r, by_qid.get(r["qid"], {})) for r in references]
+    if not ignore_missing:
+        _check_complete(questions)
+    return questions
+
+
+def _check_complete(questions):
+    for part in ("answer", "derivations"):
+        missing = [qid for qid, _, pred in questions if part not in pred]
+        if missing:
+            raise JemhopqaInputError(f"{len(missing)} question(s) have no predicted {part}: {_shorten(missing)} "
+                                     "(pass ignore_missing=True to score only the predicted ones)")

@@ -1,0 +1,197 @@
+"""``qahub evaluate jemhopqa``: the official JEMHopQA scores of a prediction file.
+
+Predictions: the official format ``{"answer": {qid: answer}, "derivations": {qid: [[s, r, [o...]], ...]}}``,
+or the official TSV form (header ``qid, predicted_answer, predicted_derivations``; derivations written
+``(subject, relation, object1、object2); (...)``), converted as the upstream ``tsv_to_pred_json.py`` does.
+"""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import json
+import math
+import re
+import sys
+from pathlib import Path
+
+HELP = "JEMHopQA answer and derivation scores, as the official evaluate.py"
+COLUMNS = ("a_em", "a_score", "e_p", "e_r", "e_f", "r_p", "r_r", "r_f", "er_p", "er_r", "er_f")
+TSV_HEADER = ("qid", "predicted_answer", "predicted_derivations")
+USER_DIC_SHA256 = "f237b567199b50aed4c756677ab4f478d7f1c77e8933c56b1052c7a93e601379"
+_TRIPLE = re.compile(r"[（\(]\s*(.+?)\s*[,，]\s*(.+?)\s*[,，]\s*(.+?)\s*[）\)]")
+
+
+def add_arguments(parser):
+    parser.add_argument("--predictions", required=True,
+                        help="official prediction JSON ({answer: {qid: ...}, derivations: {qid: ...}}) or TSV form")
+    refs = parser.add_mutually_exclusive_group(required=True)
+    refs.add_argument("--references", help="gold file in the upstream layout (e.g. corpus_ver1.2/dev_ver1.2.json)")
+    refs.add_argument("--config", help="build the references with qahub.load('jemhopqa', CONFIG)")
+    parser.add_argument("--split", default="validation", help="split of --config (default: validation)")
+    parser.add_argument("--data-dir", help="with --config: local copy of the upstream files instead of downloading")
+    parser.add_argument("--ignore-missing", action="store_true", help="score only the predicted questions")
+    parser.add_argument("--per-question", metavar="OUT_TSV", help="write the per-question scores (official -o columns)")
+    parser.add_argument("--dictionary", choices=("full", "core", "small"), help="Sudachi dictionary (default: best installed)")
+    parser.add_argument("--synonyms", default="auto",
+                        help="auto (chikkarpy if installed), chikkarpy, none, a synonym source CSV file, "
+                             "or a JSON file {word: [synonyms]} (default: auto)")
+    parser.add_argument("--user-dic", help="JEMHopQA's compiled user.dic, for chikkarpy; 'download' fetches the one "
+                                           "of the pinned upstream commit (or from --mirror-url) and checks its sha256")
+    parser.add_argument("--mirror-url", help="with --user-dic download: base URL serving jemhopqa/user.dic "
+                                             "(default: $QAHUB_MIRROR_URL, else upstream)")
+    parser.add_argument("--solver", choices=("assignment", "ilp"), default="assignment",
+                        help="alignment solver (default: exact assignment; ilp = pulp/CBC as the official script)")
+
+
+def run(args) -> dict:
+    from qahub import registry
+
+    predictions = read_predictions(Path(args.predictions))
+    references, ref_name = _references(args)
+    user_dic = _user_dic(args)
+    metric = registry.load_metric("jemhopqa")
+    try:
+        result = metric.compute(
+            predictions=predictions, references=references, ignore_missing=args.ignore_missing,
+            per_question=bool(args.per_question), dictionary=args.dictionary, synonyms=_synonyms(args.synonyms),
+            user_dic=user_dic, solver=args.solver,
+        )
+    except ValueError as err:
+        raise ValueError(f"scoring {args.predictions} against {ref_name}: {err}") from None
+    if args.per_question:
+        write_per_question(Path(args.per_question), result.pop("per_question"))
+    return _json_safe(result)
+
+
+def _user_dic(args):
+    if args.user_dic != "download":
+        return args.user_dic
+    if importlib.util.find_spec("chikkarpy") is None:
+        raise ValueError("--user-dic download: user.dic is read by chikkarpy, which is not installed "
+                         "(pip install chikkarpy)")
+    return fetch_user_dic(getattr(args, "mirror_url", None))
+
+
+def fetch_user_dic(mirror_url=None, cache_dir=None) -> str:
+    """JEMHopQA's compiled user.dic (of the commit the builder pins), downloaded into the datasets cache."""
+    from types import SimpleNamespace
+
+    import datasets
+
+    from qahub.loaders._sources import resolve_sources
+    from qahub.loaders.jemhopqa import _BASE_URL
+
+    config = SimpleNamespace(data_dir=None, mirror_url=mirror_url)
+    manager = datasets.DownloadManager("jemhopqa", download_config=datasets.DownloadConfig(cache_dir=cache_dir))
+    return resolve_sources(config, manager, "jemhopqa", _BASE_URL, {"user_dic": "user.dic"},
+                           {"user.dic": USER_DIC_SHA256})["user_dic"]
+
+
+def read_predictions(path: Path) -> list[dict]:
+    """Prediction records ``{qid, answer?, derivations?}`` from the official JSON format or its TSV form."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
+    if text.lstrip().startswith("{"):
+        return _from_official(path, text)
+    if text.split("\n", 1)[0].rstrip("\r").split("\t")[:3] == list(TSV_HEADER):
+        return _from_tsv(path, text)
+    raise ValueError(f"{path}: not a JEMHopQA prediction file: expected the official JSON "
+                     '{"answer": {qid: answer}, "derivations": {qid: derivations}} or a TSV with header '
+                     + "\\t".join(TSV_HEADER))
+
+
+def _from_official(path: Path, text: str) -> list[dict]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: not valid JSON ({err.msg} at line {err.lineno} column {err.colno})") from None
+    if not (isinstance(data, dict) and isinstance(data.get("answer"), dict) and isinstance(data.get("derivations"), dict)):
+        keys = sorted(data) if isinstance(data, dict) else type(data).__name__
+        raise ValueError(f"{path}: not the official prediction format: expected an object with \"answer\" and "
+                         f"\"derivations\" objects keyed by qid, got {keys}")
+    records = {}
+    for part in ("answer", "derivations"):
+        for qid, value in data[part].items():
+            records.setdefault(qid, {"qid": qid})[part] = value
+    return list(records.values())
+
+
+def _from_tsv(path: Path, text: str) -> list[dict]:
+    records, seen = [], set()
+    rows = csv.reader(text.splitlines(), delimiter="\t")
+    next(rows)
+    for line, row in enumerate(rows, 2):
+        if not any(cell.strip() for cell in row):
+            continue
+        row = row + [""] * (3 - len(row))
+        qid, answer, derivations = row[:3]
+        if qid in seen:
+            raise ValueError(f"{path}: line {line}: qid {qid!r} appears twice")
+        seen.add(qid)
+        records.append({"qid": qid, "answer": answer, "derivations": _tsv_derivations(path, line, qid, derivations)})
+    return records
+
+
+def _tsv_derivations(path, line, qid, cell: str) -> list:
+    """As upstream tsv_to_pred_json.py: ';'-separated '(s, r, o1、o2)'; unreadable steps are dropped with a note."""
+    steps = []
+    if not cell.strip():
+        return steps
+    for part in cell.split(";"):
+        found = _TRIPLE.findall(part)
+        if not found:
+            print(f"{path}: line {line}: qid {qid!r}: derivation step {part.strip()!r} is not "
+                  "(subject, relation, objects): dropped (as tsv_to_pred_json.py)", file=sys.stderr)
+            continue
+        subject, relation, objects = found[0]
+        steps.append([subject, relation, objects.split("、")])
+    return steps
+
+
+def _references(args):
+    if args.references and args.data_dir:
+        raise ValueError("--data-dir goes with --config (it is where the corpus is built from), not with --references")
+    if args.references:
+        path = Path(args.references)
+        try:
+            rows = json.loads(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as err:
+            raise ValueError(f"{path}: not a JEMHopQA JSON file ({err})") from None
+        if not isinstance(rows, list):
+            raise ValueError(f"{path}: expected a JSON list of questions, got {type(rows).__name__}")
+        return rows, str(path)
+    import qahub
+
+    dataset = qahub.load("jemhopqa", args.config, data_dir=args.data_dir)
+    if args.split not in dataset:
+        raise ValueError(f"jemhopqa {args.config} has no split {args.split!r}; splits: {', '.join(dataset)}")
+    return dataset[args.split].to_list(), f"jemhopqa {args.config}/{args.split}"
+
+
+def _synonyms(value: str):
+    if value.endswith(".json"):
+        try:
+            return json.loads(Path(value).read_text(encoding="utf-8"))
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{value}: not valid JSON ({err.msg} at line {err.lineno})") from None
+    return value
+
+
+def write_per_question(path: Path, rows: list[dict]):
+    """The official -o TSV; parts left out by --ignore-missing are empty cells (the official script crashes)."""
+    lines = ["\t".join(("qid", *COLUMNS))]
+    for row in rows:
+        lines.append("\t".join([row["qid"]] + ["" if row[c] is None else repr(float(row[c])) for c in COLUMNS]))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _json_safe(value):
+    """NaN (a mean over no questions) becomes null, so the printed result is strict JSON."""
+    if isinstance(value, dict):
+        return {key: _json_safe(item) for key, item in value.items()}
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
