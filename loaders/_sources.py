@@ -19,7 +19,11 @@ MIRROR_ENV = "QAHUB_MIRROR_URL"
 
 
 class SourceDataError(ValueError):
-    """A source file is missing, corrupt, or holds a record the builder cannot accept."""
+    """A source file is corrupt, or holds a record the builder cannot accept."""
+
+
+class SourceUnavailableError(ConnectionError):
+    """A source file could not be downloaded (network, proxy or mirror trouble)."""
 
 
 def record_error(path, record, problem):
@@ -42,7 +46,13 @@ def resolve_sources(config, dl_manager, corpus, canonical_base, files, sha256=No
     base = (getattr(config, "mirror_url", None) or os.environ.get(MIRROR_ENV) or "").rstrip("/")
     base = f"{base}/{corpus}" if base else canonical_base.rstrip("/")
     urls = {key: f"{base}/{rel}" for key, rel in files.items()}
-    paths = dl_manager.download(urls)
+    try:
+        paths = dl_manager.download(urls)
+    except (OSError, ValueError) as err:  # requests/fsspec raise both kinds for network and HTTP errors
+        raise SourceUnavailableError(
+            f"downloading {', '.join(urls.values())} failed ({type(err).__name__}: {err}); "
+            f"pass data_dir= a local copy, or a mirror with mirror_url= / ${MIRROR_ENV}"
+        ) from err
     for key, rel in files.items():
         expected = (sha256 or {}).get(rel)
         if expected:

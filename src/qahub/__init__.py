@@ -17,10 +17,7 @@ def make_builder(corpus: str, config: str | None = None, *, data_dir=None, cache
 
     cls = registry.builder_class(corpus)
     config = config or registry.default_config(corpus)
-    if config not in registry.config_names(corpus):
-        raise registry.UnknownNameError(
-            f"{corpus} has no config {config!r}; its configs: {', '.join(registry.config_names(corpus))}"
-        )
+    registry.check_config(corpus, config)
     if mirror_url:
         kwargs["mirror_url"] = mirror_url
     return cls(config_name=config, data_dir=str(data_dir) if data_dir else None, cache_dir=cache_dir, **kwargs)

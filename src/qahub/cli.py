@@ -43,6 +43,8 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     _add_build(commands)
     _add_publish(commands)
+    _add_publish_metric(commands)
+    _add_metric_copy(commands)
     _add_evaluate(commands)
     _add_list(commands)
     _add_demo(commands)
@@ -50,14 +52,16 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _add_build(commands):
-    p = commands.add_parser("build", help="build a corpus into a Hub-ready folder (Parquet + README card)")
-    p.add_argument("corpus", choices=registry.corpus_names())
+    p = commands.add_parser("build", help="build a corpus (or --all) into a Hub-ready folder (Parquet + README card)")
+    p.add_argument("corpus", nargs="?", choices=registry.corpus_names(), help="the corpus (or --all)")
+    p.add_argument("--all", action="store_true", help="every config of every corpus, into OUT/<corpus>/")
+    p.add_argument("--data-root", help="with --all: folder holding <corpus>/ local copies (others are downloaded)")
     which = p.add_mutually_exclusive_group()
     which.add_argument("--config", action="append", help="config to build (repeatable; default: all configs)")
     which.add_argument("--all-configs", action="store_true", help="build every config (the default)")
     p.add_argument("--data-dir", help="local copy of the upstream files (upstream layout) instead of downloading")
     p.add_argument("--mirror-url", help="base URL serving <corpus>/<upstream path> (default: $QAHUB_MIRROR_URL)")
-    p.add_argument("--out", help="output folder (default: ./<corpus>)")
+    p.add_argument("--out", help="output folder (default: ./<corpus>; with --all: ./qahub-hub)")
     p.add_argument("--overwrite", action="store_true", help="replace a non-empty output folder")
     p.add_argument("--cache-dir", help="datasets cache to build in (default: a temporary one)")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
@@ -68,12 +72,80 @@ def _add_build(commands):
 def _build(args) -> int:
     from qahub.export import export
 
+    if args.all:
+        return _build_all(args)
+    if not args.corpus:
+        raise ValueError("name a corpus, or pass --all")
     report = export(args.corpus, args.out, configs=args.config, data_dir=args.data_dir, mirror_url=args.mirror_url,
                     cache_dir=args.cache_dir, overwrite=args.overwrite, builder_options=parse_options(args.option))
     print(f"{args.corpus}: wrote {report.folder}")
-    _print_rows(["config", "split", "rows", "parquet bytes", "seconds"],
-                [[s.config, s.split, s.rows, s.parquet_bytes, f"{s.seconds:.2f}"] for s in report.splits])
+    _print_rows(*_report_table([report]))
     return 0
+
+
+def _build_all(args) -> int:
+    """Every corpus, each from DATA_ROOT/<corpus>/ when present, else its download; one summary at the end."""
+    import datasets
+    from tqdm.auto import tqdm
+
+    from qahub.export import export
+
+    if args.corpus or args.config or args.data_dir:
+        raise ValueError("--all builds every config of every corpus: drop the corpus name, --config and --data-dir")
+    out_root = Path(args.out or "qahub-hub")
+    datasets.disable_progress_bars()
+    reports, problems = [], []
+    bar = tqdm(registry.corpus_names(), desc="qahub build --all", unit="corpus", disable=args.quiet)
+    for corpus in bar:
+        bar.set_postfix_str(corpus)
+        local = Path(args.data_root) / corpus if args.data_root else None
+        try:
+            reports.append(export(corpus, out_root / corpus, data_dir=local if local and local.is_dir() else None,
+                                  mirror_url=args.mirror_url, overwrite=args.overwrite, skip_unavailable=True,
+                                  builder_options=_partial_split_option(corpus)))
+        except (FileNotFoundError, ConnectionError) as err:
+            problems.append([corpus, "-", "skipped: source unavailable", _one_line(err)])
+        except Exception as err:  # one corpus's failure must not stop the others; it is reported and counted
+            problems.append([corpus, "-", "FAILED", f"{type(err).__name__}: {_one_line(err)}"])
+    problems += [[r.corpus, config, "skipped: source unavailable", _one_line(why)] for r in reports for config, why in r.skipped]
+    _print_rows(*_report_table(reports))
+    if problems:
+        print()
+        _print_rows(["corpus", "config", "status", "reason"], problems)
+    failed = sum(1 for p in problems if p[2] == "FAILED")
+    print(f"\nbuilt {len(reports)} corpora into {out_root}/; {len(problems) - failed} skipped, {failed} failed")
+    return 1 if failed else 0
+
+
+def _partial_split_option(corpus) -> dict:
+    """Builders that can build the splits present (Topical-Chat without its large train file) do so under --all."""
+    fields = getattr(registry.builder_class(corpus).BUILDER_CONFIG_CLASS, "__dataclass_fields__", {})
+    return {"present_splits_only": True} if "present_splits_only" in fields else {}
+
+
+def _report_table(reports):
+    rows = []
+    for report in reports:
+        for config in report.configs:
+            for i, s in enumerate(config.splits):
+                seconds = f"{config.seconds:.2f}" if i == 0 else ""
+                rows.append([report.corpus, s.config, s.split, f"{s.rows:,}", _size(s.parquet_bytes), seconds])
+    return ["corpus", "config", "split", "rows", "parquet", "seconds (config)"], rows
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB"):
+        if n < 1024:
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"
+
+
+def _one_line(err) -> str:
+    from qahub.publish import scrub
+
+    text = scrub(" ".join(str(err).split()))
+    return text if len(text) <= 160 else text[:157] + "..."
 
 
 def parse_options(pairs: list[str]) -> dict:
@@ -90,9 +162,12 @@ def parse_options(pairs: list[str]) -> dict:
 
 
 def _add_publish(commands):
-    p = commands.add_parser("publish", help="upload a built folder to a Hub dataset repo in one commit")
-    p.add_argument("corpus", choices=registry.corpus_names())
-    p.add_argument("--repo-id", required=True, help="ORG/NAME of the dataset repo")
+    p = commands.add_parser("publish", help="upload a built folder (or --all) to Hub dataset repos, one commit each")
+    p.add_argument("corpus", nargs="?", choices=registry.corpus_names())
+    p.add_argument("--repo-id", help="ORG/NAME of the dataset repo")
+    p.add_argument("--all", action="store_true", help="every corpus built under --root, each to ORG/<corpus>")
+    p.add_argument("--org", help="with --all: the Hub organisation or user")
+    p.add_argument("--root", default="qahub-hub", help="with --all: the `qahub build --all` output (default ./qahub-hub)")
     p.add_argument("--folder", help="the built folder (default: ./<corpus>)")
     p.add_argument("--private", action="store_true")
     p.add_argument("--revision", help="branch to commit to (created if missing)")
@@ -101,20 +176,92 @@ def _add_publish(commands):
 
 
 def _publish(args) -> int:
+    if args.all:
+        if not args.org or args.corpus or args.repo_id:
+            raise ValueError("--all takes --org ORG (each corpus goes to ORG/<corpus>), not a corpus or --repo-id")
+        targets = [(Path(args.root) / c, f"{args.org}/{c}") for c in registry.corpus_names() if (Path(args.root) / c).is_dir()]
+        if not targets:
+            raise FileNotFoundError(f"{args.root}: no built corpus; run `qahub build --all --out {args.root}` first")
+    elif args.corpus and args.repo_id:
+        targets = [(Path(args.folder or args.corpus), args.repo_id)]
+    else:
+        raise ValueError("name a corpus and --repo-id ORG/NAME, or pass --all --org ORG")
+    for folder, repo_id in targets:
+        _publish_one(folder, repo_id, "dataset", args)
+    return 0
+
+
+def _publish_one(folder: Path, repo_id: str, repo_type: str, args):
     from qahub import publish
 
-    folder = Path(args.folder or args.corpus)
+    where = f"{' (private)' if args.private else ''}{f' at revision {args.revision}' if args.revision else ''}"
     if args.dry_run:
-        plan = publish.plan(folder, args.repo_id)
-        print(f"would upload {len(plan.files)} files from {plan.folder} to dataset repo {plan.repo_id}"
-              f"{' (private)' if args.private else ''}{f' at revision {args.revision}' if args.revision else ''}:")
+        plan = publish.plan(folder, repo_id, repo_type)
+        print(f"would upload {len(plan.files)} files from {plan.folder} to {repo_type} repo {plan.repo_id}{where}:")
         for name in plan.files:
             print(f"  {name}")
         print("\n--- README.md ---")
         print(plan.card)
-        return 0
-    url = publish.publish(folder, args.repo_id, private=args.private, revision=args.revision)
-    print(f"published {folder} to {args.repo_id}: {url}")
+        return
+    url = publish.publish(folder, repo_id, private=args.private, revision=args.revision, repo_type=repo_type)
+    print(f"published {folder} to {repo_type} repo {repo_id}{where}: {url}")
+
+
+def _add_publish_metric(commands):
+    p = commands.add_parser("publish-metric", help="upload a metric directory as a Hub Space (gradio)")
+    p.add_argument("metric", choices=registry.metric_names())
+    p.add_argument("--repo-id", required=True, help="ORG/NAME of the Space; then evaluate.load('ORG/NAME')")
+    p.add_argument("--private", action="store_true")
+    p.add_argument("--revision", help="branch to commit to (created if missing)")
+    p.add_argument("--dry-run", action="store_true", help="print the file list and README; upload nothing")
+    p.set_defaults(func=_publish_metric)
+
+
+def _publish_metric(args) -> int:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        # a Space named ORG/NAME loads NAME.py: the module file takes the Space's name
+        folder = copy_metric(args.metric, Path(tmp), name=args.repo_id.split("/")[-1])
+        _point_app_at(folder / "app.py", args.metric, args.repo_id)
+        _publish_one(folder, args.repo_id, "space", args)
+    return 0
+
+
+def _point_app_at(app: Path, metric: str, repo_id: str):
+    """The Space's app.py loads the module from the Hub by the Space's own id, as the official metric Spaces do."""
+    text = app.read_text(encoding="utf-8")
+    call = f'evaluate.load("{metric}")'
+    if call not in text:
+        raise RuntimeError(f"{app}: expected the line module = {call}")
+    app.write_text(text.replace(call, f'evaluate.load("{repo_id}")'), encoding="utf-8")
+
+
+def copy_metric(metric: str, out_dir: Path, name: str | None = None) -> Path:
+    """Copy the metric's directory to ``out_dir/<name>/`` (module renamed to ``<name>.py``), caches left out."""
+    import shutil
+
+    name = name or metric
+    source = registry.metric_dir(metric)
+    target = out_dir / name
+    if target.exists() and any(target.iterdir()):
+        raise FileExistsError(f"{target}: exists and is not empty")
+    shutil.copytree(source, target, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    if name != metric:
+        (target / f"{metric}.py").rename(target / f"{name}.py")
+    return target
+
+
+def _add_metric_copy(commands):
+    p = commands.add_parser("metric-copy", help="write a metric's evaluate module directory to DIR/NAME/")
+    p.add_argument("metric", choices=registry.metric_names())
+    p.add_argument("--out", default=".", help="parent folder (default: .), so that evaluate.load('NAME') works there")
+    p.set_defaults(func=_metric_copy)
+
+
+def _metric_copy(args) -> int:
+    target = copy_metric(args.metric, Path(args.out))
+    print(f"wrote {target}; from {Path(args.out).absolute()}: evaluate.load({args.metric!r})")
     return 0
 
 

@@ -40,28 +40,42 @@ class SplitReport:
     split: str
     rows: int
     parquet_bytes: int
-    seconds: float
+
+
+@dataclass
+class ConfigReport:
+    config: str
+    seconds: float  # building the config and writing its Parquet files
+    splits: list[SplitReport]
 
 
 @dataclass
 class ExportReport:
     corpus: str
     folder: Path
-    splits: list[SplitReport] = field(default_factory=list)
+    configs: list[ConfigReport] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (config, why its source is unavailable)
+
+    @property
+    def splits(self) -> list[SplitReport]:
+        return [split for config in self.configs for split in config.splits]
 
 
 def export(corpus: str, out=None, *, configs=None, data_dir=None, mirror_url=None, cache_dir=None,
-           overwrite: bool = False, max_shard_bytes: int = MAX_SHARD_BYTES, builder_options=None) -> ExportReport:
+           overwrite: bool = False, max_shard_bytes: int = MAX_SHARD_BYTES, builder_options=None,
+           skip_unavailable: bool = False) -> ExportReport:
     """Build ``configs`` (default: all) of ``corpus`` and write the Hub folder ``out`` (default ``./<corpus>``).
 
     ``builder_options`` are config keyword arguments of the corpus's builder (e.g. Topical-Chat's
-    ``present_splits_only=True``).
+    ``present_splits_only=True``). With ``skip_unavailable``, a config whose source files are missing or
+    cannot be downloaded is left out and listed in ``report.skipped``; the export fails only when no config
+    could be built.
     """
     builder_options = dict(builder_options or {})
     out = Path(out or corpus).absolute()
     configs = list(configs or registry.config_names(corpus))
     for config in configs:
-        qahub.make_builder(corpus, config, **builder_options)  # unknown names and options fail before any work
+        registry.check_config(corpus, config, builder_options)  # unknown names and options fail before any work
     _check_target(out, overwrite)
     staging = out.parent / f".{out.name}.partial-{uuid.uuid4().hex[:8]}"
     report = ExportReport(corpus, out)
@@ -72,8 +86,13 @@ def export(corpus: str, out=None, *, configs=None, data_dir=None, mirror_url=Non
             for config in configs:
                 builder = qahub.make_builder(corpus, config, data_dir=data_dir, mirror_url=mirror_url,
                                              cache_dir=cache_dir or scratch, **builder_options)
-                infos[config] = _export_config(builder, staging, max_shard_bytes, report)
-        write_card(corpus, staging, infos, default=_default_of(corpus, configs))
+                try:
+                    infos[config] = _export_config(builder, staging, max_shard_bytes, report)
+                except (FileNotFoundError, ConnectionError) as err:
+                    if not skip_unavailable or (not infos and config == configs[-1]):
+                        raise
+                    report.skipped.append((config, str(err)))
+        write_card(corpus, staging, infos, default=_default_of(corpus, list(infos)))
         _move_into_place(staging, out)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -94,15 +113,16 @@ def _default_of(corpus, configs):
 
 def _export_config(builder, staging: Path, max_shard_bytes: int, report: ExportReport) -> datasets.DatasetInfo:
     config = builder.config.name
+    start = time.perf_counter()
     qahub.prepare(builder)
     splits = SplitDict(dataset_name=builder.dataset_name)
-    parquet_total = 0
+    written = []
     for split, ds in builder.as_dataset().items():
-        start = time.perf_counter()
-        written = _write_split(ds, staging / config, split, max_shard_bytes)
-        parquet_total += written
+        size = _write_split(ds, staging / config, split, max_shard_bytes)
+        written.append(SplitReport(config, split, len(ds), size))
         splits.add(SplitInfo(name=split, num_bytes=ds.data.nbytes, num_examples=len(ds), dataset_name=builder.dataset_name))
-        report.splits.append(SplitReport(config, split, len(ds), written, time.perf_counter() - start))
+    report.configs.append(ConfigReport(config, time.perf_counter() - start, written))
+    parquet_total = sum(s.parquet_bytes for s in written)
     info = datasets.DatasetInfo(features=builder.info.features, config_name=config, splits=splits)
     info.download_size = parquet_total
     info.dataset_size = sum(s.num_bytes for s in splits.values())

@@ -29,22 +29,26 @@ class PublishPlan:
     card: str
 
 
-def plan(folder, repo_id: str) -> PublishPlan:
-    """What would be uploaded: the folder must be an export (README.md plus Parquet files)."""
+def plan(folder, repo_id: str, repo_type: str = "dataset") -> PublishPlan:
+    """What would be uploaded: a dataset folder must be an export (README.md plus Parquet files); a Space
+    folder a metric module (README.md, app.py, requirements.txt, <name>.py)."""
     folder = Path(folder)
     if not (folder / "README.md").is_file():
         raise PublishError(f"{folder}: no README.md; build it first with `qahub build CORPUS --out {folder}`")
     files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
-    if not any(name.endswith(".parquet") for name in files):
+    if repo_type == "dataset" and not any(name.endswith(".parquet") for name in files):
         raise PublishError(f"{folder}: no Parquet files; build it first with `qahub build CORPUS --out {folder}`")
+    if repo_type == "space":
+        needed = {"app.py", "requirements.txt", f"{repo_id.split('/')[-1]}.py"}
+        if not needed <= set(files):
+            raise PublishError(f"{folder}: a metric Space needs {', '.join(sorted(needed - set(files)))}")
     return PublishPlan(folder, repo_id, files, (folder / "README.md").read_text(encoding="utf-8"))
 
 
 def publish(folder, repo_id: str, *, private: bool = False, revision: str | None = None, token=None,
             api: HfApi | None = None, repo_type: str = "dataset", commit_message: str | None = None) -> str:
     """Create the repo if needed and upload ``folder`` in one commit; return the commit URL."""
-    if repo_type == "dataset":
-        plan(folder, repo_id)  # refuses a folder that is not an export
+    plan(folder, repo_id, repo_type)  # refuses a folder that is not an export or a metric module
     api = api or HfApi(token=token)
     message = commit_message or f"Upload {Path(folder).name} with qahub {qahub.__version__}"
     try:

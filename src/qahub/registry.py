@@ -56,6 +56,17 @@ def default_config(corpus: str) -> str:
     return cls.DEFAULT_CONFIG_NAME or cls.BUILDER_CONFIGS[0].name
 
 
+def check_config(corpus: str, config: str, options: dict | None = None) -> None:
+    """Fail early, naming what exists, on an unknown config or builder option."""
+    if config not in config_names(corpus):
+        raise UnknownNameError(f"{corpus} has no config {config!r}; its configs: {', '.join(config_names(corpus))}")
+    fields = getattr(builder_class(corpus).BUILDER_CONFIG_CLASS, "__dataclass_fields__", {})
+    unknown = sorted(set(options or {}) - set(fields))
+    if unknown:
+        known = sorted(f for f in fields if f not in ("name", "version", "description", "data_files"))
+        raise ValueError(f"{corpus} has no builder option {', '.join(unknown)}; its options: {', '.join(known)}")
+
+
 def card_path(corpus: str) -> Path:
     return Path(str(resources.files("qahub.dataset_cards").joinpath(f"{corpus}.md")))
 
