@@ -104,6 +104,7 @@ _FEATURES = {
     },
 }
 
+SPLITS = {"dialogue_domain": ["train", "validation"], "document_domain": ["train"], "doc2dial_rc": ["train", "validation"]}
 
 @dataclass
 class Doc2dialConfig(datasets.BuilderConfig):

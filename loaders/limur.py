@@ -47,6 +47,8 @@ TASK_FILE = "task.json"
 TASK_SPLITS = {"train": "train", "dev": "validation", "validation": "validation", "test": "test", "shots": "shots"}
 _INT32 = (-(2**31), 2**31 - 1)
 
+# the splits whose files are present in data_dir, of these
+SPLITS = {config: ["train", "validation", "test", "shots"] for config in ("all", "rwsd", "kusdra")}
 
 @dataclass
 class LimurConfig(datasets.BuilderConfig):

@@ -78,6 +78,7 @@ def reading_set_file(split, form):
 def asr_file(split):
     return f"TopicalChatASR/actual/{split}_audio.json"
 
+SPLITS = {"conversations": list(_SPLITS), "reading_sets": list(_SPLITS), "asr": list(_ASR_SPLITS)}
 
 @dataclass
 class TopicalChatConfig(datasets.BuilderConfig):

@@ -1,0 +1,154 @@
+"""The whole suite from the command line: build --all, publish --all, publish-metric, metric-copy, and every
+metric directory loading without qahub."""
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+import evaluate
+import pytest
+
+from qahub import cli, publish, registry
+
+BLOCK_QAHUB = textwrap.dedent(
+    """
+    import importlib.abc, sys
+
+    class NoQahub(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path, target=None):
+            if name == "qahub" or name.startswith("qahub."):
+                raise ModuleNotFoundError(f"No module named {name!r} (qahub is not installed here)")
+            return None
+
+    sys.meta_path.insert(0, NoQahub())
+    """
+)
+
+
+def _sample_root(tmp_path, corpora=None):
+    root = tmp_path / "data-root"
+    root.mkdir()
+    for corpus in corpora or registry.corpus_names():
+        (root / corpus).symlink_to(registry.samples_dir(corpus), target_is_directory=True)
+    return root
+
+
+def test_build_all_from_a_data_root(tmp_path, capsys):
+    root = _sample_root(tmp_path)
+    out = tmp_path / "hub"
+    assert cli.main(["--quiet", "build", "--all", "--data-root", str(root), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert sorted(p.name for p in out.iterdir()) == sorted(registry.corpus_names())
+    for corpus in registry.corpus_names():
+        for config in registry.config_names(corpus):
+            assert re.search(rf"^{corpus}\s+{re.escape(config)}\s", printed, re.M), f"{corpus}/{config} not in the summary"
+    assert f"built {len(registry.corpus_names())} corpora" in printed and "0 skipped, 0 failed" in printed
+
+
+def test_build_all_reports_missing_sources_and_failures_and_goes_on(tmp_path, capsys, http_server):
+    root = _sample_root(tmp_path, ["jemhopqa"])
+    broken = root / "limur"
+    broken.mkdir()
+    (broken / "dev.jsonl").write_text("{not json\n", encoding="utf-8")
+    empty_mirror = http_server(tmp_path)  # serves nothing under <corpus>/: every download is a 404
+    out = tmp_path / "hub"
+    code = cli.main(["--quiet", "build", "--all", "--data-root", str(root), "--out", str(out), "--mirror-url", empty_mirror])
+    printed = capsys.readouterr().out
+    assert code == 1, "a corpus that failed must set the exit status"
+    assert sorted(p.name for p in out.iterdir()) == ["jemhopqa"]
+    assert re.search(r"^limur\s+-\s+FAILED\s+SourceDataError: .*dev\.jsonl", printed, re.M)
+    for corpus in ("doc2dial", "jeopardy", "topical_chat"):
+        assert re.search(rf"^{corpus}\s+-\s+skipped: source unavailable\s+downloading {re.escape(empty_mirror)}/{corpus}/", printed, re.M)
+    assert not [p for p in out.parent.iterdir() if ".partial-" in p.name]
+
+
+class FakeHfApi:
+    def __init__(self):
+        self.calls = []
+
+    def create_repo(self, repo_id, **kwargs):
+        self.calls.append(("create_repo", repo_id, kwargs))
+
+    def upload_folder(self, **kwargs):
+        files = sorted(p.name for p in __import__("pathlib").Path(kwargs["folder_path"]).iterdir())
+        app = (__import__("pathlib").Path(kwargs["folder_path"]) / "app.py")
+        kwargs = dict(kwargs, files=files, app=app.read_text() if app.exists() else None)
+        self.calls.append(("upload_folder", kwargs["repo_id"], kwargs))
+        return type("Info", (), {"commit_url": "https://hub.example/commit/1"})()
+
+
+def test_publish_all_sends_each_built_corpus_to_org_slash_corpus(tmp_path, monkeypatch, capsys):
+    root = _sample_root(tmp_path, ["jemhopqa", "limur"])
+    out = tmp_path / "hub"
+    assert cli.main(["--quiet", "build", "--all", "--data-root", str(root), "--out", str(out),
+                     "--mirror-url", "http://127.0.0.1:9"]) == 0
+    api = FakeHfApi()
+    monkeypatch.setattr(publish, "HfApi", lambda token=None: api)
+    assert cli.main(["publish", "--all", "--org", "me", "--root", str(out)]) == 0
+    uploads = [(c[1], c[2]["repo_type"], c[2]["folder_path"]) for c in api.calls if c[0] == "upload_folder"]
+    assert uploads == [("me/jemhopqa", "dataset", str(out / "jemhopqa")), ("me/limur", "dataset", str(out / "limur"))]
+
+
+def test_publish_all_dry_run_touches_nothing(tmp_path, monkeypatch, capsys):
+    out = tmp_path / "hub"
+    assert cli.main(["--quiet", "build", "jemhopqa", "--data-dir", str(registry.samples_dir("jemhopqa")),
+                     "--out", str(out / "jemhopqa")]) == 0
+    monkeypatch.setattr(publish, "HfApi", lambda token=None: pytest.fail("dry run must not reach the Hub"))
+    assert cli.main(["publish", "--all", "--org", "me", "--root", str(out), "--dry-run"]) == 0
+    assert "to dataset repo me/jemhopqa" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("metric", registry.metric_names())
+def test_publish_metric_uploads_a_gradio_space(metric, monkeypatch, capsys):
+    api = FakeHfApi()
+    monkeypatch.setattr(publish, "HfApi", lambda token=None: api)
+    assert cli.main(["publish-metric", metric, "--repo-id", f"me/{metric}-qa"]) == 0
+    create, upload = api.calls
+    assert create[2] == {"repo_type": "space", "private": False, "exist_ok": True, "space_sdk": "gradio"}
+    assert upload[2]["repo_type"] == "space" and upload[1] == f"me/{metric}-qa"
+    assert {f"{metric}-qa.py", "app.py", "requirements.txt", "README.md"} <= set(upload[2]["files"])
+    assert f'evaluate.load("me/{metric}-qa")' in upload[2]["app"]
+    readme = (registry.metric_dir(metric) / "README.md").read_text(encoding="utf-8")
+    assert re.search(r"^sdk: gradio$", readme, re.M) and re.search(r"^app_file: app.py$", readme, re.M)
+
+
+@pytest.mark.parametrize("metric", registry.metric_names())
+def test_metric_copy_then_evaluate_load_by_bare_name(metric, tmp_path, monkeypatch, capsys):
+    assert cli.main(["metric-copy", metric, "--out", str(tmp_path)]) == 0
+    assert (tmp_path / metric / f"{metric}.py").is_file()
+    monkeypatch.chdir(tmp_path)
+    module = evaluate.load(metric)
+    assert module.name == metric or module.name.replace("-", "_") == metric
+
+
+def test_metric_copy_refuses_to_overwrite(tmp_path, capsys):
+    assert cli.main(["metric-copy", "limur", "--out", str(tmp_path)]) == 0
+    assert cli.main(["metric-copy", "limur", "--out", str(tmp_path)]) == 1
+    assert "exists and is not empty" in capsys.readouterr().err
+
+
+def _readme_example(metric) -> str:
+    readme = (registry.metric_dir(metric) / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", readme, re.S)
+    runnable = [b for b in blocks if "evaluate.load(" in b and ">>>" not in b]
+    assert runnable, f"{metric}: README has no python example that loads the metric"
+    return runnable[0]
+
+
+@pytest.mark.parametrize("metric", registry.metric_names())
+def test_metric_loads_without_qahub_and_runs_its_readme_example(metric, tmp_path):
+    assert cli.main(["metric-copy", metric, "--out", str(tmp_path)]) == 0
+    example = _readme_example(metric)
+    script = BLOCK_QAHUB + "\n" + example + "\nprint('EXAMPLE-OK')\n"
+    env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
+           "NLTK_DATA": str(tmp_path / "no-nltk-data")}
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().endswith("EXAMPLE-OK")
+
+
+def test_the_blocker_really_blocks_qahub(tmp_path):
+    done = subprocess.run([sys.executable, "-c", BLOCK_QAHUB + "\nimport qahub\n"], capture_output=True, text=True)
+    assert done.returncode != 0 and "qahub is not installed here" in done.stderr
