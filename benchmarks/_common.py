@@ -55,22 +55,32 @@ def measure(target: str, *args) -> tuple[float, float, str]:
     return seconds, peak_mb, result
 
 
-def row(name: str, ours: tuple, baseline: tuple, note: str = "") -> dict:
+def row(name: str, ours: tuple, baseline: tuple | None, note: str = "") -> dict:
+    """A table row; ``baseline`` None for a measurement with nothing to compare against (an absolute target)."""
     return {
         "name": name,
         "ours_s": ours[0],
-        "baseline_s": baseline[0],
-        "ratio": baseline[0] / ours[0] if ours[0] else float("inf"),
+        "baseline_s": baseline[0] if baseline else None,
+        "ratio": (baseline[0] / ours[0] if ours[0] else float("inf")) if baseline else None,
         "ours_peak_mb": ours[1],
-        "baseline_peak_mb": baseline[1],
+        "baseline_peak_mb": baseline[1] if baseline else None,
         "note": note,
     }
 
 
+def _ratio(value: float) -> str:
+    return f"{value:.1f}x" if value >= 1 else f"{value:.3g}x"
+
+
 def print_table(rows: list[dict]) -> None:
     header = f"{'benchmark':<44} {'ours s':>9} {'baseline s':>11} {'ratio':>8} {'peak MiB ours/base':>20}  note"
+    print("ratio = baseline time / our time (above 1: we are faster)")
     print(header)
     print("-" * len(header))
     for r in rows:
-        peaks = f"{r['ours_peak_mb']:.0f}/{r['baseline_peak_mb']:.0f}"
-        print(f"{r['name']:<44} {r['ours_s']:>9.3f} {r['baseline_s']:>11.3f} {r['ratio']:>7.1f}x {peaks:>20}  {r['note']}")
+        if r["baseline_s"] is None:
+            base, ratio, peaks = "-", "-", f"{r['ours_peak_mb']:.0f}/-"
+        else:
+            base, ratio = f"{r['baseline_s']:.3f}", _ratio(r["ratio"])
+            peaks = f"{r['ours_peak_mb']:.0f}/{r['baseline_peak_mb']:.0f}"
+        print(f"{r['name']:<44} {r['ours_s']:>9.3f} {base:>11} {ratio:>8} {peaks:>20}  {r['note']}")

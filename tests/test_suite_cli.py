@@ -152,3 +152,25 @@ def test_metric_loads_without_qahub_and_runs_its_readme_example(metric, tmp_path
 def test_the_blocker_really_blocks_qahub(tmp_path):
     done = subprocess.run([sys.executable, "-c", BLOCK_QAHUB + "\nimport qahub\n"], capture_output=True, text=True)
     assert done.returncode != 0 and "qahub is not installed here" in done.stderr
+
+
+def test_mirror_credentials_never_reach_the_error_output(tmp_path, capsys, http_server):
+    base = http_server(tmp_path)  # an empty mirror: every file is a 404
+    secret = "s3cr3t-mirror-password"
+    url = base.replace("http://", f"http://reader:{secret}@")
+    assert cli.main(["--quiet", "build", "jemhopqa", "--mirror-url", url, "--out", str(tmp_path / "out")]) == 1
+    captured = capsys.readouterr()
+    assert "downloading http://***@127.0.0.1" in captured.err
+    assert secret not in captured.out + captured.err
+
+
+def test_hub_tokens_are_scrubbed_from_cli_errors(monkeypatch, capsys):
+    token = "hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345"
+
+    def leaky(args):
+        raise RuntimeError(f"request with Authorization: Bearer {token} failed")
+
+    monkeypatch.setattr(cli, "_list", leaky)
+    assert cli.main(["list"]) == 1
+    captured = capsys.readouterr()
+    assert token not in captured.out + captured.err and "Bearer hf_***" in captured.err

@@ -1,7 +1,8 @@
 """Publish an exported Hub folder as a dataset repository, in one commit.
 
 The token comes from the usual ``huggingface_hub`` sources (``HF_TOKEN``, ``huggingface-cli login``) or the
-``token`` argument; it is never printed, and it is scrubbed from any error message that passes through here.
+``token`` argument; it is never printed. ``scrub`` removes Hub tokens and credentials in URLs
+(``https://user:secret@mirror``) from any message the command line prints.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from huggingface_hub import HfApi
 import qahub
 
 _TOKEN_PATTERN = re.compile(r"hf_[A-Za-z0-9]{8,}")
+_URL_CREDENTIALS = re.compile(r"(\b[a-z][a-z0-9+.-]*://)[^/@\s]+@", re.I)
 
 
 class PublishError(RuntimeError):
@@ -66,4 +68,5 @@ def publish(folder, repo_id: str, *, private: bool = False, revision: str | None
 def scrub(text: str, token=None) -> str:
     if token:
         text = text.replace(token, "***")
+    text = _URL_CREDENTIALS.sub(r"\1***@", text)
     return _TOKEN_PATTERN.sub("hf_***", text)
