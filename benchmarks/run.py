@@ -17,7 +17,8 @@ def main(argv=None) -> int:
     only = set((argv if argv is not None else sys.argv[1:]))
     rows = []
     for path in sorted(HERE.glob("bench_*.py")):
-        if only and path.stem.removeprefix("bench_") not in only:
+        name = path.stem.removeprefix("bench_")
+        if only and not any(name == want or name.startswith(want + "_") for want in only):
             continue
         rows.extend(importlib.import_module(path.stem).run())
     print(f"machine: {platform.platform()}, {platform.processor() or platform.machine()}, python {platform.python_version()}")

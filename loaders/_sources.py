@@ -15,6 +15,8 @@ pinned sha256; a mismatch removes the cached copy so that a retry downloads agai
 import hashlib
 import os
 
+from datasets.utils.file_utils import xopen
+
 MIRROR_ENV = "QAHUB_MIRROR_URL"
 
 
@@ -32,8 +34,10 @@ def record_error(path, record, problem):
 
 
 def sha256_of(path):
+    """sha256 of a local file, or of a URL's content (streaming mode hands builders URLs, not files)."""
     digest = hashlib.sha256()
-    with open(path, "rb") as f:
+    opener = open if os.path.exists(path) else xopen
+    with opener(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
@@ -71,6 +75,6 @@ def _verify(path, url, expected):
     got = sha256_of(path)
     if got != expected:
         for leftover in (path, path + ".json", path + ".lock"):
-            if os.path.exists(leftover):
+            if os.path.isfile(leftover):
                 os.remove(leftover)
         raise SourceDataError(f"{url}: checksum mismatch: expected sha256 {expected}, got {got}")

@@ -112,14 +112,17 @@ class Jemhopqa(datasets.GeneratorBasedBuilder):
 
 def _read_records(filepath):
     try:
-        with open(filepath, encoding="utf-8") as f:
-            records = json.load(f)
+        # binary, then decode: in streaming mode `open` reaches HTTP files, whose text mode is broken in fsspec
+        with open(filepath, "rb") as f:
+            records = json.loads(f.read().decode("utf-8"))
     except UnicodeDecodeError as err:
         raise record_error(filepath, "-", f"not UTF-8 text ({err.reason} at byte {err.start})") from None
     except json.JSONDecodeError as err:
         raise record_error(filepath, "-", f"not valid JSON ({err.msg} at line {err.lineno} column {err.colno})") from None
     if not isinstance(records, list):
         raise record_error(filepath, "-", f"expected a JSON list of questions, got {type(records).__name__}")
+    if not records:
+        raise record_error(filepath, "-", "no questions (an empty list)")
     return records
 
 

@@ -50,8 +50,18 @@ def test_refuses_non_empty_folder_without_overwrite(exported):
     with pytest.raises(ExportError, match="not empty; pass --overwrite"):
         export("jemhopqa", exported, data_dir=SAMPLE)
     assert (exported / "keep.txt").exists()
+    (exported / "keep.txt").unlink()
     export("jemhopqa", exported, data_dir=SAMPLE, configs=["v1.0"], overwrite=True)
     assert sorted(p.name for p in exported.iterdir()) == ["README.md", "v1.0"]
+
+
+def test_overwrite_only_replaces_an_earlier_export(tmp_path):
+    folder = tmp_path / "mine"
+    (folder / "src").mkdir(parents=True)
+    (folder / "notes.txt").write_text("keep me")
+    with pytest.raises(ExportError, match="not an earlier export; --overwrite only replaces an export"):
+        export("jemhopqa", folder, data_dir=SAMPLE, overwrite=True)
+    assert (folder / "notes.txt").read_text() == "keep me" and (folder / "src").is_dir()
 
 
 def test_unknown_config_fails_before_any_work(tmp_path):
@@ -85,6 +95,9 @@ class FakeHfApi:
     def create_repo(self, repo_id, **kwargs):
         self.calls.append(("create_repo", repo_id, kwargs))
 
+    def update_repo_settings(self, repo_id, **kwargs):
+        self.calls.append(("update_repo_settings", repo_id, kwargs))
+
     def create_branch(self, repo_id, **kwargs):
         self.calls.append(("create_branch", repo_id, kwargs))
 
@@ -99,11 +112,13 @@ def test_publish_creates_repo_and_uploads_folder_in_one_commit(exported):
     api = FakeHfApi()
     url = publish.publish(exported, "org/jemhopqa", private=True, revision="v1", api=api)
     assert url == "https://hub.example/org/jemhopqa/commit/1"
-    assert [c[0] for c in api.calls] == ["create_repo", "create_branch", "upload_folder"]
+    assert [c[0] for c in api.calls] == ["create_repo", "update_repo_settings", "create_branch", "upload_folder"]
     assert api.calls[0][2] == {"repo_type": "dataset", "private": True, "exist_ok": True}
-    assert api.calls[1][2] == {"repo_type": "dataset", "branch": "v1", "exist_ok": True}
-    upload = api.calls[2][2]
+    assert api.calls[1][2] == {"repo_type": "dataset", "private": True}, "an existing public repo must become private"
+    assert api.calls[2][2] == {"repo_type": "dataset", "branch": "v1", "exist_ok": True}
+    upload = api.calls[3][2]
     assert upload["folder_path"] == str(exported) and upload["repo_type"] == "dataset" and upload["revision"] == "v1"
+    assert upload["delete_patterns"] == "*", "files of an earlier upload must not survive next to the new shards"
 
 
 def test_publish_refuses_a_folder_that_is_not_an_export(tmp_path):
@@ -159,6 +174,31 @@ def test_cli_build_bad_data_is_one_clear_line_and_no_output(tmp_path, capsys):
     assert [p.name for p in tmp_path.iterdir()] == ["data"]
 
 
+def test_cli_quiet_after_the_subcommand(exported, capsys):
+    assert cli.main(["publish", "jemhopqa", "--repo-id", "o/n", "--folder", str(exported), "--dry-run", "--quiet"]) == 0
+    import huggingface_hub.utils
+
+    assert huggingface_hub.utils.are_progress_bars_disabled()
+    datasets.enable_progress_bars()
+    huggingface_hub.utils.enable_progress_bars()
+
+
+def test_cli_names_the_extra_for_a_missing_optional_package(monkeypatch, capsys):
+    def needs_sacrebleu(args):
+        raise ModuleNotFoundError("No module named 'sacrebleu'", name="sacrebleu")
+
+    monkeypatch.setattr(cli, "_list", needs_sacrebleu)
+    assert cli.main(["list"]) == 1
+    assert "needs the optional package 'sacrebleu': pip install 'qahub[bleu]'" in capsys.readouterr().err
+
+
+def test_demo_refuses_a_folder_that_is_not_demo_output(tmp_path, capsys):
+    (tmp_path / "thesis.tex").write_text("years of work")
+    assert cli.main(["--quiet", "demo", "--out", str(tmp_path), "--overwrite"]) == 1
+    assert "thesis.tex, which is not demo output" in capsys.readouterr().err
+    assert (tmp_path / "thesis.tex").read_text() == "years of work"
+
+
 def test_cli_list(capsys):
     assert cli.main(["list"]) == 0
     out = capsys.readouterr().out
@@ -169,4 +209,7 @@ def test_cli_demo_builds_and_loads_every_sample(tmp_path, capsys):
     assert cli.main(["--quiet", "demo", "--out", str(tmp_path / "demo")]) == 0
     out = capsys.readouterr().out
     assert "load_dataset(" in out and "'v1.2'): train 4, validation 3" in out
-    assert (tmp_path / "demo" / "jemhopqa" / "README.md").is_file()
+    assert "0 step(s) failed" in out
+    for corpus in registry.corpus_names():
+        assert (tmp_path / "demo" / corpus / "README.md").is_file()
+    assert cli.main(["--quiet", "demo", "--out", str(tmp_path / "demo"), "--overwrite"]) == 0

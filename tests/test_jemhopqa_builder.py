@@ -4,7 +4,7 @@ import shutil
 import datasets
 import pytest
 from qahub.loaders import jemhopqa
-from qahub.loaders._sources import SourceDataError
+from qahub.loaders._sources import SourceDataError, SourceUnavailableError
 
 import qahub
 from qahub import registry
@@ -90,6 +90,7 @@ def test_export_round_trip_every_config(tmp_path):
     [
         (lambda recs: '[{"qid": "x", ', r"dev_ver1\.2\.json: record -: not valid JSON"),
         (lambda recs: "{}", r"record -: expected a JSON list of questions, got dict"),
+        (lambda recs: "[]", r"dev_ver1\.2\.json: record -: no questions \(an empty list\)"),
         (lambda recs: [recs[0], {k: v for k, v in recs[1].items() if k != "answer"}],
          r"record 1 \(qid 's1000000000000000000000000000002'\): missing key\(s\) answer"),
         (lambda recs: [dict(recs[0], derivations=[["a", "b", "c"]])], r"record 0 .*objects of derivation step .* list of strings"),
@@ -182,6 +183,25 @@ def test_checksum_mismatch_is_an_error_and_leaves_no_cache(tmp_path, http_server
     assert downloads == [], "the mismatching download stayed in the cache"
 
 
+def test_unreachable_mirror_is_a_clear_error(tmp_path, http_server):
+    base = http_server(tmp_path)  # serves nothing: a 404 for every file
+    builder = qahub.make_builder("jemhopqa", "v1.2", mirror_url=base, cache_dir=str(tmp_path / "cache"))
+    with pytest.raises(SourceUnavailableError, match=rf"downloading {base}/jemhopqa/corpus_ver1\.2/.* failed .* pass data_dir="):
+        builder.download_and_prepare()
+
+
+def test_streaming_from_a_mirror_verifies_checksums(tmp_path, http_server, monkeypatch):
+    root = tmp_path / "mirror"
+    shutil.copytree(SAMPLE, root / "jemhopqa")
+    _pin_sample_checksums(monkeypatch)
+    builder = qahub.make_builder("jemhopqa", "v1.2", mirror_url=http_server(root), cache_dir=str(tmp_path / "cache"))
+    streamed = list(builder.as_streaming_dataset()["validation"])
+    assert streamed == build("jemhopqa", "v1.2", SAMPLE, tmp_path / "local")["validation"].to_list()
+    (root / "jemhopqa" / DEV_V12).write_text("[]", encoding="utf-8")
+    with pytest.raises(SourceDataError, match="checksum mismatch"):
+        builder.as_streaming_dataset()
+
+
 def test_canonical_urls_are_pinned_to_the_commit():
     urls = {f"{jemhopqa._BASE_URL}/{rel}" for files in jemhopqa._FILES.values() for rel in files.values()}
     assert all("/fed5024f4f39f02727e699cb7ccb67935a779a5a/" in url for url in urls)
@@ -213,6 +233,16 @@ def test_real_data_every_config(tmp_path, config):
     assert first["derivations"][1] == {"subject": "ファイナルファンタジーXIII", "relation": "発売日", "objects": ["2009年12月17日"]}
     assert first["page_ids"] == ["543287", "2236928"]
     assert first["time_dependent"] is False
+
+
+@needs_real
+def test_real_releases_differ_where_upstream_fixed_them(tmp_path):
+    dev = {c: build("jemhopqa", c, REAL, tmp_path)["validation"] for c in ("v1.0", "v1.1", "v1.2")}
+    assert {c: d[4]["qid"] for c, d in dev.items()} == {c: "a5dda44918d33681714638f30fba1663" for c in dev}
+    assert [dev[c][4]["answer"] for c in dev] == ["クリス・モーガン", "F・ゲイリー・グレイ", "F・ゲイリー・グレイ"]
+    assert dev["v1.0"][4]["question"].endswith("監督はは誰？") and dev["v1.1"][4]["question"].endswith("監督は誰？")
+    relations = [[step["relation"] for step in dev[c][6]["derivations"]] for c in ("v1.1", "v1.2")]
+    assert relations == [["管轄区域", "管轄区域"], ["管轄県民局", "管轄県民局"]]
 
 
 @needs_real

@@ -13,25 +13,40 @@ from pathlib import Path
 
 from qahub import registry, scoring
 
+# optional dependency -> the extra that installs it
+EXTRAS = {"sacrebleu": "bleu", "nltk": "jeopardy", "pymorphy3": "jeopardy", "sudachipy": "jemhopqa",
+          "sudachidict_core": "jemhopqa", "Levenshtein": "jemhopqa", "scipy": "jemhopqa", "pulp": "ilp"}
+
 
 def main(argv=None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    if args.quiet:
+    if args.quiet or getattr(args, "sub_quiet", False):
+        args.quiet = True
         _silence()
     try:
         return args.func(args) or 0
-    except (registry.UnknownNameError, OSError, ValueError, RuntimeError) as err:
-        from qahub.publish import scrub
-
-        print(f"qahub {args.command}: error: {scrub(str(err))}", file=sys.stderr)
+    except (registry.UnknownNameError, OSError, ValueError, RuntimeError, ImportError) as err:
+        print(f"qahub {args.command}: error: {explain(err)}", file=sys.stderr)
         return 1
+
+
+def explain(err: BaseException) -> str:
+    from qahub.publish import scrub
+
+    if isinstance(err, ImportError) and err.name:
+        top = err.name.split(".")[0]
+        extra = EXTRAS.get(top, "all")
+        return f"this needs the optional package {top!r}: pip install 'qahub[{extra}]'"
+    return scrub(str(err))
 
 
 def _silence():
     import datasets
+    import huggingface_hub.utils
 
     datasets.disable_progress_bars()
+    huggingface_hub.utils.disable_progress_bars()
     datasets.logging.set_verbosity_error()
     logging.getLogger("evaluate").setLevel(logging.ERROR)
     os.environ["HF_DATASETS_DISABLE_PROGRESS_BARS"] = "1"
@@ -41,6 +56,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="qahub", description=__doc__)
     parser.add_argument("--quiet", action="store_true", help="no progress bars or info logs")
     commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser = _with_quiet(commands.add_parser)
     _add_build(commands)
     _add_publish(commands)
     _add_publish_metric(commands)
@@ -49,6 +65,15 @@ def _parser() -> argparse.ArgumentParser:
     _add_list(commands)
     _add_demo(commands)
     return parser
+
+
+def _with_quiet(add_parser):
+    def add(name, **kwargs):
+        sub = add_parser(name, **kwargs)
+        sub.add_argument("--quiet", dest="sub_quiet", action="store_true", help="no progress bars or info logs")
+        return sub
+
+    return add
 
 
 def _add_build(commands):
@@ -273,6 +298,7 @@ def scoring_modules() -> dict:
 def _add_evaluate(commands):
     p = commands.add_parser("evaluate", help="score predictions with a metric")
     metrics = p.add_subparsers(dest="metric", required=True)
+    metrics.add_parser = _with_quiet(metrics.add_parser)
     for name, module in scoring_modules().items():
         sub = metrics.add_parser(name, help=getattr(module, "HELP", None))
         module.add_arguments(sub)
@@ -320,7 +346,8 @@ def _add_demo(commands):
 def _demo(args) -> int:
     from qahub.demo import run_demo
 
-    return run_demo(Path(args.out), overwrite=args.overwrite, evaluate=lambda argv: main(["--quiet", "evaluate", *argv]))
+    return run_demo(Path(args.out), overwrite=args.overwrite, evaluate=lambda argv: main(["--quiet", "evaluate", *argv]),
+                    explain=explain)
 
 
 def _print_rows(header, rows):

@@ -8,7 +8,6 @@ the corpus's metrics, as listed in the sample's ``demo.json``.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import datasets
@@ -17,11 +16,8 @@ from qahub import registry
 from qahub.export import export
 
 
-def run_demo(out: Path, overwrite: bool, evaluate) -> int:
-    if out.exists() and any(out.iterdir()) and not overwrite:
-        raise FileExistsError(f"{out}: not empty; pass --overwrite to replace the earlier demo output")
-    if out.exists():
-        shutil.rmtree(out)
+def run_demo(out: Path, overwrite: bool, evaluate, explain=str) -> int:
+    _check_out(out, overwrite)
     failures = 0
     for corpus in registry.corpus_names():
         sample = registry.samples_dir(corpus)
@@ -29,16 +25,36 @@ def run_demo(out: Path, overwrite: bool, evaluate) -> int:
             print(f"== {corpus}: no bundled sample, skipped")
             continue
         print(f"== {corpus}: building every config from {sample}")
-        report = export(corpus, out / corpus, data_dir=sample)
-        for config in sorted({s.config for s in report.splits}):
-            loaded = datasets.load_dataset(str(report.folder), config)
-            sizes = ", ".join(f"{split} {len(ds)}" for split, ds in loaded.items())
-            print(f"   load_dataset({str(report.folder)!r}, {config!r}): {sizes}")
+        try:
+            _build_and_load(corpus, sample, out / corpus, overwrite)
+        except Exception as err:  # one corpus's failure is reported; the demo goes on with the others
+            print(f"   FAILED: {explain(err)}")
+            failures += 1
+            continue
         for argv in _demo_evaluations(sample):
             print(f"== qahub evaluate {' '.join(argv)}")
             failures += evaluate(argv) != 0
-    print(f"demo output in {out}/ (each folder is what a Hub dataset repo holds)")
+    print(f"demo output in {out}/ (each folder is what a Hub dataset repo holds); {failures} step(s) failed")
     return 1 if failures else 0
+
+
+def _check_out(out: Path, overwrite: bool):
+    """The demo folder may only hold earlier demo output: folders named after corpora."""
+    if not out.exists() or not any(out.iterdir()):
+        return
+    if not overwrite:
+        raise FileExistsError(f"{out}: not empty; pass --overwrite to replace the earlier demo output")
+    foreign = sorted(p.name for p in out.iterdir() if p.name not in registry.corpus_names())
+    if foreign:
+        raise FileExistsError(f"{out}: holds {', '.join(foreign)}, which is not demo output; choose another --out")
+
+
+def _build_and_load(corpus: str, sample: Path, folder: Path, overwrite: bool):
+    report = export(corpus, folder, data_dir=sample, overwrite=overwrite)
+    for config in sorted({s.config for s in report.splits}):
+        loaded = datasets.load_dataset(str(report.folder), config)
+        sizes = ", ".join(f"{split} {len(ds)}" for split, ds in loaded.items())
+        print(f"   load_dataset({str(report.folder)!r}, {config!r}): {sizes}")
 
 
 def _demo_evaluations(sample: Path) -> list[list[str]]:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import datasets
+from datasets import DownloadConfig
 from datasets.info import DatasetInfosDict
 from datasets.splits import SplitDict, SplitInfo
 from datasets.utils.metadata import MetadataConfigs
@@ -102,8 +103,24 @@ def export(corpus: str, out=None, *, configs=None, data_dir=None, mirror_url=Non
 def _check_target(out: Path, overwrite: bool):
     if out.exists() and not out.is_dir():
         raise ExportError(f"{out}: exists and is not a folder")
-    if out.is_dir() and any(out.iterdir()) and not overwrite:
+    if not out.is_dir() or not any(out.iterdir()):
+        return
+    if not overwrite:
         raise ExportError(f"{out}: folder is not empty; pass --overwrite (overwrite=True) to replace it")
+    if not looks_like_export(out):
+        raise ExportError(f"{out}: holds files that are not an earlier export; --overwrite only replaces an export")
+
+
+def looks_like_export(folder: Path) -> bool:
+    """README.md plus ``<config>/*.parquet`` files, and nothing else (``.gitattributes`` of a Hub clone aside)."""
+    for path in folder.rglob("*"):
+        rel = path.relative_to(folder)
+        if path.is_dir():
+            if len(rel.parts) > 1 or rel.name == ".git":
+                return False
+        elif rel.as_posix() not in ("README.md", ".gitattributes") and not (len(rel.parts) == 2 and path.suffix == ".parquet"):
+            return False
+    return (folder / "README.md").is_file()
 
 
 def _default_of(corpus, configs):
@@ -114,7 +131,8 @@ def _default_of(corpus, configs):
 def _export_config(builder, staging: Path, max_shard_bytes: int, report: ExportReport) -> datasets.DatasetInfo:
     config = builder.config.name
     start = time.perf_counter()
-    qahub.prepare(builder)
+    # downloads go to the user's datasets download cache even when the build itself is in a scratch cache
+    qahub.prepare(builder, download_config=DownloadConfig(cache_dir=datasets.config.DOWNLOADED_DATASETS_PATH))
     splits = SplitDict(dataset_name=builder.dataset_name)
     written = []
     for split, ds in builder.as_dataset().items():
@@ -188,7 +206,8 @@ def validate_card(path: Path, infos: dict):
 
 def size_category(rows: int) -> str:
     bounds = [(1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
-              (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M"), (1_000_000_000, "100M<n<1B")]
+              (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M"), (1_000_000_000, "100M<n<1B"),
+              (10**10, "1B<n<10B"), (10**11, "10B<n<100B"), (10**12, "100B<n<1T")]
     return next((label for bound, label in bounds if rows < bound), "n>1T")
 
 

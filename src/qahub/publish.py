@@ -56,10 +56,14 @@ def publish(folder, repo_id: str, *, private: bool = False, revision: str | None
     try:
         api.create_repo(repo_id, repo_type=repo_type, private=private, exist_ok=True,
                         **({"space_sdk": "gradio"} if repo_type == "space" else {}))
+        if private:  # create_repo leaves an existing repo's visibility as it was
+            api.update_repo_settings(repo_id, private=True, repo_type=repo_type)
         if revision:
             api.create_branch(repo_id, repo_type=repo_type, branch=revision, exist_ok=True)
+        # the repo must end up holding exactly the folder: shards or configs of an earlier upload would be
+        # read as extra data files (huggingface_hub never deletes .gitattributes)
         info = api.upload_folder(folder_path=str(folder), repo_id=repo_id, repo_type=repo_type,
-                                 revision=revision, commit_message=message)
+                                 revision=revision, commit_message=message, delete_patterns="*")
     except Exception as err:  # the Hub's errors are many; pass on what they say, without secrets
         raise PublishError(f"publishing {folder} to {repo_id} failed: {scrub(str(err), token)}") from None
     return str(getattr(info, "commit_url", info))

@@ -12,11 +12,10 @@ from qahub.loaders.limur import (
     TASK_FILE,
     TASK_SPLITS,
     find_sources,
-    parse_record,
-    read_split_records,
+    read_rows,
 )
 
-HELP = "LIMUR: exact match of the answer letter (strict, lenient, MERA) and an optional LLM judge score"
+HELP = "LIMUR: exact match of the answer letter (strict and lenient) and an optional LLM judge score"
 
 
 class PredictionsError(ValueError):
@@ -36,6 +35,8 @@ def add_arguments(parser):
     parser.add_argument("--judge-model", help="judge model name (default $QAHUB_JUDGE_MODEL)")
     parser.add_argument("--judge-api-key-env", default="QAHUB_JUDGE_API_KEY",
                         help="name of the environment variable holding the API key (never pass the key itself)")
+    parser.add_argument("--judge-allow-insecure-http", action="store_true",
+                        help="allow sending the API key over plain http to a host that is not loopback")
     parser.add_argument("--judge-concurrency", type=int, default=4)
     parser.add_argument("--judge-timeout", type=float, default=60.0, help="seconds a request")
     parser.add_argument("--judge-retries", type=int, default=3)
@@ -54,6 +55,7 @@ def run(args) -> dict:
         judge_url=args.judge_url,
         judge_model=args.judge_model,
         judge_api_key=os.environ.get(args.judge_api_key_env),
+        judge_allow_insecure_http=args.judge_allow_insecure_http,
         judge_concurrency=args.judge_concurrency,
         judge_timeout=args.judge_timeout,
         judge_retries=args.judge_retries,
@@ -68,12 +70,11 @@ def load_references(path, split="test", task_type=None) -> list[dict]:
     split = TASK_SPLITS.get(split, split)
     filepath = _reference_file(Path(path), split)
     references = []
-    for where, record in read_split_records(str(filepath), split):
-        row = parse_record(str(filepath), where, record)
+    for row in read_rows(str(filepath), split):  # validated, ids unique
         if task_type and row["meta"]["task_type"] != task_type:
             continue
         if row["outputs"] < 0:
-            raise ValueError(f"{filepath}: record {where} (id {row['meta']['id']}): no gold answer (closed test split?)")
+            raise ValueError(f"{filepath}: record id {row['meta']['id']}: no gold answer (closed test split?)")
         references.append(reference_of(row))
     return references
 
@@ -117,7 +118,7 @@ def load_predictions(path, split="test") -> dict[int, str]:
         return _from_records(path, [_json_line(path, number, line)
                                     for number, line in enumerate(text.splitlines(), 1) if line.strip()])
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=_no_duplicate_keys(path))
     except json.JSONDecodeError as err:
         raise PredictionsError(f"{path}: not valid JSON ({err.msg} at line {err.lineno} column {err.colno})") from None
     if isinstance(data, dict) and isinstance(data.get("data"), dict):
@@ -127,8 +128,29 @@ def load_predictions(path, split="test") -> dict[int, str]:
     if isinstance(data, list):
         return _from_records(path, data)
     if isinstance(data, dict):
-        return {_id_of(path, key, key): _text_of(path, key, value) for key, value in data.items()}
+        return _from_mapping(path, data)
     raise PredictionsError(f"{path}: expected a JSON object or list, got {type(data).__name__}")
+
+
+def _no_duplicate_keys(path):
+    def pairs_to_dict(pairs):
+        seen = {}
+        for key, value in pairs:
+            if key in seen:
+                raise PredictionsError(f"{path}: key {key!r} appears twice in one JSON object")
+            seen[key] = value
+        return seen
+    return pairs_to_dict
+
+
+def _from_mapping(path, data) -> dict[int, str]:
+    by_id = {}
+    for key, value in data.items():
+        record_id = _id_of(path, key, key)
+        if record_id in by_id:
+            raise PredictionsError(f"{path}: record {key}: id {record_id} predicted twice")
+        by_id[record_id] = _text_of(path, key, value)
+    return by_id
 
 
 def _json_line(path, number, line):
