@@ -247,5 +247,5 @@ def test_real_releases_differ_where_upstream_fixed_them(tmp_path):
 
 @needs_real
 def test_real_data_export_round_trip(tmp_path):
-    counts = assert_export_roundtrip("jemhopqa", REAL, tmp_path, configs=["v1.1"])
-    assert counts == {"v1.1": {"train": 1059, "validation": 120}}
+    counts = assert_export_roundtrip("jemhopqa", REAL, tmp_path)
+    assert counts == {c: {"train": 1059, "validation": 120} for c in ("v1.0", "v1.1", "v1.2")}

@@ -174,3 +174,28 @@ def test_hub_tokens_are_scrubbed_from_cli_errors(monkeypatch, capsys):
     assert cli.main(["list"]) == 1
     captured = capsys.readouterr()
     assert token not in captured.out + captured.err and "Bearer hf_***" in captured.err
+
+
+def test_build_all_over_the_real_shared_data(tmp_path, capsys, http_server):
+    from qahub.testing import shared_data
+
+    real = [name for name in ("jemhopqa", "topical_chat", "jeopardy") if shared_data(name)]
+    if len(real) < 3:
+        pytest.skip("../shared/data lacks jemhopqa, topical_chat or jeopardy")
+    root = tmp_path / "data-root"
+    root.mkdir()
+    for name in real:
+        (root / name).symlink_to(shared_data(name), target_is_directory=True)
+    out = tmp_path / "hub"
+    code = cli.main(["--quiet", "build", "--all", "--data-root", str(root), "--out", str(out),
+                     "--mirror-url", http_server(tmp_path / "empty-mirror")])
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    assert sorted(p.name for p in out.iterdir()) == ["jemhopqa", "topical_chat"]
+    assert re.search(r"^jemhopqa\s+v1\.1\s+train\s+1,059\s", printed, re.M)
+    # Topical-Chat's train file is not in ../shared/data: the four other splits build
+    assert re.search(r"^topical_chat\s+conversations\s+valid_rare\s+539\s", printed, re.M)
+    assert not re.search(r"^topical_chat\s+conversations\s+train\s", printed, re.M)
+    # the Jeopardy folder has only the validation file; LIMUR and doc2dial have no local copy and no mirror
+    for corpus in ("jeopardy", "limur", "doc2dial"):
+        assert re.search(rf"^{corpus}\s+-\s+skipped: source unavailable", printed, re.M)
