@@ -1,6 +1,6 @@
 """LIMUR metric: exact-match throughput through `evaluate`, and the judge's concurrency on a local endpoint.
 
-1. ``limur EM``: ``metric.compute`` (arrow round trip of the inputs, three readings, breakdowns) against the
+1. ``limur EM``: ``metric.compute`` (input checks, arrow round trip, two readings, breakdowns) against the
    bare reading functions of ``metrics/limur/answers.py`` in a loop, on the sample replies repeated.
 2. ``limur judge``: the endpoint judge with 8 concurrent requests against one request at a time, on a fake
    OpenAI-compatible server on 127.0.0.1 that answers after a fixed latency.
@@ -41,7 +41,7 @@ def prepare_em_metric(n):
 
 def em_metric(metric, preds, refs):
     result = metric.compute(predictions=preds, references=refs)
-    return result["exact_match"], result["exact_match_lenient"], result["exact_match_mera"]
+    return result["exact_match"], result["exact_match_lenient"]
 
 
 def prepare_em_plain(n):
@@ -55,13 +55,12 @@ def prepare_em_plain(n):
 
 
 def em_plain(answers, preds, refs):
-    strict = lenient = mera = 0
+    strict = lenient = 0
     for pred, ref in zip(preds, refs, strict=True):
         strict += answers.read_letter(pred)[0] == ref["answer"]
         lenient += answers.read_letter(pred, lenient=True)[0] == ref["answer"]
-        mera += answers.mera_exact(pred, ref["answer"])
     n = len(preds)
-    return strict / n, lenient / n, mera / n
+    return strict / n, lenient / n
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):

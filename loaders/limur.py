@@ -1,7 +1,9 @@
 """LIMUR: Russian reference resolution and meaning recovery from grammar (rwsd and kusdra tasks)."""
 
+import codecs
 import json
 import os
+import re
 import string
 from dataclasses import dataclass
 from typing import Optional
@@ -14,8 +16,7 @@ _CITATION = """\
 @misc{limur,
     title = "{LIMUR}: reference resolution and meaning recovery on texts with non-standard lexicon",
     author = "Shevelev, Denis and Kharitonov, Alexander and Astafurov, Alexander",
-    note = "A task of the MERA benchmark",
-    howpublished = "\\url{https://github.com/MERA-Evaluation/MERA}",
+    note = "A Russian multiple-choice task in the MERA task format",
 }
 """
 
@@ -102,7 +103,10 @@ class Limur(datasets.GeneratorBasedBuilder):
             )
         sources = find_sources(self.config.data_dir)
         task_type = self.config.task_type
-        kept = {split: path for split, path in sources.items() if _may_hold(path, split, task_type)}
+        # every record of every split is validated, whatever the config; a split with none of the config's
+        # task type is left out rather than built empty
+        kept = {split: path for split, path in sources.items()
+                if any(_wanted(row, task_type) for row in read_rows(path, split))}
         if not kept:
             raise SourceDataError(f"{self.config.data_dir}: no {task_type} records in any split ({', '.join(sources)})")
         return [
@@ -111,29 +115,28 @@ class Limur(datasets.GeneratorBasedBuilder):
         ]
 
     def _generate_examples(self, filepath, split):
-        index = 0
-        for where, record in read_split_records(filepath, split):
-            row = parse_record(filepath, where, record)
-            if self.config.task_type in (None, row["meta"]["task_type"]):
-                yield index, row
-                index += 1
+        rows = [row for row in read_rows(filepath, split) if _wanted(row, self.config.task_type)]
+        yield from enumerate(rows)
 
 
-def _may_hold(filepath, split, task_type):
-    """False only when every record of the split is cleanly of another task type (that split is dropped)."""
-    try:
-        types = [_task_type_of(record) for _, record in read_split_records(filepath, split)]
-    except SourceDataError:
-        return True  # unreadable: keep the split, so that building it reports the problem
-    if not types:
+def _wanted(row, task_type):
+    return task_type in (None, row["meta"]["task_type"])
+
+
+def read_rows(filepath, split):
+    """Every record of one split as a validated row; ids must be unique within the split."""
+    rows, seen = [], {}
+    for where, record in read_split_records(filepath, split):
+        row = parse_record(filepath, where, record)
+        record_id = row["meta"]["id"]
+        if record_id in seen:
+            raise record_error(filepath, f"{where} (id {record_id})",
+                               f"duplicate meta 'id' {record_id}: record {seen[record_id]} has it too")
+        seen[record_id] = where
+        rows.append(row)
+    if not rows:
         raise record_error(filepath, "-", f"the {split} split holds no records")
-    return any(kind is None or task_type in (None, kind) for kind in types)
-
-
-def _task_type_of(record):
-    meta = record.get("meta") if isinstance(record, dict) else None
-    kind = meta.get("task_type") if isinstance(meta, dict) else None
-    return kind if kind in TASK_TYPES else None
+    return rows
 
 
 def find_sources(data_dir):
@@ -168,12 +171,12 @@ def _task_splits(task_file):
 
 def _load_task_file(task_file):
     try:
-        with open(task_file, encoding="utf-8") as f:
+        with open(task_file, encoding="utf-8-sig") as f:  # a UTF-8 byte order mark is allowed
             task = json.load(f)
     except UnicodeDecodeError as err:
         raise record_error(task_file, "-", f"not UTF-8 text ({err.reason} at byte {err.start})") from None
-    except json.JSONDecodeError as err:
-        raise record_error(task_file, "-", f"not valid JSON ({err.msg} at line {err.lineno} column {err.colno})") from None
+    except (ValueError, RecursionError) as err:
+        raise record_error(task_file, "-", f"not valid JSON ({json_problem(err)})") from None
     if not isinstance(task, dict) or not isinstance(task.get("data"), dict):
         raise record_error(task_file, "-", 'expected a MERA task file {"data": {split: [records]}}')
     return task["data"]
@@ -203,6 +206,8 @@ def _task_records(filepath, split):
 def _jsonl_records(filepath):
     with open(filepath, "rb") as f:
         for number, raw in enumerate(f, start=1):
+            if number == 1:
+                raw = raw.removeprefix(codecs.BOM_UTF8)  # a UTF-8 byte order mark is allowed
             try:
                 line = raw.decode("utf-8").strip()
             except UnicodeDecodeError as err:
@@ -210,9 +215,19 @@ def _jsonl_records(filepath):
             if not line:
                 continue
             try:
-                yield f"line {number}", json.loads(line)
-            except json.JSONDecodeError as err:
-                raise record_error(filepath, f"line {number}", f"not valid JSON ({err.msg} at column {err.colno})") from None
+                record = json.loads(line)
+            except (ValueError, RecursionError) as err:
+                raise record_error(filepath, f"line {number}", f"not valid JSON ({json_problem(err)})") from None
+            yield f"line {number}", record
+
+
+def json_problem(err):
+    """What the JSON parser objected to: a syntax error, an integer too long to convert, or too deep a nesting."""
+    if isinstance(err, json.JSONDecodeError):
+        return f"{err.msg}; line {err.lineno} column {err.colno}"
+    if isinstance(err, RecursionError):
+        return "nested too deeply"
+    return str(err)[:200]
 
 
 def parse_record(filepath, where, record):
@@ -293,21 +308,69 @@ def _parse_answer(filepath, where, record, options):
 
 
 def _fill_prompt(filepath, where, instruction, inputs, count):
-    try:
-        fields = {name for _, name, _, _ in string.Formatter().parse(instruction) if name is not None}
-    except ValueError as err:
-        raise record_error(filepath, where, f"instruction is not a valid template ({err})") from None
-    unknown = sorted(fields - set(INPUT_KEYS))
-    _expect(not unknown, filepath, where, f"instruction has unknown placeholder(s) {', '.join(unknown)}")
-    used = sorted(name for name in fields if name in OPTION_KEYS)
+    """The prompt as MERA's harness builds it: ``instruction.format(**inputs).strip()``, after checking the
+    placeholders, their letter labels and the answer-format letter list against the ``count`` non-empty options."""
+    placeholders, literal = _template(filepath, where, instruction)
+    unknown = sorted({name for name, _ in placeholders} - set(INPUT_KEYS))
+    _expect(not unknown, filepath, where,
+            f"instruction has unknown placeholder(s) {', '.join('{' + name + '}' for name in unknown)}")
+    used = sorted({name for name, _ in placeholders if name in OPTION_KEYS})
     expected = OPTION_KEYS[:count]
     _expect(used == expected, filepath, where,
             f"instruction has placeholders for {', '.join(used) or 'no option'} but the non-empty options are "
             f"{', '.join(expected)}")
+    for name, before in placeholders:
+        if name in OPTION_KEYS:
+            _check_label(filepath, where, name, before)
+    _check_letter_lists(filepath, where, literal, count)
     try:
-        return instruction.format(**inputs)
-    except (IndexError, KeyError, ValueError) as err:
+        return instruction.format(**inputs).strip()
+    except (IndexError, KeyError, ValueError, AttributeError) as err:
         raise record_error(filepath, where, f"instruction cannot be filled ({err!r})") from None
+
+
+def _template(filepath, where, instruction):
+    """``([(placeholder, literal text since the previous placeholder)], all literal text)``."""
+    try:
+        parsed = list(string.Formatter().parse(instruction))
+    except ValueError as err:
+        raise record_error(filepath, where, f"instruction is not a valid template ({err})") from None
+    placeholders, before, literal = [], "", ""
+    for text, name, spec, conversion in parsed:
+        before, literal = before + text, literal + text
+        if name is None:
+            continue
+        if spec or conversion is not None:
+            written = name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "")
+            raise record_error(filepath, where, f"instruction placeholder {{{written}}} must be a plain {{{name}}}")
+        placeholders.append((name, before))
+        before = ""
+    return placeholders, literal
+
+
+# an option line's letter label, right before its placeholder: «Б. {option_b}» or «Б) {option_b}»
+_LABEL = re.compile(r"(?:^|\n)[ \t]*([^\s.)]+)[.)][ \t]*$")
+# the answer-format list of letters: «(А, Б, В, Г)»
+_LETTER_LIST = re.compile(r"\(\s*([А-ЯЁ](?:\s*,\s*[А-ЯЁ])*)\s*\)")
+
+
+def _check_label(filepath, where, name, before):
+    letter = LETTERS[OPTION_KEYS.index(name)]
+    match = _LABEL.search(before)
+    _expect(match is not None, filepath, where,
+            f"instruction has no letter label before {{{name}}} (expected a line «{letter}. {{{name}}}»)")
+    _expect(match.group(1) == letter, filepath, where,
+            f"instruction labels {{{name}}} as {match.group(1)!r}, expected {letter!r}")
+
+
+def _check_letter_lists(filepath, where, literal, count):
+    expected = ", ".join(LETTERS[:count])
+    lists = [", ".join(re.split(r"\s*,\s*", found)) for found in _LETTER_LIST.findall(literal)]
+    _expect(lists, filepath, where, f"instruction lists no answer letters (expected «({expected})»)")
+    wrong = [found for found in lists if found != expected]
+    _expect(not wrong, filepath, where,
+            f"instruction lists the answer letters ({wrong[0] if wrong else ''}) but the non-empty options are "
+            f"({expected})")
 
 
 def _expect(condition, filepath, where, problem):

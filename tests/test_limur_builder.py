@@ -44,10 +44,11 @@ def by_id(records, record_id):
 
 
 def filled(instruction, inputs):
-    """The prompt, filled by plain replacement (independent of the builder's str.format)."""
+    """The prompt, filled by plain replacement (independent of the builder's str.format), then stripped as
+    MERA's harness strips it (benchmark_tasks/custom_loglikelihood_task.yaml: instruction.format(**inputs).strip())."""
     for key, value in inputs.items():
         instruction = instruction.replace("{" + key + "}", value)
-    return instruction
+    return instruction.strip()
 
 
 def expected_row(record):
@@ -95,7 +96,8 @@ def test_seed_rows_exactly(tmp_path):
     test = testing.build("limur", "all", SAMPLES, tmp_path)["test"].to_list()
     row = by_id(test, 426)
     assert row["outputs"] == 3 and row["options"][3] == "самолёты" and len(row["options"]) == 7
-    assert row["prompt"].endswith("Е. небеса\nЁ. всёшеньки\n") and "{" not in row["prompt"]
+    assert row["prompt"].endswith("Е. небеса\nЁ. всёшеньки") and "{" not in row["prompt"]
+    assert row["prompt"].startswith("Задача:\nПо контексту")
     assert "Референс:\nони\n" in row["prompt"]
     kusdra = by_id(test, 429)
     assert kusdra["outputs"] == 2 and kusdra["inputs"]["reference"] == "‘-‘"
@@ -197,6 +199,22 @@ def _change(record, **changes):
     return record
 
 
+# the seed's kusdra instruction (4 options), which record 101 of the samples carries in substance
+_SEED_KUSDRA_LIKE = (
+    "Внимательно прочитай текст и определи ответ.\n\nЗадача:\nОтветь на вопрос по тексту и выбери правильный "
+    "вариант.\n\nТекст:\n{context}\n\nФормат ответа:\nВыведи только\n\nОтвет: <буква>\n\nБуквами ответа могут "
+    "являться только заглавные буквы русского алфавита из списка (А, Б, В, Г).\n\nВопрос:\n{question}\n\n"
+    "Варианты ответа:\nА. {option_a}\nБ. {option_b}\nВ. {option_c}\nГ. {option_d}\n"
+)
+
+
+def test_seed_kusdra_instruction_is_accepted(tmp_path):
+    record = _change(read_jsonl(SAMPLES / "dev.jsonl")[0], instruction=_SEED_KUSDRA_LIKE)
+    write_jsonl(tmp_path / "dev.jsonl", [record])
+    row = testing.build("limur", "all", tmp_path, tmp_path / "cache")["validation"][0]
+    assert row["prompt"] == filled(_SEED_KUSDRA_LIKE, record["inputs"])
+
+
 @pytest.mark.parametrize("record_id, changes, problem", [
     (101, {"outputs": "Д"}, "answer 'Д' points at option_e, which is empty"),
     (101, {"outputs": "И"}, "answer 'И' is not one of the letters А Б В Г Д Е Ё Ж З"),
@@ -215,6 +233,30 @@ def _change(record, **changes):
     (201, {"inputs__option_i": None}, "'inputs' lacks option_i"),
     (201, {"inputs__question": 7}, "inputs 'question' must be a string, got 7"),
     (201, {"outputs": None}, "'outputs' must be a string, got None"),
+    # a placeholder for an empty option
+    (101, {"instruction": _SEED_KUSDRA_LIKE.replace("Г. {option_d}\n", "Г. {option_d}\nД. {option_e}\n")},
+     "instruction has placeholders for option_a, option_b, option_c, option_d, option_e but the non-empty "
+     "options are option_a, option_b, option_c, option_d$"),
+    # the answer-format letter list must name exactly the letters of the non-empty options
+    (101, {"instruction": _SEED_KUSDRA_LIKE.replace("(А, Б, В, Г)", "(А, Б, В, Г, Д, Е)")},
+     r"instruction lists the answer letters \(А, Б, В, Г, Д, Е\) but the non-empty options are \(А, Б, В, Г\)"),
+    (101, {"instruction": _SEED_KUSDRA_LIKE.replace("(А, Б, В, Г)", "(А, Б, В)")},
+     r"instruction lists the answer letters \(А, Б, В\) but"),
+    (101, {"instruction": _SEED_KUSDRA_LIKE.replace(" из списка (А, Б, В, Г)", "")},
+     r"instruction lists no answer letters \(expected «\(А, Б, В, Г\)»\)"),
+    # each option line carries its own letter
+    (101, {"instruction": _SEED_KUSDRA_LIKE.replace("А. {option_a}", "Б. {option_a}")},
+     "instruction labels {option_a} as 'Б', expected 'А'"),
+    (101, {"instruction": _SEED_KUSDRA_LIKE.replace("В. {option_c}", "{option_c}")},
+     "instruction has no letter label before {option_c}"),
+    # plain placeholders only: no conversion, no format spec, no attribute or index
+    (101, {"instruction": _SEED_KUSDRA_LIKE.replace("{option_a}", "{option_a!r}")},
+     "instruction placeholder {option_a!r} must be a plain {option_a}"),
+    (101, {"instruction": _SEED_KUSDRA_LIKE.replace("{context}", "{context:>10}")},
+     "instruction placeholder {context:>10} must be a plain {context}"),
+    (101, {"instruction": _SEED_KUSDRA_LIKE.replace("{context}", "{context.upper}")},
+     r"instruction has unknown placeholder\(s\) {context.upper}"),
+    (101, {"instruction": _SEED_KUSDRA_LIKE + "{}"}, r"instruction has unknown placeholder\(s\) {}"),
 ])
 def test_record_errors(tmp_path, record_id, changes, problem):
     records = read_jsonl(SAMPLES / "dev.jsonl")
@@ -250,12 +292,57 @@ def test_not_utf8(tmp_path):
 
 
 def test_filtered_config_still_reports_broken_records(tmp_path):
-    """A split is dropped for a config only when all its records are cleanly of the other type."""
     records = [r for r in read_jsonl(SAMPLES / "test.jsonl") if r["meta"]["task_type"] == "rwsd"]
     records[1] = _change(records[1], meta__task_type="RWSD")
     write_jsonl(tmp_path / "test.jsonl", records)
     with pytest.raises(SourceDataError, match=r"record line 2 \(id \d+\): meta 'task_type' is 'RWSD'"):
         testing.build("limur", "kusdra", tmp_path, tmp_path / "cache")
+
+
+@pytest.mark.parametrize("config", ["all", "rwsd", "kusdra"])
+def test_every_config_validates_every_record(tmp_path, config):
+    """A split entirely of the other task type is still read and checked, not skipped."""
+    dev = read_jsonl(SAMPLES / "dev.jsonl")
+    other = "kusdra" if config == "rwsd" else "rwsd"
+    only_other = [r for r in dev if r["meta"]["task_type"] == other]
+    broken = _change(only_other[1], outputs="Ж")
+    write_jsonl(tmp_path / "train.jsonl", [only_other[0], broken])
+    write_jsonl(tmp_path / "dev.jsonl", dev)
+    record_id = broken["meta"]["id"]
+    with pytest.raises(SourceDataError, match=rf"train.jsonl: record line 2 \(id {record_id}\): answer 'Ж' points at"):
+        testing.build("limur", config, tmp_path, tmp_path / "cache")
+
+
+@pytest.mark.parametrize("config", ["all", "rwsd", "kusdra"])
+def test_duplicate_id_in_a_split(tmp_path, config):
+    dev = read_jsonl(SAMPLES / "dev.jsonl")
+    dev[3] = _change(dev[3], meta__id=dev[0]["meta"]["id"])
+    write_jsonl(tmp_path / "dev.jsonl", dev)
+    cache = tmp_path / "cache"
+    with pytest.raises(SourceDataError, match=rf"dev.jsonl: record line 4 \(id {dev[0]['meta']['id']}\): "
+                                              r"duplicate meta 'id' \d+: record line 1 has it too"):
+        testing.build("limur", config, tmp_path, cache)
+    assert not list(cache.rglob("*.arrow"))
+
+
+def test_same_id_in_two_splits_is_fine(tmp_path):
+    dev = read_jsonl(SAMPLES / "dev.jsonl")
+    write_jsonl(tmp_path / "train.jsonl", dev[:1])
+    write_jsonl(tmp_path / "dev.jsonl", dev)
+    dsd = testing.build("limur", "all", tmp_path, tmp_path / "cache")
+    assert dsd["train"][0]["meta"]["id"] == dsd["validation"][0]["meta"]["id"]
+
+
+def test_utf8_byte_order_mark_is_accepted(tmp_path):
+    text = (SAMPLES / "dev.jsonl").read_text(encoding="utf-8")
+    (tmp_path / "jsonl").mkdir()
+    (tmp_path / "jsonl" / "dev.jsonl").write_bytes("\ufeff".encode() + text.encode())
+    (tmp_path / "task").mkdir()
+    task = json.dumps({"data": {"dev": read_jsonl(SAMPLES / "dev.jsonl")}}, ensure_ascii=False)
+    (tmp_path / "task" / "task.json").write_bytes("\ufeff".encode() + task.encode())
+    plain = testing.build("limur", "all", SAMPLES, tmp_path / "plain")["validation"].to_list()
+    for folder in ("jsonl", "task"):
+        assert testing.build("limur", "all", tmp_path / folder, tmp_path / f"{folder}-cache")["validation"].to_list() == plain
 
 
 def test_empty_split_file(tmp_path):

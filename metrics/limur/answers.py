@@ -1,17 +1,13 @@
-"""Reading the answer letter out of a model's reply, three ways.
+"""Reading the answer letter out of a model's reply, two ways.
 
 - ``strict``: the seed's rule. The answer is the line after the last «Ответ:» marker (any case; «Ответ -»,
   markdown bold around the marker or the letter, a trailing period or parenthesis and surrounding whitespace
   are tolerated), and it must be one of the nine capital Cyrillic letters А Б В Г Д Е Ё Ж З.
 - ``lenient``: the same, but Latin capitals that look like Cyrillic ones are read as those (A→А, B→В, E→Е,
   Ë→Ё, …). Е and Ё stay distinct letters, as in the seed, where they name different options.
-- ``mera``: the reading of MERA's own lm-evaluation-harness task: the SQuAD exact match (lower case, ASCII and
-  typographic punctuation removed) of the gold letter against the whole reply and against the text after
-  the last case-sensitive «Ответ:», keeping the better of the two.
 """
 
 import re
-import string
 
 LETTERS = "АБВГДЕЁЖЗ"
 
@@ -19,13 +15,9 @@ LETTERS = "АБВГДЕЁЖЗ"
 # rest turn a Latin reply into the Cyrillic letter it imitates, which is then not among the nine.
 LATIN_LOOKALIKES = str.maketrans("ABEËCHKMOPTXY", "АВЕЁСНКМОРТХУ")
 
-_MARKER = re.compile(r"(?<![а-яё])ответ\s*(?:\*\*|__)?\s*(?::|[-–—])", re.IGNORECASE)
+# no two adjacent runs of \s* (that backtracking would make quadratic on a long run of spaces)
+_MARKER = re.compile(r"(?<![а-яё])ответ\s*(?:(?:\*\*|__)\s*)?(?::|[-–—])", re.IGNORECASE)
 _DECORATION = " \t*_`"
-
-MERA_MARKER = "Ответ:"
-_TYPOGRAPHIC = "«»‹›„“”‟‘’‚‛—–‒―‐‑−…"
-_SQUAD_DROP = str.maketrans("", "", string.punctuation + _TYPOGRAPHIC)
-_ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 
 
 def answer_line(reply):
@@ -51,27 +43,6 @@ def read_letter(reply, lenient=False):
 
 
 def _undecorate(text):
-    """Strip whitespace, markdown emphasis, an opening parenthesis and a trailing period or parenthesis."""
-    previous = None
-    while text != previous:
-        previous = text
-        text = text.strip(_DECORATION)
-        text = text.removesuffix(".").removesuffix(")").removeprefix("(")
-    return text
-
-
-def mera_exact(reply, gold):
-    """1 or 0 as MERA's task scores it: SQuAD exact match against the whole reply or the part after «Ответ:»."""
-    full = (reply or "").strip()
-    candidates = [full]
-    if MERA_MARKER in full:
-        tail = full.rsplit(MERA_MARKER, 1)[-1].strip()
-        if tail and tail != full:
-            candidates.append(tail)
-    target = squad_normalize(gold)
-    return int(any(squad_normalize(candidate) == target for candidate in candidates))
-
-
-def squad_normalize(text):
-    text = text.lower().translate(_SQUAD_DROP)
-    return " ".join(_ARTICLES.sub(" ", text).split())
+    """Strip whitespace, markdown emphasis and opening parentheses in front; the same, periods and closing
+    parentheses behind."""
+    return text.lstrip(_DECORATION + "(").rstrip(_DECORATION + ".)")

@@ -3,21 +3,29 @@
 Standard library only. The judge sees the task as the model saw it, the reference answer and the model's
 answer, and must reply 1, 0.5 or 0 (the seed's rubric). A reply that is not one of those is *unparseable*:
 it is counted and reported, never scored. A request that fails after its retries is *failed*, likewise.
-The API key is sent in the Authorization header only; it is masked in every message this module produces.
+The API key is sent in the Authorization header only, never to another address (redirects are not
+followed) and never over plain http to a host that is not loopback unless asked; it is masked in every
+message this module produces.
 """
 
+import decimal
 import hashlib
 import http.client
+import ipaddress
 import json
 import logging
+import math
+import numbers
 import os
 import re
 import socket
+import tempfile
+import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
-from concurrent.futures import ThreadPoolExecutor
+import uuid
+from concurrent.futures import CancelledError, ThreadPoolExecutor
+from email.utils import parsedate_to_datetime
 
 logger = logging.getLogger(__name__)
 
@@ -43,9 +51,13 @@ USER_TEMPLATE = """\
 ### Критерий оценки:
 {rubric}"""
 
-_SCORE = re.compile(r"(?:(?:оценка|score)\s*[:=]?\s*)?(1(?:[.,]0*)?|0(?:[.,]5|[.,]0*)?|[.,]5)\.?", re.IGNORECASE)
+_SCORE = re.compile(r"(?:(?:оценка|score)\s*(?:[:=]\s*)?)?(1(?:[.,]0*)?|0(?:[.,]5|[.,]0*)?|[.,]5)\.?", re.IGNORECASE)
 _RETRY_STATUS = {408, 429, 500, 502, 503, 504}
 _FATAL_STATUS = {401, 403, 404}
+MAX_BODY = 1 << 20  # a chat completion of a few tokens is far smaller
+MAX_RETRY_AFTER = 60.0
+# cache entries of the endpoint judge are keyed on the prompt too: changing it invalidates them
+PROMPT_ID = hashlib.sha256(json.dumps([SYSTEM_PROMPT, RUBRIC, USER_TEMPLATE]).encode()).hexdigest()[:16]
 
 
 class JudgeConfigError(RuntimeError):
@@ -63,14 +75,31 @@ def judge_messages(task, reference, answer):
 
 def parse_score(reply):
     """1.0, 0.5 or 0.0 from a judge reply (text or number), or None when it is none of them."""
-    if isinstance(reply, bool):
+    if isinstance(reply, str):
+        match = _SCORE.fullmatch(reply.strip())
+        return float(match.group(1).replace(",", ".")) if match else None
+    value = _as_float(reply)
+    return value if value in (0.0, 0.5, 1.0) else None
+
+
+def normalise_reply(reply):
+    """A reply as the cache keeps it: text, a finite number as float, anything else as an unparseable text."""
+    if isinstance(reply, str):
+        return reply
+    value = _as_float(reply)
+    if value is not None and math.isfinite(value):
+        return value
+    return f"<{type(reply).__name__}: {repr(reply)[:100]}>"
+
+
+def _as_float(value):
+    """Python, numpy and Decimal numbers as float; None for anything else, bools included (True is no grade)."""
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, decimal.Decimal)):
         return None
-    if isinstance(reply, (int, float)):
-        return float(reply) if reply in (0, 0.5, 1) else None
-    if not isinstance(reply, str):
+    try:
+        return float(value)
+    except (ValueError, OverflowError, TypeError):  # Decimal('sNaN') cannot be converted
         return None
-    match = _SCORE.fullmatch(reply.strip())
-    return float(match.group(1).replace(",", ".")) if match else None
 
 
 def chat_completions_url(base_url):
@@ -89,12 +118,30 @@ def public_url(url):
     return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
-class Endpoint:
-    """A judge served by an OpenAI-compatible ``/v1/chat/completions`` API (vLLM, llama.cpp, hosted services)."""
+def is_loopback(host):
+    if (host or "").lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
-    def __init__(self, base_url, model, api_key=None, timeout=60.0, retries=3, backoff=1.0, max_tokens=16):
-        if urllib.parse.urlsplit(base_url).scheme not in ("http", "https"):
-            raise JudgeConfigError(f"judge URL must start with http:// or https://, got {public_url(base_url)!r}")
+
+class Endpoint:
+    """A judge served by an OpenAI-compatible ``/v1/chat/completions`` API (vLLM, llama.cpp, hosted services).
+
+    ``timeout`` bounds each request as a whole (connecting, sending, the headers and the whole body).
+    """
+
+    def __init__(self, base_url, model, api_key=None, timeout=60.0, retries=3, backoff=1.0, max_tokens=16,
+                 allow_insecure_http=False, sleep=time.sleep):
+        parts = urllib.parse.urlsplit(base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise JudgeConfigError(f"judge URL must start with http:// or https:// and name a host, "
+                                   f"got {public_url(base_url)!r}")
+        if api_key and parts.scheme == "http" and not is_loopback(parts.hostname) and not allow_insecure_http:
+            raise JudgeConfigError(f"refusing to send the API key over plain http to {parts.hostname}: use https, "
+                                   "or pass judge_allow_insecure_http=True (--judge-allow-insecure-http)")
         self.url = chat_completions_url(base_url)
         self.model = model
         self._api_key = api_key or None
@@ -102,7 +149,9 @@ class Endpoint:
         self.retries = retries
         self.backoff = backoff
         self.max_tokens = max_tokens
+        self.sleep = sleep
         self.name = f"{model} at {public_url(self.url)}"
+        self.identity = json.dumps(["endpoint", self.url, model, max_tokens, PROMPT_ID])
 
     def __repr__(self):
         return f"Endpoint({self.name!r})"
@@ -115,30 +164,66 @@ class Endpoint:
             reply, wait = self._attempt(data, last=attempt == self.retries)
             if reply is not None:
                 return reply
-            time.sleep(max(wait, self.backoff * 2**attempt))
+            self.sleep(max(wait, self.backoff * 2**attempt))
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _attempt(self, data, last):
         """``(reply, None)``, or ``(None, seconds)`` after a retryable failure; the last attempt raises instead."""
-        headers = {"Content-Type": "application/json"}
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
-        request = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                payload = response.read()
-        except urllib.error.HTTPError as err:
-            problem = f"HTTP {err.code} {err.reason}: {self.brief(_body_of(err))}"
-            if err.code in _FATAL_STATUS:
-                raise JudgeConfigError(f"judge {self.name}: {problem}") from None
-            if err.code not in _RETRY_STATUS or last:
-                raise JudgeRequestError(problem) from None
-            return None, _retry_after(err)
-        except (TimeoutError, socket.timeout, urllib.error.URLError, ConnectionError, http.client.HTTPException) as err:
+            status, reason, headers, payload = self._post(data)
+        except (OSError, http.client.HTTPException) as err:  # timeouts, refused or dropped connections
             if last:
                 raise JudgeRequestError(self.mask(_describe(err, self.timeout))) from None
             return None, 0.0
-        return self._content(payload), None
+        problem = f"HTTP {status} {reason}: {self.brief(payload)}"
+        if 300 <= status < 400:
+            where = public_url(headers.get("Location") or "") or "nowhere"
+            raise JudgeConfigError(f"judge {self.name}: HTTP {status} redirect to {where}; redirects are not "
+                                   "followed (the API key must not go elsewhere): set judge_url to the final address")
+        if status in _FATAL_STATUS:
+            raise JudgeConfigError(f"judge {self.name}: {problem}")
+        if 200 <= status < 300:
+            return self._content(payload), None
+        if status not in _RETRY_STATUS or last:
+            raise JudgeRequestError(problem)
+        return None, retry_after(headers.get("Retry-After"))
+
+    def _post(self, data):
+        """``(status, reason, headers, body)`` of one POST, all of it within ``self.timeout`` seconds."""
+        parts = urllib.parse.urlsplit(self.url)
+        connection_class = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+        connection = connection_class(parts.hostname, parts.port, timeout=self.timeout)
+        deadline = time.monotonic() + self.timeout
+        # a server that sends its reply a byte at a time would reset every socket timeout: at the deadline the
+        # watchdog shuts the socket, which ends any read in progress (the response may own the socket by then)
+        sockets = []
+        watchdog = threading.Timer(self.timeout, _shut, (sockets,))
+        watchdog.start()
+        try:
+            connection.connect()
+            sockets.append(connection.sock)
+            if time.monotonic() >= deadline:
+                raise TimeoutError()
+            connection.request("POST", parts.path + (f"?{parts.query}" if parts.query else ""), body=data,
+                               headers=self._headers())
+            response = connection.getresponse()
+            body = _read_body(response, deadline)
+            return response.status, response.reason, response.headers, body
+        except (OSError, http.client.HTTPException):
+            if time.monotonic() >= deadline:
+                raise TimeoutError() from None
+            raise
+        finally:
+            watchdog.cancel()
+            connection.close()
+            for sock in sockets:
+                sock.close()
+
+    def _headers(self):
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        return headers
 
     def _content(self, payload):
         try:
@@ -157,30 +242,56 @@ class Endpoint:
         return self.mask(payload[:65536].decode("utf-8", "replace"))[:200].replace("\n", " ")
 
 
-def _body_of(err):
-    try:
-        return err.read()
-    except Exception:  # the body of an error reply is a courtesy: never let reading it hide the status
-        return b""
+def _shut(sockets):
+    for sock in sockets:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+def _read_body(response, deadline):
+    chunks, size = [], 0
+    while chunk := response.read(65536):
+        size += len(chunk)
+        if size > MAX_BODY:
+            raise http.client.HTTPException(f"response body larger than {MAX_BODY} bytes")
+        if time.monotonic() >= deadline:
+            raise TimeoutError()
+        chunks.append(chunk)
+    if time.monotonic() >= deadline:
+        raise TimeoutError()
+    return b"".join(chunks)
 
 
 def _describe(err, timeout):
-    reason = getattr(err, "reason", err)
-    if isinstance(reason, (TimeoutError, socket.timeout)):
-        return f"no reply within {timeout} s"
-    return f"{type(reason).__name__}: {reason}"
+    if isinstance(err, TimeoutError):
+        return f"no complete reply within {timeout} s"
+    return f"{type(err).__name__}: {err}"
 
 
-def _retry_after(err):
-    try:
-        return min(float(err.headers.get("Retry-After", 0)), 60.0)
-    except (TypeError, ValueError):
+def retry_after(value):
+    """Seconds from a Retry-After header (seconds or an HTTP date), at most 60; 0 when absent or unreadable."""
+    if not value:
         return 0.0
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            seconds = parsedate_to_datetime(value).timestamp() - time.time()
+        except (TypeError, ValueError, OverflowError):
+            return 0.0
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER) if math.isfinite(seconds) else 0.0
 
 
-def cache_key(judge_name, task, reference, answer):
-    text = json.dumps([judge_name, task, reference, answer], ensure_ascii=False)
+def cache_key(identity, task, reference, answer):
+    text = json.dumps([identity, task, reference, answer], ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def private_identity():
+    """For a callable judge without a name: an identity no other call shares (no cache entry is reused)."""
+    return f"unnamed-{uuid.uuid4()}"
 
 
 def load_cache(path):
@@ -192,27 +303,35 @@ def load_cache(path):
                 if line.strip():
                     try:
                         entry = json.loads(line)
-                        cache[entry["key"]] = entry["reply"]
+                        cache[entry["key"]] = normalise_reply(entry["reply"])
                     except (json.JSONDecodeError, KeyError, TypeError):
                         raise ValueError(f"{path}: line {number}: not a judge cache entry") from None
     return cache
 
 
 def save_cache(path, cache):
-    tmp = f"{path}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        for key, reply in cache.items():
-            f.write(json.dumps({"key": key, "reply": reply}, ensure_ascii=False) + "\n")
-    os.replace(tmp, path)
+    """Write the cache to a temporary file beside ``path`` and rename it: ``path`` is whole or untouched."""
+    folder = os.path.dirname(os.path.abspath(path))
+    handle, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as f:
+            for key, reply in cache.items():
+                f.write(json.dumps({"key": key, "reply": normalise_reply(reply)}, ensure_ascii=False) + "\n")
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
 
 
-def judge_all(items, judge, judge_name, concurrency=4, cache=None):
+def judge_all(items, judge, identity, concurrency=4, cache=None):
     """Score ``items`` = [(task, reference, answer)] with ``judge``; each distinct item is asked at most once.
 
-    Returns ``(scores, stats)``: one score or None per item, and the counts of the run.
+    ``identity`` names the judge in the cache keys. Returns ``(scores, stats)``: one score or None per item,
+    and the counts of the run. When the judge cannot work at all (``JudgeConfigError``) the replies already
+    received are in ``cache`` before the error is raised.
     """
     cache = {} if cache is None else cache
-    keys = [cache_key(judge_name, *item) for item in items]
+    keys = [cache_key(identity, *item) for item in items]
     todo = {}
     for key, item in zip(keys, items, strict=True):
         if key not in cache and key not in todo:
@@ -224,10 +343,12 @@ def judge_all(items, judge, judge_name, concurrency=4, cache=None):
         if score is None and key not in failures:
             unparseable.append(_mask(judge, str(cache[key]))[:100])
         scores.append(score)
+    judged = sum(score is not None for score in scores)
     stats = {
-        "judged": sum(score is not None for score in scores),
+        "judged": judged,
         "unparseable": len(unparseable),
         "failed": sum(key in failures for key in keys),
+        "coverage": judged / len(keys) if keys else None,
         "requests": len(todo),
         "cache_hits": len(keys) - len(todo),
         "unparseable_replies": sorted(set(unparseable))[:5],
@@ -238,21 +359,23 @@ def judge_all(items, judge, judge_name, concurrency=4, cache=None):
 
 def _ask(judge, todo, cache, concurrency):
     """Fill ``cache`` with the replies to ``todo``; return ``{key: error message}`` of the failed ones."""
-    failures = {}
+    failures, fatal = {}, None
     with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
         futures = {key: pool.submit(judge, *item) for key, item in todo.items()}
-        try:
-            for key, future in futures.items():
-                try:
-                    cache[key] = future.result()
-                except JudgeConfigError:
-                    raise
-                except Exception as err:  # a judge callable may raise anything: report it, do not score it
-                    failures[key] = _mask(judge, f"{type(err).__name__}: {err}")
-                    logger.warning("limur judge: %s", failures[key])
-        except JudgeConfigError:
-            pool.shutdown(wait=True, cancel_futures=True)
-            raise
+        for key, future in futures.items():
+            try:
+                cache[key] = normalise_reply(future.result())
+            except CancelledError:
+                continue
+            except JudgeConfigError as err:
+                if fatal is None:
+                    fatal = err
+                    pool.shutdown(wait=False, cancel_futures=True)  # the running ones still land in the cache
+            except Exception as err:  # a judge callable may raise anything: report it, do not score it
+                failures[key] = _mask(judge, f"{type(err).__name__}: {err}")
+                logger.warning("limur judge: %s", failures[key])
+    if fatal is not None:
+        raise fatal
     return failures
 
 

@@ -1,19 +1,19 @@
-"""LIMUR metric: exact match of the answer letter (strict, lenient, MERA's reading) and an LLM judge score."""
+"""LIMUR metric: exact match of the answer letter (strict and lenient readings) and an LLM judge score."""
 
 import os
 
 import datasets
 import evaluate
 
-from .answers import LETTERS, mera_exact, read_letter
-from .judge import Endpoint, JudgeConfigError, judge_all, load_cache, save_cache
+from .answers import LETTERS, read_letter
+from .judge import Endpoint, JudgeConfigError, judge_all, load_cache, private_identity, save_cache
+from .references import check_predictions, check_references
 
 _CITATION = """\
 @misc{limur,
     title = "{LIMUR}: reference resolution and meaning recovery on texts with non-standard lexicon",
     author = "Shevelev, Denis and Kharitonov, Alexander and Astafurov, Alexander",
-    note = "A task of the MERA benchmark",
-    howpublished = "\\url{https://github.com/MERA-Evaluation/MERA}",
+    note = "A Russian multiple-choice task in the MERA task format",
 }
 """
 
@@ -21,31 +21,38 @@ _DESCRIPTION = """\
 Scores answers to LIMUR, a Russian multiple-choice task (options lettered А Б В Г Д Е Ё Ж З) whose prompts ask
 the model to end with «Ответ: <буква>». Exact match reads the letter after the last «Ответ:» marker:
 `strict` accepts only the nine capital Cyrillic letters, `lenient` also reads Latin look-alike capitals
-(A→А, B→В, E→Е, Ë→Ё), and `mera` is the reading of MERA's lm-evaluation-harness task (SQuAD exact match on the
-whole reply or the text after «Ответ:»). The LLM judge score is the mean of the judge's 1 / 0.5 / 0 grades;
-the judge is a Python callable or an OpenAI-compatible chat-completions endpoint.
+(A→А, B→В, E→Е, Ë→Ё). The LLM judge score is the mean of the judge's 1 / 0.5 / 0 grades over the judged
+examples (unparseable replies and failed requests are counted and reported, not scored); the judge is a
+Python callable or an OpenAI-compatible chat-completions endpoint.
 """
 
 _KWARGS_DESCRIPTION = """
 Args:
-    predictions: list of the model's replies (strings).
+    predictions: list of the model's replies (strings; None is read as an empty reply).
     references: list of records, one per prediction, with
-        `id` (int), `answer` (the gold letter), `options` (the non-empty option texts, in letter order),
+        `id` (int, unique), `answer` (the gold letter), `options` (the non-empty option texts, in letter order),
         `task_type` ("rwsd" or "kusdra"), `context_type` ("текст" or "диалог"),
         `prompt` (the task text shown to the model; the judge sees it).
     judge: optional callable `judge(task, reference, answer) -> reply` (text or number; must be 1, 0.5 or 0).
+    judge_name: names a callable judge in cache keys; needed to use judge_cache / judge_cache_file with one.
     judge_url, judge_model: an OpenAI-compatible endpoint (`http://host:port`, `.../v1` or
-        `.../v1/chat/completions`) and model name; default `$QAHUB_JUDGE_URL`, `$QAHUB_JUDGE_MODEL`.
-    judge_api_key: sent as a bearer token; default `$QAHUB_JUDGE_API_KEY`, then `$OPENAI_API_KEY`.
-    judge_concurrency (4), judge_timeout (60 s a request), judge_retries (3), judge_backoff (1 s, doubling).
+        `.../v1/chat/completions`) and model name; default `$QAHUB_JUDGE_URL`, `$QAHUB_JUDGE_MODEL`
+        (an explicit `judge` callable wins over these variables).
+    judge_api_key: sent as a bearer token; default `$QAHUB_JUDGE_API_KEY`. Never sent over plain http to a
+        host that is not loopback unless judge_allow_insecure_http=True.
+    judge_concurrency (4), judge_timeout (60 s for a whole request), judge_retries (3), judge_backoff (1 s, doubling).
     judge_cache: a dict reused across calls; judge_cache_file: a JSON Lines file read and written back.
 Returns:
-    exact_match, exact_match_lenient, exact_match_mera: fractions in [0, 1];
+    exact_match, exact_match_lenient: fractions in [0, 1] (None when there are no examples);
     count; unparseable, unparseable_lenient: replies with no readable letter;
     not_an_option, not_an_option_lenient: letters read that name no option of the example;
     by_task_type, by_context_type: the same scores per group;
-    judge_score: the mean judge grade over the judged examples, or None;
-    judge: whether the judge ran and its counts (judged, unparseable, failed, requests, cache_hits).
+    judge_score: the mean judge grade over the judged examples (in [0, 1]), or None;
+    judge: whether the judge ran and its counts (judged, unparseable, failed, coverage, requests, cache_hits).
+Raises:
+    ValueError naming the record: a prediction that is not a string or None, a reference that lacks a field
+    or holds a wrong value, two references with one id, predictions and references of different lengths.
+    JudgeConfigError (a RuntimeError): the judge cannot work at all (configuration, HTTP 401/403/404, a redirect).
 Examples:
     >>> limur = evaluate.load("limur")
     >>> refs = [{"id": 1, "answer": "Б", "options": ["кубок", "коробка", "стол", "шкаф"],
@@ -82,18 +89,39 @@ class Limur(evaluate.Metric):
             reference_urls=["https://github.com/MERA-Evaluation/MERA"],
         )
 
-    def _compute(self, predictions, references, judge=None, judge_url=None, judge_model=None, judge_api_key=None,
-                 judge_concurrency=4, judge_timeout=60.0, judge_retries=3, judge_backoff=1.0,
-                 judge_cache=None, judge_cache_file=None):
-        for index, ref in enumerate(references):
-            _check_reference(index, ref)
-        rows = [_score_one(pred or "", ref) for pred, ref in zip(predictions, references, strict=True)]
-        judge, judge_name = _make_judge(judge, judge_url, judge_model, judge_api_key,
-                                        judge_timeout, judge_retries, judge_backoff)
+    def add_batch(self, *, predictions=None, references=None, **kwargs):
+        """Add a batch of predictions and references, checked first so that any error names the record."""
+        if predictions is not None:
+            predictions = check_predictions(predictions)
+        if references is not None:
+            check_references(references, unique=False)
+        return super().add_batch(predictions=predictions, references=references, **kwargs)
+
+    def add(self, *, prediction=None, reference=None, **kwargs):
+        """Add one prediction and reference, checked first so that any error names the record."""
+        if prediction is not None or reference is not None:
+            prediction = check_predictions([prediction])[0]
+            check_references([reference], unique=False)
+        return super().add(prediction=prediction, reference=reference, **kwargs)
+
+    def _compute(self, predictions, references, judge=None, judge_name=None, judge_url=None, judge_model=None,
+                 judge_api_key=None, judge_allow_insecure_http=False, judge_concurrency=4, judge_timeout=60.0,
+                 judge_retries=3, judge_backoff=1.0, judge_cache=None, judge_cache_file=None):
+        check_references(references, unique=True)
+        predictions = check_predictions(predictions)
+        rows = [_score_one(pred, ref) for pred, ref in zip(predictions, references, strict=True)]
+        endpoint = {"url": judge_url, "model": judge_model, "api_key": judge_api_key, "timeout": judge_timeout,
+                    "retries": judge_retries, "backoff": judge_backoff, "allow_insecure_http": judge_allow_insecure_http}
+        judge, name, identity = _make_judge(judge, judge_name, endpoint)
         if judge is None:
             judge_info = {"computed": False, "reason": _NO_JUDGE}
         else:
-            judge_info = _run_judge(rows, predictions, references, judge, judge_name,
+            if identity is None:
+                if judge_cache is not None or judge_cache_file:
+                    raise JudgeConfigError("judge_cache / judge_cache_file with a callable judge need judge_name=..., "
+                                           "the name its replies are cached under (two callables cannot be told apart)")
+                identity = private_identity()
+            judge_info = _run_judge(rows, predictions, references, judge, (name, identity),
                                     judge_concurrency, judge_cache, judge_cache_file)
         result = _summary(rows)
         result["by_task_type"] = _groups(rows, references, "task_type")
@@ -104,17 +132,8 @@ class Limur(evaluate.Metric):
         return result
 
 
-def _check_reference(index, ref):
-    where = f"reference {index} (id {ref.get('id')})"
-    answer, options = ref.get("answer"), ref.get("options") or []
-    if answer not in LETTERS:
-        raise ValueError(f"{where}: gold answer {answer!r} is not one of the letters {' '.join(LETTERS)}")
-    if LETTERS.index(answer) >= len(options):
-        raise ValueError(f"{where}: gold answer {answer!r} names no option (it has {len(options)})")
-
-
 def _score_one(prediction, ref):
-    row = {"mera": mera_exact(prediction, ref["answer"])}
+    row = {}
     for mode, lenient in (("strict", False), ("lenient", True)):
         letter, _ = read_letter(prediction, lenient=lenient)
         row[f"{mode}_letter"] = letter
@@ -123,33 +142,41 @@ def _score_one(prediction, ref):
     return row
 
 
-def _make_judge(judge, url, model, api_key, timeout, retries, backoff):
-    """``(callable, name)`` or ``(None, None)`` when no judge is configured."""
-    url = url or os.environ.get("QAHUB_JUDGE_URL")
+def _make_judge(judge, judge_name, endpoint):
+    """``(callable, name, cache identity)``; ``(None, None, None)`` when no judge is configured.
+
+    A callable without ``judge_name`` gets identity None: the caller gives it a private one.
+    """
     if judge is not None:
-        if url:
+        if endpoint["url"]:
             raise JudgeConfigError("pass either judge (a callable) or judge_url, not both")
-        return judge, getattr(judge, "__qualname__", type(judge).__name__)
+        name = judge_name or getattr(judge, "__qualname__", type(judge).__name__)
+        return judge, name, (f"callable:{judge_name}" if judge_name else None)
+    url = endpoint["url"] or os.environ.get("QAHUB_JUDGE_URL")
     if not url:
-        return None, None
-    model = model or os.environ.get("QAHUB_JUDGE_MODEL")
+        return None, None, None
+    model = endpoint["model"] or os.environ.get("QAHUB_JUDGE_MODEL")
     if not model:
         raise JudgeConfigError("judge_url is set but no judge model: pass judge_model or set QAHUB_JUDGE_MODEL")
-    key = api_key or os.environ.get("QAHUB_JUDGE_API_KEY") or os.environ.get("OPENAI_API_KEY")
-    endpoint = Endpoint(url, model, api_key=key, timeout=timeout, retries=retries, backoff=backoff)
-    return endpoint, endpoint.name
+    key = endpoint["api_key"] or os.environ.get("QAHUB_JUDGE_API_KEY")
+    client = Endpoint(url, model, api_key=key, timeout=endpoint["timeout"], retries=endpoint["retries"],
+                      backoff=endpoint["backoff"], allow_insecure_http=endpoint["allow_insecure_http"])
+    return client, client.name, client.identity
 
 
-def _run_judge(rows, predictions, references, judge, judge_name, concurrency, cache, cache_file):
+def _run_judge(rows, predictions, references, judge, naming, concurrency, cache, cache_file):
+    name, identity = naming
     cache = load_cache(cache_file) if cache is None and cache_file else cache
     cache = {} if cache is None else cache
-    items = [(ref["prompt"], _reference_text(ref), pred or "") for pred, ref in zip(predictions, references, strict=True)]
-    scores, stats = judge_all(items, judge, judge_name, concurrency=concurrency, cache=cache)
-    if cache_file:
-        save_cache(cache_file, cache)
+    items = [(ref["prompt"], _reference_text(ref), pred) for pred, ref in zip(predictions, references, strict=True)]
+    try:
+        scores, stats = judge_all(items, judge, identity, concurrency=concurrency, cache=cache)
+    finally:  # what was judged before a fatal error is kept
+        if cache_file:
+            save_cache(cache_file, cache)
     for row, score in zip(rows, scores, strict=True):
         row["judge"] = score
-    return {"computed": True, "judge": judge_name, **stats}
+    return {"computed": True, "judge": name, **stats}
 
 
 def _reference_text(ref):
@@ -163,7 +190,6 @@ def _summary(rows):
     summary = {
         "exact_match": _mean([row["strict"] for row in rows]),
         "exact_match_lenient": _mean([row["lenient"] for row in rows]),
-        "exact_match_mera": _mean([row["mera"] for row in rows]),
         "count": count,
         "unparseable": sum(row["strict_letter"] is None for row in rows),
         "unparseable_lenient": sum(row["lenient_letter"] is None for row in rows),

@@ -12,6 +12,7 @@ from qahub.loaders.limur import (
     TASK_FILE,
     TASK_SPLITS,
     find_sources,
+    json_problem,
     read_rows,
 )
 
@@ -119,8 +120,10 @@ def load_predictions(path, split="test") -> dict[int, str]:
                                     for number, line in enumerate(text.splitlines(), 1) if line.strip()])
     try:
         data = json.loads(text, object_pairs_hook=_no_duplicate_keys(path))
-    except json.JSONDecodeError as err:
-        raise PredictionsError(f"{path}: not valid JSON ({err.msg} at line {err.lineno} column {err.colno})") from None
+    except PredictionsError:
+        raise
+    except (ValueError, RecursionError) as err:
+        raise PredictionsError(f"{path}: not valid JSON ({json_problem(err)})") from None
     if isinstance(data, dict) and isinstance(data.get("data"), dict):
         if split not in data["data"]:
             raise PredictionsError(f"{path}: no {split!r} under 'data' (found {', '.join(data['data'])})")
@@ -156,8 +159,8 @@ def _from_mapping(path, data) -> dict[int, str]:
 def _json_line(path, number, line):
     try:
         return json.loads(line)
-    except json.JSONDecodeError as err:
-        raise PredictionsError(f"{path}: line {number}: not valid JSON ({err.msg})") from None
+    except (ValueError, RecursionError) as err:
+        raise PredictionsError(f"{path}: line {number}: not valid JSON ({json_problem(err)})") from None
 
 
 def _from_records(path, records) -> dict[int, str]:
