@@ -2,15 +2,15 @@
 
 Predictions are the 3,376 gold answers of ``Russian_QA_Jeopardy_dataset_extended_validation.csv`` perturbed
 (exact, reordered, shortened, lowercased, or another question's answer). Each side runs in a fresh process
-and loads its pymorphy3 dictionary before the timed part (a one-off ~0.15 s on both sides); the caches of
-``ours`` start empty.
+and loads its pymorphy3 dictionary and its tokenizer (spaCy's Russian tokenizer when spaCy is installed, else
+the metric's regex imitation) before the timed part; the caches of ``ours`` start empty. The baseline
+tokenizes every text of every pair afresh with the same tokenizer.
 """
 
 from __future__ import annotations
 
 import csv
 import random
-import re
 import sys
 from pathlib import Path
 
@@ -46,13 +46,13 @@ def prepare_ours():
     from jeopardy_meteor.jeopardy_meteor import score_answers
     from jeopardy_meteor.russian_meteor import shared
 
-    shared()  # loads the dictionary; caches stay empty
+    shared()  # loads the dictionary and the tokenizer; caches stay empty
     return (score_answers, *pairs())
 
 
 def ours(score_answers, predictions, answers):
     result = score_answers(predictions, answers)
-    return result["num_correct"], round(sum(result["meteor_per_example"]), 9)
+    return result["num_correct"], round(sum(result["meteor_per_example"]), 9), result["tokenizer"]
 
 
 def large_pairs(count=29375, seed=1):
@@ -81,10 +81,13 @@ def ours_large(score_answers, predictions, answers):
 def prepare_baseline():
     import pymorphy3
 
-    return (pymorphy3.MorphAnalyzer(), *pairs())
+    sys.path.insert(0, str(ROOT / "metrics"))
+    from jeopardy_meteor.spacy_like import tokenizer_for
+
+    return (pymorphy3.MorphAnalyzer(), tokenizer_for("auto"), *pairs())
 
 
-def baseline(morph, predictions, answers):
+def baseline(morph, tokenizer, predictions, answers):
     """NLTK's meteor_score per pair with fresh tokenization and uncached pymorphy3 lemmas."""
     from nltk.stem.porter import PorterStemmer
     from nltk.translate.meteor_score import meteor_score
@@ -95,14 +98,15 @@ def baseline(morph, predictions, answers):
 
     def lemmas(text):
         out = []
-        for word in re.findall(r"\d+(?:[.,]\d+)+|\w+", text):
+        for word in tokenize(text):
             known = [p.normal_form for p in morph.parse(word.lower()) if p.is_known]
             out.append(known[0] if known else word.lower())
         return out
 
+    tokenize, name = tokenizer
     scores = [meteor_score([lemmas(p)], lemmas(g), stemmer=PorterStemmer(), wordnet=NoWordNet())
               for p, g in zip(predictions, answers, strict=True)]
-    return sum(s > 0.227743 for s in scores), round(sum(scores), 9)
+    return sum(s > 0.227743 for s in scores), round(sum(scores), 9), name
 
 
 def run() -> list[dict]:

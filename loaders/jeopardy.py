@@ -2,6 +2,7 @@
 
 import csv
 import re
+import warnings
 from dataclasses import dataclass
 from typing import Optional
 
@@ -60,6 +61,9 @@ _QA_COLUMNS = {"QuestionText": "question", "Answer": "answer"}
 # upstream writes the text None for a missing source, author or tournament
 _NONE_TEXT_FIELDS = {"source", "author", "tour_name", "tour_link"}
 _INTEGER = re.compile(r"-?[0-9]+")
+# the range of each integer field's Arrow type (question_id int64, question_number int32)
+_RANGES = {"question_id": (-(2**63), 2**63 - 1), "question_number": (-(2**31), 2**31 - 1)}
+_VALUES = range(1, 6)  # question numbers the card documents; others are kept with a warning
 
 
 @dataclass
@@ -108,12 +112,21 @@ class Jeopardy(datasets.GeneratorBasedBuilder):
         if self.config.name == "qa":
             yield from _read_table(filepath, ",", _QA_COLUMNS, _qa_row)
         else:
-            seen = {}
-            for key, row in _read_table(filepath, "\t", _EXTENDED_COLUMNS, _extended_row):
-                first = seen.setdefault(row["question_id"], key)
-                if first != key:
-                    raise record_error(filepath, key, f"duplicate QuestionID {row['question_id']} (first at {first})")
-                yield key, row
+            yield from _extended_rows(filepath)
+
+
+def _extended_rows(filepath):
+    seen, outside = {}, []
+    for key, row in _read_table(filepath, "\t", _EXTENDED_COLUMNS, _extended_row):
+        first = seen.setdefault(row["question_id"], key)
+        if first != key:
+            raise record_error(filepath, key, f"duplicate QuestionID {row['question_id']} (first at {first})")
+        if row["question_number"] not in _VALUES:
+            outside.append(f"{key}: {row['question_number']}")
+        yield key, row
+    if outside:
+        warnings.warn(f"{filepath}: {len(outside)} row(s) with a QuestionNumber outside 1-5, kept as given: "
+                      f"{', '.join(outside[:5])}", stacklevel=2)
 
 
 def _read_table(filepath, delimiter, columns, make_row):
@@ -123,11 +136,15 @@ def _read_table(filepath, delimiter, columns, make_row):
         records = _records(filepath, reader)
         line, header = next(records, (1, None))
         _check_header(filepath, line, header, columns, delimiter)
+        count = 0
         for line, record in records:
             where = f"line {line}"
             if len(record) != len(columns):
                 raise record_error(filepath, where, f"expected {len(columns)} columns, got {len(record)}: {record!r}")
+            count += 1
             yield where, make_row(filepath, where, dict(zip(columns.values(), record, strict=True)))
+    if not count:
+        raise record_error(filepath, f"line {line + 1}", "no rows after the header")
 
 
 def _records(filepath, reader):
@@ -138,9 +155,23 @@ def _records(filepath, reader):
                 yield start, record
             start = reader.line_num + 1
     except UnicodeDecodeError as err:
-        raise record_error(filepath, "-", f"not UTF-8 text ({err.reason})") from None
+        line, offset = _first_undecodable_line(filepath)
+        raise record_error(filepath, f"line {line}", f"not UTF-8 text ({err.reason} at byte {offset})") from None
     except csv.Error as err:
         raise record_error(filepath, f"line {start}", f"malformed CSV ({err})") from None
+
+
+def _first_undecodable_line(filepath):
+    """``(line, byte offset in the file)`` of the first byte that is not UTF-8 (lines split at b"\\n")."""
+    offset = 0
+    with open(filepath, "rb") as f:
+        for number, line in enumerate(f, 1):
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError as err:
+                return number, offset + err.start
+            offset += len(line)
+    return "-", "-"  # not reached: the reader failed to decode some line
 
 
 def _check_header(filepath, line, header, columns, delimiter):
@@ -166,6 +197,9 @@ def _qa_row(filepath, where, row):
 def _integer(filepath, where, field, value):
     if not _INTEGER.fullmatch(value):
         raise record_error(filepath, where, f"{field} must be an integer, got {value!r}")
+    low, high = _RANGES[field]
+    if len(value) > 20 or not low <= int(value) <= high:  # 20 characters: "-" and the 19 digits of 2**63
+        raise record_error(filepath, where, f"{field} {value[:40]} is outside the range {low}..{high}")
     return int(value)
 
 

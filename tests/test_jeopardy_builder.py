@@ -123,6 +123,14 @@ ROW = "1\t1\tВопрос\tОтвет\tТема\tNone\tАвтор\tТур\thttps
          r"extended\.csv: record line 3: duplicate QuestionID 1 \(first at line 2\)"),
         ([ROW, '2\t1\t"Вопрос"x\tОтвет\tТема\tNone\tАвтор\tТур\tL'],
          r"extended\.csv: record line 3: malformed CSV"),
+        ([ROW, ROW.replace("1\t1", "2\t99999999999", 1)],  # beyond int32
+         r"extended\.csv: record line 3: question_number 99999999999 is outside the range -2147483648\.\.2147483647"),
+        ([ROW, ROW.replace("1\t1", "99999999999999999999\t1", 1)],  # beyond int64
+         r"extended\.csv: record line 3: question_id 99999999999999999999 is outside the range "
+         r"-9223372036854775808\.\.9223372036854775807"),
+        ([ROW.replace("1\t1", "9" * 5000 + "\t1", 1)],  # longer than int() parses by default
+         r"extended\.csv: record line 2: question_id 9{40} is outside the range"),
+        ([ROW, '2\t1\t"Вопрос не закрыт\tОтв'], r"extended\.csv: record line 3: malformed CSV \(unexpected end of data\)"),
     ],
 )
 def test_bad_extended_rows_name_file_line_and_problem(tmp_path, body, message):
@@ -149,8 +157,45 @@ def test_qa_row_with_three_columns_is_an_error(tmp_path):
 def test_non_utf8_file_is_a_clear_error(tmp_path):
     data_dir = _data_dir(tmp_path)
     (data_dir / jeopardy.EXTENDED).write_bytes((HEADER + "\n" + ROW + "\n").encode("cp1251"))
-    with pytest.raises(SourceDataError, match=r"extended\.csv: record -: not UTF-8 text"):
+    with pytest.raises(SourceDataError, match=r"extended\.csv: record line 2: not UTF-8 text \(invalid continuation "
+                                              r"byte at byte \d+\)"):
         build("jeopardy", "extended", data_dir, tmp_path / "cache")
+
+
+def test_non_utf8_line_far_into_the_file_is_named(tmp_path):
+    # the reader decodes in blocks of several KB: the line must come from the bad byte, not the reader's position
+    rows = [ROW.replace("1\t1", f"{i}\t1", 1) for i in range(1, 300)]
+    data_dir = _extended(tmp_path, rows)
+    path = data_dir / jeopardy.EXTENDED
+    bad = (HEADER + "\n" + "\n".join(rows) + "\n").encode()
+    path.write_bytes(bad + "300\t1\tq\t".encode() + "Ответ".encode("cp1251") + b"\tT\tNone\tA\tT\tL\n")
+    offset = len(bad) + len("300\t1\tq\t")
+    cache = tmp_path / "cache"
+    with pytest.raises(SourceDataError, match=rf"record line 301: not UTF-8 text \(invalid continuation byte at byte {offset}\)"):
+        build("jeopardy", "extended", data_dir, cache)
+    _assert_no_partial_cache(cache)
+
+
+@pytest.mark.parametrize("config, name, text", [
+    ("extended", jeopardy.EXTENDED, HEADER + "\n\n"),
+    ("qa", jeopardy.VALIDATION, "QuestionText,Answer\r\n"),
+])
+def test_a_header_without_rows_is_a_clear_error(tmp_path, config, name, text):
+    data_dir = _data_dir(tmp_path)
+    _write(data_dir / name, text)
+    cache = tmp_path / "cache"
+    with pytest.raises(SourceDataError, match=rf"{name}: record line 2: no rows after the header"):
+        build("jeopardy", config, data_dir, cache)
+    _assert_no_partial_cache(cache)
+
+
+def test_question_numbers_outside_one_to_five_warn_and_are_kept(tmp_path):
+    body = [ROW, ROW.replace("1\t1", "2\t0", 1), ROW.replace("1\t1", "3\t-3", 1), ROW.replace("1\t1", "4\t6", 1)]
+    data_dir = _extended(tmp_path, body)
+    with pytest.warns(UserWarning, match=r"extended\.csv: 3 row\(s\) with a QuestionNumber outside 1-5, kept as "
+                                         r"given: line 3: 0, line 4: -3, line 5: 6"):
+        train = build("jeopardy", "extended", data_dir, tmp_path / "cache")["train"]
+    assert train["question_number"] == [1, 0, -3, 6]
 
 
 def test_missing_file_names_it(tmp_path):

@@ -26,14 +26,27 @@ def metric():
     return evaluate.load(str(METRIC_DIR))
 
 
-def _russian_meteor():
-    """A fresh scorer from the metric's helper module (fresh caches)."""
+def _helpers():
+    """The metric's helper modules, imported from its directory."""
     sys.path.insert(0, str(METRIC_DIR.parent))
     try:
-        from jeopardy_meteor.russian_meteor import RussianMeteor
+        from jeopardy_meteor import russian_meteor, spacy_like
     finally:
         sys.path.pop(0)
-    return RussianMeteor()
+    return russian_meteor, spacy_like
+
+
+def _russian_meteor(tokenizer="regex"):
+    """A fresh scorer from the metric's helper module (fresh caches)."""
+    return _helpers()[0].RussianMeteor(tokenizer)
+
+
+try:
+    import spacy
+except ImportError:
+    spacy = None
+needs_spacy = pytest.mark.skipif(spacy is None, reason="spaCy is not installed (pip install 'spacy>=3.7,<4')")
+TOKENIZERS = ["regex", pytest.param("spacy", marks=needs_spacy)]
 
 
 def by_hand(matches, hyp_len, ref_len, chunks, alpha=0.9, beta=3.0, gamma=0.5):
@@ -59,8 +72,9 @@ def by_hand(matches, hyp_len, ref_len, chunks, alpha=0.9, beta=3.0, gamma=0.5):
         ("знаменитый бульвар большого города", "Бульвар", by_hand(1, 1, 4, 1), False),  # 0.1351...
     ],
 )
-def test_hand_worked_values_official_order(metric, prediction, gold, expected, correct):
-    result = metric.compute(predictions=[prediction], references=[gold])
+@pytest.mark.parametrize("tokenizer", TOKENIZERS)
+def test_hand_worked_values_official_order(metric, prediction, gold, expected, correct, tokenizer):
+    result = metric.compute(predictions=[prediction], references=[gold], tokenizer=tokenizer)
     assert result["meteor_per_example"][0] == pytest.approx(expected, abs=1e-12)
     assert result["correct"] == [correct]
     assert result["order"] == "official"
@@ -73,12 +87,74 @@ def test_the_standard_order_swaps_precision_and_recall(metric):
     assert result["correct"] == [True, True]  # 0.3846 and 0.2632
 
 
-def test_preprocessing_lemmatizes_lowercases_and_drops_punctuation():
-    meteor = _russian_meteor()
+@pytest.mark.parametrize("tokenizer", TOKENIZERS)
+def test_preprocessing_lemmatizes_lowercases_and_drops_punctuation(tokenizer):
+    meteor = _russian_meteor(tokenizer)
     assert meteor.preprocess("знаменитый бульвар большого города!") == ("знаменитый", "бульвар", "большой", "город")
     assert meteor.preprocess("бульвара Сансет") == ("бульвар", "сансет")
     assert meteor.preprocess("Санкт-Петербург, 1.5 кг") == ("санкт", "петербург", "1.5", "кг")
     assert meteor.preprocess("…") == ()
+
+
+# What spaCy's Russian tokenizer gives (checked with spacy.blank("ru"), spaCy 3.8), punctuation tokens dropped.
+SPACY_TOKENS = [
+    ("А.С. Пушкин", ["А.С.", "Пушкин"]),  # initials stay one token, with their periods
+    ("Ф. Бэкон", ["Ф.", "Бэкон"]),
+    ("т.е. вот", ["т.е.", "вот"]),
+    ("32-й", ["32-й"]),  # number + suffix
+    ("1940-е годы", ["1940-е", "годы"]),
+    ("Лед-9", ["Лед-9"]),  # letter-hyphen-digit is not split
+    ("R2-D2", ["R2-D2"]),
+    ("Д'Артаньян", ["Д'Артаньян"]),
+    ("1/10", ["1/10"]),
+    ("Рим/Париж", ["Рим", "Париж"]),
+    ("Бейкер-стрит", ["Бейкер", "стрит"]),  # letter-hyphen-letter is split
+    ("рок-н-ролл", ["рок", "н", "ролл"]),
+    ("«Монгол Шуудан»", ["Монгол", "Шуудан"]),
+    ("РИМ. Рим. Дж.", ["РИМ", "Рим", "Дж"]),
+    ("-220", ["-220"]),
+    ("$5 и №5", ["$", "5", "и", "№", "5"]),  # symbols are not punctuation
+    ("C++", ["C++"]),
+    ("Pepper's", ["Pepper", "'s"]),
+    ("Рим  Париж", ["Рим", " ", "Париж"]),  # a second space is a token, not punctuation: the notebook keeps it
+    (" Рим", [" ", "Рим"]),
+    ("Рим\nПариж", ["Рим", "\n", "Париж"]),
+    ("www.example.org", ["www.example.org"]),
+]
+
+
+@pytest.mark.parametrize("text, expected", SPACY_TOKENS)
+def test_regex_tokenizer_follows_spacy(text, expected):
+    assert _helpers()[1].regex_tokens(text) == expected
+
+
+@needs_spacy
+@pytest.mark.parametrize("text, expected", SPACY_TOKENS)
+def test_spacy_tokenizer_is_spacy_blank_ru(text, expected):
+    tokenize, name = _helpers()[1].tokenizer_for("spacy")
+    assert tokenize(text) == expected
+    assert name == f"spacy-blank-ru {spacy.__version__}"
+
+
+@pytest.mark.parametrize("tokenizer", TOKENIZERS)
+def test_the_output_names_the_tokenizer(metric, tokenizer):
+    result = metric.compute(predictions=["А.С. Пушкин"], references=["Пушкин"], tokenizer=tokenizer)
+    expected = f"spacy-blank-ru {spacy.__version__}" if tokenizer == "spacy" else _helpers()[1].REGEX_NAME
+    assert result["tokenizer"] == expected
+    assert expected in result["preprocessing"]
+
+
+def test_without_spacy_auto_falls_back_to_regex_and_spacy_says_how_to_install(monkeypatch):
+    spacy_like = _helpers()[1]
+    monkeypatch.setitem(sys.modules, "spacy", None)  # import spacy now raises ImportError
+    assert spacy_like.tokenizer_for("auto") == (spacy_like.regex_tokens, spacy_like.REGEX_NAME)
+    with pytest.raises(ImportError, match=r"tokenizer='spacy' needs spaCy: pip install 'spacy>=3.7,<4'"):
+        spacy_like.tokenizer_for("spacy")
+
+
+def test_auto_uses_spacy_when_installed(metric):
+    result = metric.compute(predictions=["Рим"], references=["Рим"])
+    assert result["tokenizer"].startswith("spacy-blank-ru" if spacy else "regex")
 
 
 def test_abstention_game_score_and_counts(metric):
@@ -117,15 +193,35 @@ def test_threshold_is_strict(metric):
 @pytest.mark.parametrize(
     "kwargs, error, message",
     [
-        ({"predictions": ["a"], "references": ["a", "b"]}, ValueError, "Mismatch in the number of predictions"),
-        ({"predictions": [5], "references": ["a"]}, ValueError, "don't match the expected format"),
+        ({"predictions": ["a"], "references": ["a", "b"]}, ValueError, "got 1 predictions for 2 references"),
+        ({"predictions": [5], "references": ["a"]}, TypeError, "prediction 0: expected a string or None, got int 5"),
+        ({"predictions": ["a", 5], "references": ["a", "b"]}, TypeError, "prediction 1: expected a string or None"),
+        ({"predictions": ["a"], "references": [None]}, TypeError, "reference 0: expected a string, got NoneType"),
+        ({"predictions": ["a", "b"], "references": ["a", 3.5]}, TypeError, "reference 1: expected a string, got float"),
         ({"predictions": ["a"], "references": [" "]}, ValueError, "reference 0: the gold answer is empty"),
         ({"predictions": ["a"], "references": ["a"], "question_numbers": [1, 2]}, ValueError, "2 question numbers for 1"),
         ({"predictions": ["a"], "references": ["a"], "question_numbers": ["3"]}, TypeError, "question number 0"),
         ({"predictions": ["a"], "references": ["a"], "confidences": [0.5]}, ValueError, "give both or neither"),
         ({"predictions": ["a"], "references": ["a"], "order": "reverse"}, ValueError, "order must be one of"),
         ({"predictions": ["a"], "references": ["a"], "question_numbers": [1], "value_multiplier": 0}, ValueError,
-         "value_multiplier must be a positive number"),
+         "value_multiplier must be a finite positive number, got 0"),
+        ({"predictions": ["a"], "references": ["a"], "question_numbers": [1], "value_multiplier": float("inf")},
+         ValueError, "value_multiplier must be a finite positive number, got inf"),
+        ({"predictions": ["a"], "references": ["a"], "question_numbers": [2.5]}, TypeError,
+         r"question number 0: expected an integer, got float 2.5"),
+        ({"predictions": ["a"], "references": ["a"], "question_numbers": [float("nan")]}, TypeError,
+         r"question number 0: expected an integer, got float nan"),
+        ({"predictions": ["a"], "references": ["a"], "threshold": "0.5"}, TypeError,
+         r"threshold must be a number, got str '0.5'"),
+        ({"predictions": ["a"], "references": ["a"], "threshold": float("nan")}, ValueError,
+         r"threshold must be a finite number, got nan"),
+        ({"predictions": ["a"], "references": ["a"], "confidences": [0.5], "confidence_threshold": "high"},
+         TypeError, r"confidence_threshold must be a number, got str 'high'"),
+        ({"predictions": ["a"], "references": ["a"], "confidences": [0.5], "confidence_threshold": float("nan")},
+         ValueError, r"confidence_threshold must be a finite number, got nan"),
+        ({"predictions": ["a"], "references": ["a"], "confidences": ["x"], "confidence_threshold": 0.5},
+         TypeError, r"confidence 0: expected a number, got 'x'"),
+        ({"predictions": ["a"], "references": ["a"], "tokenizer": "nltk"}, ValueError, "tokenizer must be one of"),
     ],
 )
 def test_bad_input_is_a_clear_error(metric, kwargs, error, message):
@@ -133,10 +229,29 @@ def test_bad_input_is_a_clear_error(metric, kwargs, error, message):
         metric.compute(**kwargs)
 
 
+def test_integral_floats_and_a_pandas_series_are_question_numbers(metric):
+    import pandas as pd
+
+    numbers = pd.Series([2.0, 5], index=[10, 20], dtype=object)  # not 0..n-1: positions, not labels, count
+    result = metric.compute(predictions=["Рим", "Рим"], references=["Рим", "Париж"], question_numbers=numbers)
+    assert (result["score"], result["max_score"]) == (2 - 5, 7)
+    assert isinstance(result["score"], int)
+
+
 def test_values_outside_one_to_five_warn_and_still_score(metric):
     with pytest.warns(UserWarning, match=r"1 question number\(s\) outside 1-5, scored as given: 1 \(7\)"):
         result = metric.compute(predictions=["Рим", "Рим"], references=["Рим", "Рим"], question_numbers=[2, 7])
     assert result["score"] == 9
+
+
+def test_abstentions_anywhere_and_through_add_batch(metric):
+    # evaluate alone checks only the first prediction's type: None first must work as None later does
+    result = metric.compute(predictions=[None, "Рим"], references=["Рим", "Рим"], question_numbers=[3, 1])
+    assert (result["abstained"], result["score"]) == ([True, False], 1)
+    assert metric.compute(predictions=[None], references=["Рим"])["num_abstained"] == 1
+    metric.add_batch(predictions=[None], references=["Париж"])
+    metric.add(prediction="Рим", reference="Рим")
+    assert metric.compute()["abstained"] == [True, False]
 
 
 def test_a_prediction_with_no_word_is_a_wrong_answer(metric):
@@ -159,10 +274,8 @@ def test_metric_loads_offline_without_qahub_or_nltk_data(tmp_path):
     assert float(done.stdout.split()[-1]) == pytest.approx(0.9375)
 
 
-def _plain_meteor(prediction, gold):
+def _plain_meteor(prediction, gold, tokenize):
     """The uncached path: fresh tokenizing, pymorphy3 parsing and NLTK objects for every pair."""
-    import re
-
     import pymorphy3
     from nltk.stem.porter import PorterStemmer
     from nltk.translate.meteor_score import meteor_score
@@ -171,7 +284,7 @@ def _plain_meteor(prediction, gold):
 
     def lemmas(text):
         out = []
-        for word in re.findall(r"\d+(?:[.,]\d+)+|\w+", text):
+        for word in tokenize(text):
             known = [p.normal_form for p in morph.parse(word.lower()) if p.is_known]
             out.append(known[0] if known else word.lower())
         return out
@@ -209,11 +322,34 @@ def perturb(answers, seed=0):
 
 
 @needs_real
-def test_cached_scores_equal_the_plain_nltk_path_on_real_answers(metric):
+@pytest.mark.parametrize("tokenizer", TOKENIZERS)
+def test_cached_scores_equal_the_plain_nltk_path_on_real_answers(metric, tokenizer):
     answers = _real_answers()[:400]
     predictions = perturb(answers)
-    result = metric.compute(predictions=predictions, references=answers)
-    assert result["meteor_per_example"] == [_plain_meteor(p, g) for p, g in zip(predictions, answers, strict=True)]
+    result = metric.compute(predictions=predictions, references=answers, tokenizer=tokenizer)
+    tokenize, _ = _helpers()[1].tokenizer_for(tokenizer)
+    expected = [_plain_meteor(p, g, tokenize) for p, g in zip(predictions, answers, strict=True)]
+    assert result["meteor_per_example"] == expected
+
+
+@needs_real
+@needs_spacy
+def test_spacy_tokenizer_equals_a_plain_spacy_blank_ru_on_real_texts():
+    nlp = spacy.blank("ru")  # untouched: lexical attributes and is_punct as spaCy computes them
+    tokenize, _ = _helpers()[1].tokenizer_for("spacy")
+    with open(REAL / VALIDATION, encoding="utf-8", newline="") as f:
+        texts = [text for row in csv.DictReader(f) for text in row.values()]
+    texts += [" Рим", "Рим  Париж", "\t\n", "$5 №5 100% C++ 5°C"]
+    assert [tokenize(t) for t in texts] == [[tok.text for tok in nlp(t) if not tok.is_punct] for t in texts]
+
+
+@needs_real
+@needs_spacy
+def test_regex_tokenizer_equals_spacy_on_every_real_answer():
+    spacy_like = _helpers()[1]
+    tokenize, _ = spacy_like.tokenizer_for("spacy")
+    differing = [a for a in _real_answers() if spacy_like.regex_tokens(a) != tokenize(a)]
+    assert differing == []
 
 
 @needs_real
@@ -277,12 +413,100 @@ def test_cli_headerless_answers_against_a_qa_file(tmp_path):
     preds.write_text("3,бульвара Сансет\n0,Рим\n", encoding="utf-8")
     refs = tmp_path / "qa.csv"
     refs.write_text("QuestionText,Answer\nq0,Париж\nq1,Канберра\nq2,Ла-Пас\nq3,Бульвар Сансет\n", encoding="utf-8")
-    result = _run(predictions=preds, references=refs)
+    result = _run(predictions=preds, references=refs, missing="skip")
     assert (result["num_questions"], result["num_correct"], result["num_references_without_prediction"]) == (2, 1, 2)
+    assert result["missing"] == "skip"
     assert "score" not in result  # no question numbers in a QuestionText,Answer file
-    assert _run(predictions=preds, references=refs, missing="abstain")["num_abstained"] == 2
-    with pytest.raises(ValueError, match=r"answers\.csv: no prediction for 2 question id\(s\) of .*qa\.csv: 1, 2"):
-        _run(predictions=preds, references=refs, missing="error")
+    abstain = _run(predictions=preds, references=refs, missing="abstain")
+    assert (abstain["num_abstained"], abstain["missing"]) == (2, "abstain")
+    # the default: unmatched references are an error listing them
+    with pytest.raises(ValueError, match=r"answers\.csv: no prediction for 2 question id\(s\) of .*qa\.csv: 1, 2$"):
+        _run(predictions=preds, references=refs)
+
+
+def test_cli_missing_error_lists_the_first_ids_and_the_count(tmp_path):
+    refs = tmp_path / "qa.csv"
+    refs.write_text("QuestionText,Answer\n" + "".join(f"q{i},Рим\n" for i in range(9)), encoding="utf-8")
+    preds = tmp_path / "p.json"
+    preds.write_text('{"0": "Рим"}', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"no prediction for 8 question id\(s\) of .*: 1, 2, 3, 4, 5 \.\.\. \(8 in all\)"):
+        _run(predictions=preds, references=refs)
+
+
+@pytest.mark.parametrize(
+    "name, data, message",
+    [
+        ("p.csv", "0,Рим\n".encode("cp1251"), r"p\.csv: line 1: not UTF-8 text \(invalid continuation byte at byte 2\)"),
+        ("p.csv", "question_id,prediction\n0,Рим\n1,Р".encode() + "им".encode("utf-16"),
+         r"p\.csv: line 3: not UTF-8 text"),
+        ("p.json", '{"0": "Рим"}'.encode("utf-16"), r"p\.json: line 1: not UTF-8 text"),
+        ("p.jsonl", '{"id": 0, "answer": "Рим"}\n{"id": 1, "answer": "П'.encode() + b"\xff\"}\n",
+         r"p\.jsonl: line 2: not UTF-8 text"),
+        ("p.csv", 'question_id,prediction\n0,"Рим\n'.encode(), r"p\.csv: line 2: malformed CSV \(unexpected end of data\)"),
+        ("p.csv", 'question_id,prediction\n0,"Рим"x\n'.encode(), r"p\.csv: line 2: malformed CSV"),
+    ],
+)
+def test_cli_unreadable_predictions_name_the_file_and_line(tmp_path, name, data, message):
+    preds = tmp_path / name
+    preds.write_bytes(data)
+    with pytest.raises(ValueError, match=message):
+        _run(predictions=preds, references=SAMPLE / EXTENDED, missing="skip")
+
+
+def test_cli_unreadable_references_name_the_file_and_line(tmp_path):
+    preds = tmp_path / "p.json"
+    preds.write_text('{"0": "Рим"}', encoding="utf-8")
+    refs = tmp_path / "refs.tsv"
+    refs.write_bytes("QuestionID\tQuestionNumber\tAnswer\n0\t1\tРим\n".encode("cp1251"))
+    with pytest.raises(ValueError, match=r"refs\.tsv: line 2: not UTF-8 text"):
+        _run(predictions=preds, references=refs)
+    refs.write_text('QuestionText,Answer\n"q,Рим\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"refs\.tsv: line 2: malformed CSV \(unexpected end of data\)"):
+        _run(predictions=preds, references=refs)
+    refs.write_text("QuestionID\tQuestionNumber\tAnswer\n0\t1\tРим\n1\t2\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"refs\.tsv: line 3: expected 3 columns"):
+        _run(predictions=preds, references=refs)
+
+
+@pytest.mark.parametrize(
+    "number, expected",
+    [("2.0", 2), ("2", 2), ("2.5", None), ("nan", None), ("inf", None), ("1e400", None), ("x", None)],
+)
+def test_cli_question_numbers_like_the_metric(tmp_path, number, expected):
+    refs = tmp_path / "refs.tsv"
+    refs.write_text(f"QuestionID\tQuestionNumber\tAnswer\n0\t{number}\tРим\n", encoding="utf-8")
+    preds = tmp_path / "p.json"
+    preds.write_text('{"0": "Рим"}', encoding="utf-8")
+    if expected is None:
+        with pytest.raises(ValueError, match=rf"refs\.tsv: line 2: question number must be an integer, got '{number}'"):
+            _run(predictions=preds, references=refs)
+    else:
+        assert _run(predictions=preds, references=refs)["score"] == expected
+
+
+@pytest.mark.parametrize(
+    "flag, value, message",
+    [
+        ("--value-multiplier", "1e400", "must be a finite number, got '1e400'"),
+        ("--value-multiplier", "0", "must be above 0, got '0'"),
+        ("--value-multiplier", "-10", "must be above 0, got '-10'"),
+        ("--threshold", "nan", "must be a finite number, got 'nan'"),
+        ("--confidence-threshold", "NaN", "must be a finite number, got 'NaN'"),
+        ("--confidence-threshold", "high", "not a number: 'high'"),
+    ],
+)
+def test_cli_refuses_non_finite_numbers(flag, value, message, capsys):
+    parser = argparse.ArgumentParser()
+    scoring.add_arguments(parser)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--predictions", "p", "--references", "r", flag, value])
+    assert f"argument {flag}: {message}" in capsys.readouterr().err
+
+
+def test_cli_integral_value_multiplier_gives_integer_scores(tmp_path):
+    result = _run(predictions=SAMPLE / "predictions.json", references=SAMPLE / EXTENDED, confidence_threshold=0.3,
+                  value_multiplier="10.0")
+    assert result["score"] == 150 and isinstance(result["score"], int)
 
 
 def test_cli_json_and_jsonl(tmp_path):
@@ -317,7 +541,7 @@ def test_cli_needs_confidences_for_a_confidence_threshold(tmp_path):
     preds = tmp_path / "preds.json"
     preds.write_text('{"0": "Рим"}', encoding="utf-8")
     with pytest.raises(ValueError, match=r"needs a confidence for every prediction; none for id\(s\) 0"):
-        _run(predictions=preds, references=SAMPLE / EXTENDED, confidence_threshold=0.5)
+        _run(predictions=preds, references=SAMPLE / EXTENDED, confidence_threshold=0.5, missing="skip")
 
 
 def test_cli_empty_gold_answer_is_an_error(tmp_path):

@@ -1,24 +1,21 @@
 """Correctness of a Russian Jeopardy! answer as in the official ``evaluate_QA_system.ipynb``.
 
-Both answers are tokenized (punctuation dropped), lemmatized with pymorphy3 and compared with NLTK's
-``meteor_score``; an answer is correct when METEOR > 0.227743. Everything runs offline: NLTK's WordNet is
-replaced by a stand-in with no synsets and no punkt model is needed.
+Both answers are tokenized as spaCy's Russian tokenizer does (punctuation tokens dropped), lemmatized with
+pymorphy3 and compared with NLTK's ``meteor_score``; an answer is correct when METEOR > 0.227743. Everything
+runs offline: NLTK's WordNet is replaced by a stand-in with no synsets and no punkt model is needed.
 
 Lemmas, stems and pair scores are cached per process, so repeated answers cost one dictionary lookup.
 """
 
-import re
+from .spacy_like import TOKENIZERS, tokenizer_for
 
 THRESHOLD = 0.227743
 ORDERS = ("official", "standard")
 
-# words, and numbers with inner separators ("1.5", "100,000"), as one token each; the rest is punctuation
-_TOKEN = re.compile(r"\d+(?:[.,]\d+)+|\w+")
-
 PREPROCESSING = (
-    "tokens: regex \\d+([.,]\\d+)+|\\w+ (punctuation dropped, no punkt); lemmas: pymorphy3 {version} "
-    "normal form of the first dictionary parse, lowercased word when pymorphy3 does not know it; "
-    "METEOR: nltk {nltk} meteor_score with PorterStemmer and a WordNet stand-in with no synsets"
+    "tokens: {tokenizer}, tokens that are all punctuation dropped (as spaCy's is_punct), no punkt; "
+    "lemmas: pymorphy3 {version} normal form of the first dictionary parse, lowercased word when pymorphy3 "
+    "does not know it; METEOR: nltk {nltk} meteor_score with PorterStemmer and a WordNet stand-in with no synsets"
 )
 
 
@@ -29,14 +26,10 @@ class NoSynsets:
         return []
 
 
-def tokenize(text):
-    return _TOKEN.findall(text)
-
-
 class RussianMeteor:
     """Preprocessing and METEOR for answer pairs, with per-process caches."""
 
-    def __init__(self):
+    def __init__(self, tokenizer="auto"):
         import nltk
         import pymorphy3
         from nltk.stem.porter import PorterStemmer
@@ -47,10 +40,12 @@ class RussianMeteor:
         self._dictionary = self._morph.dictionary
         self._stemmer = _CachedStemmer(PorterStemmer())
         self._wordnet = NoSynsets()
+        self.tokenize, self.tokenizer = tokenizer_for(tokenizer)
         self._lemmas = {}
         self._texts = {}
         self._pairs = {}
-        self.description = PREPROCESSING.format(version=pymorphy3.__version__, nltk=nltk.__version__)
+        self.description = PREPROCESSING.format(
+            tokenizer=self.tokenizer, version=pymorphy3.__version__, nltk=nltk.__version__)
 
     def lemma(self, word):
         key = word.lower()
@@ -77,7 +72,7 @@ class RussianMeteor:
         """Lemmas of ``text``: a tuple of strings (empty when it has no word)."""
         lemmas = self._texts.get(text)
         if lemmas is None:
-            lemmas = self._texts[text] = tuple(self.lemma(word) for word in tokenize(text))
+            lemmas = self._texts[text] = tuple(self.lemma(word) for word in self.tokenize(text))
         return lemmas
 
     def score(self, prediction, gold, order="official"):
@@ -108,11 +103,13 @@ class _CachedStemmer:
         return stem
 
 
-_SHARED = []
+_SHARED = {}
 
 
-def shared():
-    """The process-wide scorer (its caches survive between ``compute`` calls)."""
-    if not _SHARED:
-        _SHARED.append(RussianMeteor())
-    return _SHARED[0]
+def shared(tokenizer="auto"):
+    """The process-wide scorer for ``tokenizer`` (its caches survive between ``compute`` calls)."""
+    if tokenizer not in TOKENIZERS:
+        raise ValueError(f"tokenizer must be one of {TOKENIZERS}, got {tokenizer!r}")
+    if tokenizer not in _SHARED:
+        _SHARED[tokenizer] = RussianMeteor(tokenizer)
+    return _SHARED[tokenizer]

@@ -11,8 +11,11 @@ JSON / JSONL records with those keys. A null or empty prediction is an abstentio
 
 from __future__ import annotations
 
+import argparse
 import csv
+import io
 import json
+import math
 from pathlib import Path
 
 HELP = "Russian QA Jeopardy!: METEOR correctness (official recipe), accuracy and the game score"
@@ -26,13 +29,16 @@ def add_arguments(parser):
     parser.add_argument("--references", required=True, help="gold answers (.csv/.tsv upstream file, .json or .jsonl)")
     parser.add_argument("--order", choices=["official", "standard"], default="official",
                         help="official: meteor_score([prediction], gold) as the notebook; standard: the reverse")
-    parser.add_argument("--threshold", type=float, default=0.227743, help="METEOR above which an answer is correct")
-    parser.add_argument("--confidence-threshold", type=float,
+    parser.add_argument("--threshold", type=finite_float, default=0.227743,
+                        help="METEOR above which an answer is correct")
+    parser.add_argument("--confidence-threshold", type=finite_float,
                         help="abstain on predictions whose confidence is below this")
-    parser.add_argument("--value-multiplier", type=float, default=1,
+    parser.add_argument("--value-multiplier", type=positive_float, default=1,
                         help="question value = question number x this (10 for TV-style 10-50 points)")
-    parser.add_argument("--missing", choices=["skip", "abstain", "error"], default="skip",
-                        help="questions without a prediction: left out (default), scored as abstentions, or an error")
+    parser.add_argument("--tokenizer", choices=["auto", "spacy", "regex"], default="auto",
+                        help="auto: spaCy's Russian tokenizer when spaCy is installed, else the regex imitation")
+    parser.add_argument("--missing", choices=["error", "skip", "abstain"], default="error",
+                        help="questions without a prediction: an error (default), left out, or scored as abstentions")
     parser.add_argument("--per-example", action="store_true", help="include per-question ids, METEOR and flags")
 
 
@@ -46,6 +52,7 @@ def run(args) -> dict:
     result = registry.load_metric("jeopardy_meteor").compute(**inputs)
     per_example = {key: result.pop(key) for key in ("meteor_per_example", "correct", "abstained")}
     result["num_references_without_prediction"] = len(references) - len(predictions)
+    result["missing"] = args.missing
     if args.per_example:
         result["examples"] = [
             {"question_id": qid, "meteor": m, "correct": c, "abstained": a}
@@ -63,6 +70,7 @@ def _inputs(ids, predictions, references, args):
         "order": args.order,
         "threshold": args.threshold,
         "value_multiplier": _number(args.value_multiplier),
+        "tokenizer": args.tokenizer,
     }
     numbers = [references[qid].get("question_number") for qid in ids]
     if ids and all(n is not None for n in numbers):
@@ -77,7 +85,26 @@ def _inputs(ids, predictions, references, args):
     return inputs
 
 
-def match(predictions, references, pred_path, ref_path, missing="skip"):
+def finite_float(text):
+    """argparse type: a finite number."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
+
+
+def positive_float(text):
+    """argparse type: a finite number above 0."""
+    value = finite_float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be above 0, got {text!r}")
+    return value
+
+
+def match(predictions, references, pred_path, ref_path, missing="error"):
     """The ids to score, in reference order; every prediction id must be a reference id."""
     unknown = [qid for qid in predictions if qid not in references]
     if unknown:
@@ -145,18 +172,17 @@ def read_predictions(path: Path) -> dict:
 
 
 def _prediction_rows(path):
-    with open(path, encoding="utf-8-sig", newline="") as f:
-        rows = [row for row in csv.reader(f, delimiter=_delimiter(path)) if row]
-    if rows and any(key in rows[0] for key in ID_KEYS):
-        header = rows[0]
-        for index, row in enumerate(rows[1:], 2):
+    rows = _csv_rows(path)
+    if rows and any(key in rows[0][1] for key in ID_KEYS):
+        header = rows[0][1]
+        for line, row in rows[1:]:
             if len(row) != len(header):
-                raise ValueError(f"{path}: line {index}: expected {len(header)} columns ({header}), got {row!r}")
-        return [dict(zip(header, row, strict=True)) for row in rows[1:]]
-    for index, row in enumerate(rows):  # header-less id,answer
+                raise ValueError(f"{path}: line {line}: expected {len(header)} columns ({header}), got {row!r}")
+        return [dict(zip(header, row, strict=True)) for _, row in rows[1:]]
+    for line, row in rows:  # header-less id,answer
         if len(row) != 2:
-            raise ValueError(f"{path}: line {index + 1}: expected id,answer, got {row!r}")
-    return [{"question_id": row[0], "prediction": row[1]} for row in rows]
+            raise ValueError(f"{path}: line {line}: expected id,answer, got {row!r}")
+    return [{"question_id": row[0], "prediction": row[1]} for _, row in rows]
 
 
 def _prediction_records(path, records):
@@ -181,21 +207,43 @@ def _prediction_records(path, records):
 
 
 def _table(path):
-    with open(path, encoding="utf-8-sig", newline="") as f:
-        reader = csv.DictReader(f, delimiter=_delimiter(path))
-        header = [name.replace(" ", "") for name in reader.fieldnames or []]
-        reader.fieldnames = header
-        rows, start = [], 2
+    """``([(line, {column: value})], header)``; every row must have the header's columns."""
+    rows = _csv_rows(path)
+    if not rows:
+        raise ValueError(f"{path}: empty file (expected a header line)")
+    (_, header), out = rows[0], []
+    header = [name.replace(" ", "") for name in header]
+    for line, row in rows[1:]:
+        if len(row) != len(header):
+            raise ValueError(f"{path}: line {line}: expected {len(header)} columns ({header}), got {row!r}")
+        out.append((line, dict(zip(header, row, strict=True))))
+    return out, header
+
+
+def _csv_rows(path):
+    """``[(line, row)]`` of the non-blank rows; strict quoting; tab-separated when the first line has a tab."""
+    text = read_text(path)
+    first = text.split("\n", 1)[0]
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter="\t" if "\t" in first else ",", strict=True)
+    rows, start = [], 1
+    try:
         for row in reader:
-            rows.append((start, row))
+            if row:
+                rows.append((start, row))
             start = reader.line_num + 1
-        return rows, header
+    except csv.Error as err:
+        raise ValueError(f"{path}: line {start}: malformed CSV ({err})") from None
+    return rows
 
 
-def _delimiter(path):
-    with open(path, encoding="utf-8-sig") as f:
-        first = f.readline()
-    return "\t" if "\t" in first else ","
+def read_text(path):
+    """The file as text (UTF-8, an optional BOM); not UTF-8 is an error naming the line."""
+    data = Path(path).read_bytes()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise ValueError(f"{path}: line {line}: not UTF-8 text ({err.reason} at byte {err.start})") from None
 
 
 def _json_records(path):
@@ -205,19 +253,18 @@ def _json_records(path):
             raise ValueError(f"{path}: expected a JSON list of records")
         return data
     records = []
-    with open(path, encoding="utf-8") as f:
-        for line_no, line in enumerate(f, 1):
-            if line.strip():
-                try:
-                    records.append(json.loads(line))
-                except json.JSONDecodeError as err:
-                    raise ValueError(f"{path}: line {line_no}: not valid JSON ({err.msg})") from None
+    for line_no, line in enumerate(read_text(path).split("\n"), 1):
+        if line.strip():
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError as err:
+                raise ValueError(f"{path}: line {line_no}: not valid JSON ({err.msg})") from None
     return records
 
 
 def _load_json(path):
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(read_text(path))
     except json.JSONDecodeError as err:
         raise ValueError(f"{path}: not valid JSON ({err.msg} at line {err.lineno})") from None
 
@@ -231,10 +278,16 @@ def _id(record, where):
 
 
 def _integer(value, where):
+    """An integer, or an integral number such as 2.0 / "2.0"; anything else (2.5, nan, inf, "x") is an error."""
     try:
-        if isinstance(value, bool) or float(value) != int(float(value)):
+        if isinstance(value, bool):
             raise ValueError
-        return int(float(value))
+        if isinstance(value, int):
+            return value
+        number = float(value)
+        if not number.is_integer():
+            raise ValueError
+        return int(number)
     except (TypeError, ValueError, OverflowError):
         raise ValueError(f"{where}: question number must be an integer, got {value!r}") from None
 
