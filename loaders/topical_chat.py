@@ -63,6 +63,7 @@ _RATINGS = ["Poor", "Not Good", "Passable", "Good", "Excellent"]
 _WIKI_KINDS = ["shortened", "summarized"]
 _SECTIONS = ("FS1", "FS2", "FS3")
 _ARTICLE_KEYS = ("url", "headline", "AS1", "AS2", "AS3", "AS4")
+_CONVERSATION_KEYS = ("article_url", "config", "content", "conversation_rating")
 _TURN_KEYS = ("agent", "message", "sentiment", "knowledge_source", "turn_rating")
 _ASR_KEYS = ("message_asr_A", "message_asr_B")
 
@@ -242,7 +243,10 @@ def _reading_set_features():
 
 
 def iter_records(path):
-    """``(conversation id, record)`` pairs of the top-level JSON object in ``path``, parsed incrementally."""
+    """``(conversation id, record)`` pairs of the top-level JSON object in ``path``, parsed incrementally.
+
+    An empty object is an error: every upstream file holds conversations.
+    """
     ijson = _ijson()
     with open(path, "rb") as f:
         _expect_object(path, f)
@@ -252,15 +256,16 @@ def iter_records(path):
             try:
                 key, value = next(items)
             except StopIteration:
-                return
+                break
             except (ijson.JSONError, UnicodeDecodeError) as err:
                 where = f"after {last}" if last else "-"
-                raise record_error(path, where, f"not valid JSON ({_one_line(err)})") from None
+                raise record_error(path, where, _json_problem(err)) from None
             if key in seen:
                 raise record_error(path, key, "duplicate conversation id")
             seen.add(key)
             last = key
             yield key, value
+    _expect(seen, path, "-", "no conversations (the file is an empty JSON object)")
 
 
 def _ijson():
@@ -272,12 +277,30 @@ def _ijson():
 
 
 def _expect_object(path, f):
+    _expect_utf8_start(path, f.read(4))
+    f.seek(0)
     first = f.read(1)
     while first and first.isspace():
         first = f.read(1)
     if first != b"{":
-        raise record_error(path, "-", "expected a JSON object keyed by conversation id")
+        problem = "empty file" if not first else "expected a JSON object keyed by conversation id"
+        raise record_error(path, "-", problem)
     f.seek(0)
+
+
+def _expect_utf8_start(path, head):
+    """The upstream files are UTF-8 without a byte-order mark; name any other encoding seen at the start."""
+    if head.startswith(b"\xef\xbb\xbf"):
+        raise record_error(path, "-", "starts with a UTF-8 byte-order mark; expected UTF-8 without one, as upstream")
+    if head[:2] in (b"\xff\xfe", b"\xfe\xff") or b"\x00" in head:
+        raise record_error(path, "-", "is UTF-16 or UTF-32 encoded; expected UTF-8")
+
+
+def _json_problem(err):
+    if isinstance(err, UnicodeDecodeError):
+        return f"not valid UTF-8 (byte {err.object[err.start]:#04x} at offset {err.start}: {err.reason})"
+    text = _one_line(err)
+    return f"not valid UTF-8 ({text})" if "UTF8" in text else f"not valid JSON ({text})"
 
 
 def _one_line(err):
@@ -291,7 +314,10 @@ def _one_line(err):
 
 
 def read_conversations(path, asr=False):
-    """The rows of a conversations file (an ASR file with ``asr=True``), as the builder makes them."""
+    """The rows of a conversations file (an ASR file with ``asr=True``), as the builder makes them.
+
+    ``asr=None`` reads either kind: the ASR keys are allowed but not required, and not returned.
+    """
     return _conversation_rows(path, asr)
 
 
@@ -309,7 +335,8 @@ def _conversation_rows(path, asr):
 
 
 def _parse_conversation(path, cid, record, asr):
-    _expect_keys(path, cid, record, ("article_url", "config", "content", "conversation_rating"))
+    _expect_keys(path, cid, record, _CONVERSATION_KEYS)
+    _expect_only(path, cid, record, _CONVERSATION_KEYS)
     _expect(record["article_url"] is None or isinstance(record["article_url"], str), path, cid,
             f"'article_url' must be a string, got {record['article_url']!r}")
     content = record["content"]
@@ -326,10 +353,9 @@ def _parse_conversation(path, cid, record, asr):
 def _parse_turn(path, cid, index, turn, asr):
     where = f"turn {index}"
     keys = _TURN_KEYS + (_ASR_KEYS if asr else ())
-    _expect(isinstance(turn, dict), path, cid, f"{where}: expected an object, got {type(turn).__name__}")
-    missing = [key for key in keys if key not in turn]
-    _expect(not missing, path, cid, f"{where}: missing key(s) {', '.join(missing)}")
-    for key in ("message",) + (_ASR_KEYS if asr else ()):
+    _expect_keys(path, cid, turn, keys, where)
+    _expect_only(path, cid, turn, _TURN_KEYS + (_ASR_KEYS if asr is not False else ()), where)
+    for key in ("message",) + tuple(key for key in _ASR_KEYS if key in turn):
         _expect(isinstance(turn[key], str), path, cid, f"{where}: {key!r} must be a string, got {turn[key]!r}")
     _expect(_is_str_list(turn["knowledge_source"]), path, cid,
             f"{where}: 'knowledge_source' must be a list of strings, got {turn['knowledge_source']!r}")
@@ -340,13 +366,14 @@ def _parse_turn(path, cid, index, turn, asr):
         "knowledge_source": turn["knowledge_source"],
         "turn_rating": _rating(path, cid, "turn_rating", turn["turn_rating"], where),
     }
-    return row | {key: turn[key] for key in _ASR_KEYS if asr}
+    return row | ({key: turn[key] for key in _ASR_KEYS} if asr else {})
 
 
 def _parse_conversation_rating(path, cid, ratings):
     _expect(isinstance(ratings, dict), path, cid, f"'conversation_rating' must be an object, got {ratings!r}")
     missing = [agent for agent in _AGENTS if agent not in ratings]
     _expect(not missing, path, cid, f"'conversation_rating' lacks {', '.join(missing)}")
+    _expect_only(path, cid, ratings, _AGENTS, "conversation_rating")
     return {agent: _rating(path, cid, f"conversation_rating of {agent}", ratings[agent]) for agent in _AGENTS}
 
 
@@ -365,25 +392,31 @@ def _label(path, cid, what, value, names, where=None):
 
 
 def _reading_set_rows(conversations, reading_sets, form, wiki):
-    configs = {cid: record.get("config") if isinstance(record, dict) else None
-               for cid, record in iter_records(conversations)}
+    """The reading sets, checked against the conversations: the same ids, the same config."""
+    configs = {row["conversation_id"]: row["config"] for row in _conversation_rows(conversations, asr=False)}
     texts = _wiki_texts(wiki) if form == "pre-build" else None
+    seen = set()
     for cid, record in iter_records(reading_sets):
         _expect(cid in configs, reading_sets, cid, f"no conversation with this id in {conversations}")
         row = _parse_reading_set(reading_sets, cid, record, form, texts)
-        config = _CONFIGS[row["config"]]
-        _expect(config == configs[cid], reading_sets, cid,
-                f"config {config!r} differs from the conversation's {configs[cid]!r} in {conversations}")
+        _expect(row["config"] == configs[cid], reading_sets, cid, f"config {_CONFIGS[row['config']]!r} differs "
+                f"from the conversation's {_CONFIGS[configs[cid]]!r} in {conversations}")
+        seen.add(cid)
         yield row
+    missing = [cid for cid in configs if cid not in seen]
+    _expect(not missing, reading_sets, missing[0] if missing else "-",
+            f"no reading set for this conversation of {conversations} ({len(missing)} conversation(s) lack one)")
 
 
 def _parse_reading_set(path, cid, record, form, texts):
     article_key = "article" if form == "post-build" else "article_url"
     _expect(form == "pre-build" or not isinstance(record, dict) or "article_url" not in record, path, cid,
             f"has 'article_url': a pre-build reading set, which needs {_WIKI} to be read")
+    post_build_like = isinstance(record, dict) and "article" in record and "article_url" not in record
+    _expect(form == "post-build" or not post_build_like, path, cid,
+            f"has 'article' and no 'article_url': a post-build reading set, which is read without {_WIKI}")
     _expect_keys(path, cid, record, ("config", *_AGENTS, article_key))
-    extra = sorted(set(record) - {"config", *_AGENTS, article_key})
-    _expect(not extra, path, cid, f"unexpected key(s) {', '.join(extra)} in a {form} reading set")
+    _expect_only(path, cid, record, ("config", *_AGENTS, article_key), f"{form} reading set")
     return {
         "conversation_id": cid,
         "config": _label(path, cid, "config", record["config"], _CONFIGS),
@@ -409,6 +442,7 @@ def _parse_section(path, cid, where, section, texts):
     _expect(len(kinds) == 1, path, cid, f"{where}: expected one of shortened_wiki_lead_section, "
             f"summarized_wiki_lead_section, found {len(kinds)}")
     _expect_keys(path, cid, section, ("entity", "fun_facts"), where)
+    _expect_only(path, cid, section, ("entity", "fun_facts", f"{kinds[0]}_wiki_lead_section"), where)
     _expect(isinstance(section["entity"], str), path, cid, f"{where}: 'entity' must be a string")
     _expect(_is_str_list(section["fun_facts"]), path, cid, f"{where}: 'fun_facts' must be a list of strings")
     kind = kinds[0]
@@ -429,8 +463,7 @@ def _parse_article(path, cid, article, form):
         _expect(article is None or isinstance(article, str), path, cid, f"'article_url' must be a string, got {article!r}")
         return {key: article if key == "url" else None for key in _ARTICLE_KEYS}
     _expect(isinstance(article, dict), path, cid, f"'article' must be an object, got {article!r}")
-    extra = sorted(set(article) - set(_ARTICLE_KEYS))
-    _expect(not extra, path, cid, f"article: unexpected key(s) {', '.join(extra)}")
+    _expect_only(path, cid, article, _ARTICLE_KEYS, "article")
     for key, value in article.items():
         _expect(value is None or isinstance(value, str), path, cid, f"article: {key!r} must be text, got {value!r}")
     return {key: article.get(key) for key in _ARTICLE_KEYS}
@@ -438,17 +471,35 @@ def _parse_article(path, cid, article, form):
 
 def _wiki_texts(path):
     """``src/wiki/wiki.json`` maps text to id per kind; build.py looks texts up by id."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    _expect_utf8_start(path, raw[:4])
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+        data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise record_error(path, "-", f"not valid JSON ({_one_line(err)})") from None
+        raise record_error(path, "-", _json_problem(err)) from None
+    _expect(isinstance(data, dict), path, "-", f"expected a JSON object, got {type(data).__name__}")
+    extra = sorted(set(data) - {f"{kind}_wiki_lead_section" for kind in _WIKI_KINDS})
+    _expect(not extra, path, "-", f"unexpected key(s) {', '.join(map(repr, extra))}")
+    return {kind: _wiki_ids(path, f"{kind}_wiki_lead_section", data.get(f"{kind}_wiki_lead_section"))
+            for kind in _WIKI_KINDS}
+
+
+def _wiki_ids(path, key, by_text):
+    """``{id: text}`` from ``{text: id}``; every id an integer, used once."""
+    _expect(isinstance(by_text, dict), path, key, "missing or not an object")
     texts = {}
-    for kind in _WIKI_KINDS:
-        by_text = data.get(f"{kind}_wiki_lead_section") if isinstance(data, dict) else None
-        _expect(isinstance(by_text, dict), path, f"{kind}_wiki_lead_section", "missing or not an object")
-        texts[kind] = {wiki_id: text for text, wiki_id in by_text.items()}
+    for text, wiki_id in by_text.items():
+        where = f"{key}[{_short(text)}]"
+        _expect(type(wiki_id) is int, path, where, f"the id must be an integer, got {_short(wiki_id)}")
+        _expect(wiki_id not in texts, path, where, f"id {wiki_id} is also the id of {_short(texts.get(wiki_id))}")
+        texts[wiki_id] = text
     return texts
+
+
+def _short(value, limit=60):
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 # checks
@@ -459,6 +510,13 @@ def _expect_keys(path, cid, record, keys, where=None):
     _expect(isinstance(record, dict), path, cid, f"{prefix}expected an object, got {type(record).__name__}")
     missing = [key for key in keys if key not in record]
     _expect(not missing, path, cid, f"{prefix}missing key(s) {', '.join(missing)}")
+
+
+def _expect_only(path, cid, record, keys, where=None):
+    """Nothing is dropped silently: a key the builder does not keep is an error naming it."""
+    prefix = f"{where}: " if where else ""
+    extra = sorted(set(record) - set(keys))
+    _expect(not extra, path, cid, f"{prefix}unexpected key(s) {', '.join(map(repr, extra))} (expected {list(keys)})")
 
 
 def _is_str_list(value):

@@ -1,4 +1,5 @@
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -219,18 +220,94 @@ def test_real_data_without_train(tmp_path):
     assert {split: len(rows) for split, rows in ds.items()} == dict.fromkeys(REAL_SPLITS, 539)
 
 
+def label_names(features):
+    """Decode a row's ClassLabel ids back to the upstream strings (-1, a missing rating, back to "")."""
+    turn = features["turns"].feature
+    rating = turn["turn_rating"].names
+
+    def name(names, value):
+        return "" if value == -1 else names[value]
+
+    def decode(row):
+        turns = [{**t, "agent": name(turn["agent"].names, t["agent"]),
+                  "sentiment": name(turn["sentiment"].names, t["sentiment"]),
+                  "turn_rating": name(rating, t["turn_rating"])} for t in row["turns"]]
+        return {**row, "config": features["config"].names[row["config"]], "turns": turns,
+                "conversation_rating": {a: name(rating, r) for a, r in row["conversation_rating"].items()}}
+    return decode
+
+
+def upstream_row(cid, record):
+    """What a row must hold, straight from the upstream record (every key of it)."""
+    return {"conversation_id": cid, "article_url": record["article_url"], "config": record["config"],
+            "turns": record["content"], "conversation_rating": record["conversation_rating"]}
+
+
 @pytest.mark.slow
 def test_real_rows_match_the_files(tmp_path):
+    """Every field of every row of the four real splits and of the two ASR files equals the upstream record."""
     data = real_dir(tmp_path)
-    ds = build_with("conversations", data, tmp_path / "c", splits=("test_rare",))["test_rare"]
-    raw = json.loads((data / "conversations/test_rare.json").read_text(encoding="utf-8"))
-    assert ds["conversation_id"] == list(raw)
-    names = ds.features["turns"].feature["sentiment"].names
-    for row in ds:
-        record = raw[row["conversation_id"]]
-        assert [t["message"] for t in row["turns"]] == [t["message"] for t in record["content"]]
-        assert [names[t["sentiment"]] for t in row["turns"]] == [t["sentiment"] for t in record["content"]]
-        assert [t["knowledge_source"] for t in row["turns"]] == [t["knowledge_source"] for t in record["content"]]
+    for config, rel_of in (("conversations", lambda s: f"conversations/{s}.json"),
+                           ("asr", lambda s: f"TopicalChatASR/actual/{s}_audio.json")):
+        splits = REAL_SPLITS if config == "conversations" else ["test_freq", "test_rare"]
+        ds = build_with(config, data, tmp_path / config, splits=tuple(splits))
+        for split in splits:
+            raw = json.loads((data / rel_of(split)).read_text(encoding="utf-8"))
+            decode = label_names(ds[split].features)
+            assert len(ds[split]) == len(raw) == (539 if config == "conversations" else 40)
+            assert [decode(row) for row in ds[split]] == [upstream_row(cid, record) for cid, record in raw.items()]
+
+
+def upstream_reading_set(cid, record, wiki):
+    """A pre-build record resolved as upstream build.py resolves it (text looked up by id), in the row's shape."""
+    by_id = {kind: {wiki_id: text for text, wiki_id in wiki[f"{kind}_wiki_lead_section"].items()}
+             for kind in ("shortened", "summarized")}
+
+    def section(fs):
+        (kind,) = [k for k in ("shortened", "summarized") if f"{k}_wiki_lead_section" in fs]
+        wiki_id = fs[f"{kind}_wiki_lead_section"]
+        return {"entity": fs["entity"], "wiki_lead_kind": kind, "wiki_lead_section": by_id[kind][wiki_id],
+                "wiki_lead_id": wiki_id, "fun_facts": None, "fun_fact_ids": fs["fun_facts"]}
+
+    return {"conversation_id": cid, "config": record["config"], "form": "pre-build",
+            **{agent: {name: section(record[agent][name]) for name in ("FS1", "FS2", "FS3")}
+               for agent in ("agent_1", "agent_2")},
+            "article": {"url": record["article_url"], "headline": None, "AS1": None, "AS2": None, "AS3": None,
+                        "AS4": None}}
+
+
+@pytest.mark.slow
+def test_real_reading_sets_match_the_files_and_wiki(tmp_path):
+    data = real_dir(tmp_path)
+    wiki = json.loads((data / "src/wiki/wiki.json").read_text(encoding="utf-8"))
+    ds = build_with("reading_sets", data, tmp_path / "r", splits=tuple(REAL_SPLITS))
+    for split in REAL_SPLITS:
+        raw = json.loads((data / f"reading_sets/pre-build/{split}.json").read_text(encoding="utf-8"))
+        assert len(ds[split]) == len(raw) == 539
+        rows = [decode_reading_set(row, ds[split].features) for row in ds[split]]
+        assert rows == [upstream_reading_set(cid, record, wiki) for cid, record in raw.items()]
+
+
+def decode_reading_set(row, features):
+    kinds = features["agent_1"]["FS1"]["wiki_lead_kind"].names
+    sections = {agent: {name: {**fs, "wiki_lead_kind": kinds[fs["wiki_lead_kind"]]} for name, fs in row[agent].items()}
+                for agent in ("agent_1", "agent_2")}
+    return {**row, **sections, "config": features["config"].names[row["config"]],
+            "form": features["form"].names[row["form"]]}
+
+
+def test_card_example_is_the_real_first_row():
+    """The card's example: the first valid_freq row as the builder makes it, first turn only."""
+    real = shared_data("topical_chat")
+    if real is None:
+        pytest.skip("../shared/data/topical_chat absent")
+    from qahub.loaders.topical_chat import read_conversations
+
+    card = registry.card_path("topical_chat").read_text(encoding="utf-8")
+    block = card.split("## Example (`conversations`, abridged)")[1].split("```json\n")[1].split("```")[0]
+    example = json.loads(block)
+    row = next(iter(read_conversations(real / "conversations/valid_freq.json")))
+    assert example == {**row, "turns": [row["turns"][0], "..."]}
 
 
 @pytest.mark.slow
@@ -318,7 +395,7 @@ def test_reading_set_problems(tmp_path):
     assert_bad(tmp_path, data, "reading_sets",
                rf"record {SAMPLE_TEST_FREQ_C}: config 'D' differs from the conversation's 'C'", splits=("test_freq",))
     edit(data, "reading_sets/post-build/test_freq.json", lambda r: r[SAMPLE_TEST_FREQ_A]["article"].update(message="Forbidden"))
-    assert_bad(tmp_path, data, "reading_sets", rf"record {SAMPLE_TEST_FREQ_A}: article: unexpected key\(s\) message",
+    assert_bad(tmp_path, data, "reading_sets", rf"record {SAMPLE_TEST_FREQ_A}: article: unexpected key\(s\) 'message'",
                splits=("test_freq",))
 
 
@@ -335,6 +412,124 @@ def test_malformed_files(tmp_path):
     path.write_text(text[:-2] + "," + text[1:], encoding="utf-8")  # the same ids twice
     assert_bad(tmp_path, data, "conversations", r"test_rare\.json: record t_\S+: duplicate conversation id",
                splits=("test_rare",))
+
+
+def test_wiki_ids_must_be_integers_used_once(tmp_path):
+    data = copy_sample(tmp_path)
+    edit(data, "src/wiki/wiki.json", lambda r: r["shortened_wiki_lead_section"].update({"zzz": [1]}))
+    assert_bad(tmp_path, data, "reading_sets",
+               r"src/wiki/wiki\.json: record shortened_wiki_lead_section\['zzz'\]: the id must be an integer, got \[1\]",
+               splits=("test_freq",), reading_set_form="pre-build")
+    data = copy_sample(tmp_path / "second")
+    edit(data, "src/wiki/wiki.json", lambda r: r["summarized_wiki_lead_section"].update({"Another text.": 900101}))
+    assert_bad(tmp_path, data, "reading_sets", r"src/wiki/wiki\.json: record summarized_wiki_lead_section\['Another "
+               r"text\.'\]: id 900101 is also the id of 'Jazz is a music genre", splits=("test_freq",), reading_set_form="pre-build")
+
+
+def first_turn(records):
+    return records[SAMPLE_TEST_FREQ_A]["content"][0]
+
+
+def first_section(records):
+    return records[SAMPLE_TEST_FREQ_A]["agent_1"]["FS1"]
+
+
+UNKNOWN_KEYS = [  # (config, file, where the key goes, expected message after the record id)
+    ("conversations", "conversations/test_freq.json", lambda r: r[SAMPLE_TEST_FREQ_A],
+     r"unexpected key\(s\) 'extra_field'"),
+    ("conversations", "conversations/test_freq.json", first_turn, r"turn 0: unexpected key\(s\) 'extra_field'"),
+    ("conversations", "conversations/test_freq.json", lambda r: r[SAMPLE_TEST_FREQ_A]["conversation_rating"],
+     r"conversation_rating: unexpected key\(s\) 'extra_field'"),
+    ("asr", "TopicalChatASR/actual/test_freq_audio.json", first_turn, r"turn 0: unexpected key\(s\) 'extra_field'"),
+    ("reading_sets", "reading_sets/post-build/test_freq.json", first_section,
+     r"agent_1 FS1: unexpected key\(s\) 'extra_field'"),
+    ("reading_sets", "reading_sets/post-build/test_freq.json", lambda r: r[SAMPLE_TEST_FREQ_A],
+     r"post-build reading set: unexpected key\(s\) 'extra_field'"),
+]
+
+
+@pytest.mark.parametrize("config, rel, where, match", UNKNOWN_KEYS)
+def test_unknown_keys_are_errors_not_dropped(tmp_path, config, rel, where, match):
+    data = copy_sample(tmp_path)
+    edit(data, rel, lambda records: where(records).update(extra_field="x"))
+    assert_bad(tmp_path, data, config, rf"{re.escape(rel)}: record {SAMPLE_TEST_FREQ_A}: {match}", splits=("test_freq",))
+
+
+def test_synthetic_asr_key_is_refused_in_conversations(tmp_path):
+    data = copy_sample(tmp_path)
+    edit(data, "conversations/test_freq.json", lambda r: first_turn(r).update(message_sim_asr="hello do you"))
+    assert_bad(tmp_path, data, "conversations",
+               rf"test_freq\.json: record {SAMPLE_TEST_FREQ_A}: turn 0: unexpected key\(s\) 'message_sim_asr'",
+               splits=("test_freq",))
+
+
+def test_pre_build_section_with_unknown_key(tmp_path):
+    data = copy_sample(tmp_path)
+    edit(data, "reading_sets/pre-build/test_freq.json", lambda r: first_section(r).update(topic="space"))
+    assert_bad(tmp_path, data, "reading_sets",
+               rf"pre-build/test_freq\.json: record {SAMPLE_TEST_FREQ_A}: agent_1 FS1: unexpected key\(s\) 'topic'",
+               splits=("test_freq",), reading_set_form="pre-build")
+
+
+def test_conversation_without_reading_set(tmp_path):
+    data = copy_sample(tmp_path)
+    edit(data, "reading_sets/post-build/test_freq.json", lambda r: r.pop(SAMPLE_TEST_FREQ_A))
+    assert_bad(tmp_path, data, "reading_sets",
+               rf"post-build/test_freq\.json: record {SAMPLE_TEST_FREQ_A}: no reading set for this conversation of "
+               r".*conversations/test_freq\.json \(1 conversation\(s\) lack one\)", splits=("test_freq",))
+
+
+def test_conversation_record_not_an_object_in_reading_sets_config(tmp_path):
+    data = copy_sample(tmp_path)
+    edit(data, "conversations/test_freq.json", lambda r: r.update({SAMPLE_TEST_FREQ_A: []}))
+    assert_bad(tmp_path, data, "reading_sets",
+               rf"conversations/test_freq\.json: record {SAMPLE_TEST_FREQ_A}: expected an object, got list",
+               splits=("test_freq",))
+
+
+def test_empty_split_file(tmp_path):
+    data = copy_sample(tmp_path)
+    (data / "conversations/test_freq.json").write_text("{}\n", encoding="utf-8")
+    assert_bad(tmp_path, data, "conversations", r"conversations/test_freq\.json: record -: no conversations",
+               splits=("test_freq",))
+    (data / "conversations/test_freq.json").write_text("", encoding="utf-8")
+    assert_bad(tmp_path, data, "conversations", r"conversations/test_freq\.json: record -: empty file",
+               splits=("test_freq",))
+
+
+@pytest.mark.parametrize("encode, problem", [
+    (lambda text: b"\xef\xbb\xbf" + text.encode("utf-8"), "starts with a UTF-8 byte-order mark"),
+    (lambda text: text.encode("utf-16"), "is UTF-16 or UTF-32 encoded; expected UTF-8"),
+    (lambda text: text.encode("utf-16-le"), "is UTF-16 or UTF-32 encoded; expected UTF-8"),
+    (lambda text: text.replace("Hello", "H\u00e9llo").encode("cp1252"), r"not valid UTF-8 \("),
+])
+def test_wrong_encodings_are_named(tmp_path, encode, problem):
+    data = copy_sample(tmp_path)
+    path = data / "conversations/test_freq.json"
+    path.write_bytes(encode(path.read_text(encoding="utf-8")))
+    assert_bad(tmp_path, data, "conversations", rf"conversations/test_freq\.json: record [^:]+: {problem}",
+               splits=("test_freq",))
+
+
+@pytest.mark.parametrize("encode, problem", [
+    (lambda text: text.encode("utf-16"), "is UTF-16 or UTF-32 encoded"),
+    (lambda text: text.replace("Jazz is a music genre from", "Le jazz, caf\u00e9").encode("latin-1"),
+     r"not valid UTF-8 \(byte 0xe9 at offset \d+: invalid continuation byte\)"),
+])
+def test_wiki_encoding_problems_are_named(tmp_path, encode, problem):
+    data = copy_sample(tmp_path)
+    wiki = data / "src/wiki/wiki.json"
+    wiki.write_bytes(encode(wiki.read_text(encoding="utf-8")))
+    assert_bad(tmp_path, data, "reading_sets", rf"src/wiki/wiki\.json: record -: {problem}",
+               splits=("test_freq",), reading_set_form="pre-build")
+
+
+def test_post_build_file_read_as_pre_build(tmp_path):
+    data = copy_sample(tmp_path)
+    shutil.copy(data / "reading_sets/post-build/test_freq.json", data / "reading_sets/pre-build/test_freq.json")
+    assert_bad(tmp_path, data, "reading_sets", rf"pre-build/test_freq\.json: record {SAMPLE_TEST_FREQ_A}: has 'article' "
+               r"and no 'article_url': a post-build reading set, which is read without src/wiki/wiki\.json",
+               splits=("test_freq",), reading_set_form="pre-build")
 
 
 def test_missing_ijson_is_a_clear_error(tmp_path, monkeypatch):

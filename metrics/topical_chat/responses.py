@@ -1,5 +1,6 @@
 """Scores of generated responses: unigram F1, distinct-n, BLEU-4 (sacrebleu)."""
 
+import math
 import re
 import string
 from collections import Counter
@@ -30,10 +31,28 @@ def unigram_f1(prediction, reference):
     return 2 * precision * recall / (precision + recall)
 
 
+def mean(values):
+    """The mean with an exactly rounded sum, so that the order of the examples cannot change it."""
+    return math.fsum(values) / len(values)
+
+
 def distinct(predictions, n):
-    """Distinct n-grams over all predictions / all n-grams (n-grams stay inside one prediction); 0.0 if none."""
-    grams = [tuple(toks[i:i + n]) for toks in map(tokens, predictions) for i in range(len(toks) - n + 1)]
+    """Distinct n-grams of all predictions / all their n-grams (n-grams stay inside one prediction); 0.0 if none.
+
+    Tokens: each prediction lowercased and split by sacrebleu's 13a tokenizer, as BLEU splits it (punctuation
+    marks are tokens; nothing is removed).
+    """
+    from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
+
+    split = Tokenizer13a()
+    grams = [tuple(toks[i:i + n]) for toks in (split(p.lower()).split() for p in predictions)
+             for i in range(len(toks) - n + 1)]
     return len(set(grams)) / len(grams) if grams else 0.0
+
+
+def _capped(score):
+    # sacrebleu's floating point gives 100.00000000000004 for a perfect match; BLEU is at most 100
+    return min(score, 100.0)
 
 
 def corpus_bleu(predictions, references):
@@ -42,7 +61,7 @@ def corpus_bleu(predictions, references):
 
     bleu = BLEU()
     score = bleu.corpus_score(list(predictions), [list(references)])
-    return score.score, str(bleu.get_signature())
+    return _capped(score.score), str(bleu.get_signature())
 
 
 def sentence_bleus(predictions, references):
@@ -50,4 +69,4 @@ def sentence_bleus(predictions, references):
     from sacrebleu.metrics import BLEU
 
     bleu = BLEU(effective_order=True)
-    return [bleu.sentence_score(p, [r]).score for p, r in zip(predictions, references, strict=True)]
+    return [_capped(bleu.sentence_score(p, [r]).score) for p, r in zip(predictions, references, strict=True)]

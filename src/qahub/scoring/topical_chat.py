@@ -65,6 +65,9 @@ def read_predictions(path):
     with open(path, encoding="utf-8") as f:
         try:
             records = json.load(f)
+        except UnicodeDecodeError as err:
+            raise PredictionsError(f"{path}: not valid UTF-8 (byte {err.object[err.start]:#04x} at offset "
+                                   f"{err.start}: {err.reason})") from None
         except json.JSONDecodeError as err:
             raise PredictionsError(f"{path}: not valid JSON ({err.msg} at line {err.lineno})") from None
     if not isinstance(records, list):
@@ -90,10 +93,11 @@ def _check_prediction(path, index, record):
 
 
 def reference_turns(path):
-    """``{(conversation_id, turn_index): (agent, message, knowledge sources)}`` of a conversations file."""
+    """``{(conversation_id, turn_index): (agent, message, knowledge sources)}`` of a conversations file or
+    of an ASR file (its ASR hypotheses are not needed here)."""
     return {
         (row["conversation_id"], index): (_AGENTS[turn["agent"]], turn["message"], turn["knowledge_source"])
-        for row in read_conversations(path)
+        for row in read_conversations(path, asr=None)
         for index, turn in enumerate(row["turns"])
     }
 

@@ -1,0 +1,356 @@
+"""Fuzzed and hostile input for Topical-Chat (issue 8): metric properties with hypothesis, damaged copies of the
+sample files for the builder and the export, and no code run from the data."""
+
+import ast
+import json
+import random
+import re
+import shutil
+from pathlib import Path
+
+import evaluate
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from qahub.loaders._sources import SourceDataError
+
+import qahub
+from qahub import export as export_mod
+from qahub import registry
+
+SAMPLE = registry.samples_dir("topical_chat")
+SETTINGS = settings(max_examples=50, deadline=None)
+
+# the metric
+
+
+@pytest.fixture(scope="module")
+def metric():
+    return evaluate.load(str(registry.metric_dir("topical_chat")))
+
+
+texts = st.text(max_size=40)  # any Unicode (no lone surrogates: they are not valid text in Arrow)
+long_texts = st.builds(lambda word, times: (word + " ") * times, st.text(min_size=1, max_size=8),
+                       st.integers(min_value=1_000, max_value=5_000))
+any_text = st.one_of(texts, texts, texts, long_texts, st.sampled_from(["", " ", "\n\t", "...", "the a an", "\u00a0"]))
+batches = st.lists(st.tuples(any_text, any_text, st.one_of(st.none(), any_text)), min_size=1, max_size=5)
+
+DOCUMENTED = re.compile(
+    r"topical_chat: no predictions to score|Predictions and/or references don't match the expected format"
+    r"|Mismatch in the number of predictions|topical_chat: knowledge|topical_chat: per_example must be True or False"
+    r"|topical_chat: (predictions|references)\[\d+\] must be a string, got "
+    r"|topical_chat: (predictions|references) must be a list of strings"
+)
+
+
+def compute(metric, batch, **kwargs):
+    predictions, references, knowledge = (list(column) for column in zip(*batch))
+    return metric.compute(predictions=predictions, references=references, knowledge=knowledge, **kwargs)
+
+
+def assert_in_range(result, count):
+    assert 0.0 <= result["f1"] <= 1.0
+    assert 0.0 <= result["bleu"] <= 100.0
+    assert 0.0 <= result["distinct_1"] <= 1.0 and 0.0 <= result["distinct_2"] <= 1.0
+    assert result["num_examples"] == count and 0 <= result["num_with_knowledge"] <= count
+    assert (result["knowledge_f1"] is None) == (result["num_with_knowledge"] == 0)
+    assert result["knowledge_f1"] is None or 0.0 <= result["knowledge_f1"] <= 1.0
+    for row in result["per_example"]:
+        assert 0.0 <= row["f1"] <= 1.0 and 0.0 <= row["bleu"] <= 100.0
+        assert row["knowledge_f1"] is None or 0.0 <= row["knowledge_f1"] <= 1.0
+
+
+@SETTINGS
+@given(batch=batches)
+def test_scores_stay_in_their_ranges(metric, batch):
+    assert_in_range(compute(metric, batch, per_example=True), len(batch))
+
+
+@SETTINGS
+@given(batch=batches)
+def test_a_perfect_prediction_gets_the_maximum(metric, batch):
+    from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
+
+    texts = [prediction for prediction, _, _ in batch]
+    result = metric.compute(predictions=texts, references=texts, knowledge=texts, per_example=True)
+    assert result["f1"] == 1.0 and all(row["f1"] == 1.0 for row in result["per_example"])
+    assert result["knowledge_f1"] in (None, 1.0)
+    if all(len(Tokenizer13a()(text).split()) >= 4 for text in texts):  # BLEU-4 needs a 4-gram in each
+        assert result["bleu"] == 100.0
+
+
+@SETTINGS
+@given(batch=batches, seed=st.integers(0, 2**32 - 1))
+def test_the_order_of_examples_does_not_change_corpus_scores(metric, batch, seed):
+    order = list(range(len(batch)))
+    random.Random(seed).shuffle(order)
+    first = compute(metric, batch, per_example=True)
+    second = compute(metric, [batch[i] for i in order], per_example=True)
+    corpus = ("f1", "bleu", "distinct_1", "distinct_2", "knowledge_f1", "num_examples", "num_with_knowledge")
+    assert {key: second[key] for key in corpus} == {key: first[key] for key in corpus}
+    assert second["per_example"] == [first["per_example"][i] for i in order]
+
+
+junk = st.one_of(st.none(), st.integers(), st.floats(allow_nan=False), st.binary(max_size=5), st.lists(texts, max_size=2),
+                 st.dictionaries(texts, texts, max_size=2))
+
+
+@SETTINGS
+@given(batch=batches, where=st.sampled_from(["predictions", "references", "knowledge"]), index=st.integers(0, 7),
+       value=junk)
+def test_a_non_string_is_a_documented_error(metric, batch, where, index, value):
+    columns = dict(zip(("predictions", "references", "knowledge"), (list(c) for c in zip(*batch))))
+    if where == "knowledge" and value is None:
+        value = 3  # None is a valid knowledge entry
+    columns[where][index % len(batch)] = value
+    with pytest.raises(ValueError, match=DOCUMENTED):
+        metric.compute(**columns)
+
+
+@SETTINGS
+@given(predictions=st.lists(st.one_of(texts, st.none()), max_size=4), references=st.lists(st.one_of(texts, st.none()),
+                                                                                            max_size=4),
+       knowledge=st.one_of(st.none(), texts, st.lists(st.one_of(texts, st.none(), st.integers()), max_size=4)),
+       per_example=st.one_of(st.booleans(), st.none(), st.integers(0, 1), texts))
+def test_only_documented_exceptions(metric, predictions, references, knowledge, per_example):
+    """Any mixture of inputs is either scored (in range) or refused with one of the documented ValueErrors."""
+    try:
+        result = metric.compute(predictions=predictions, references=references, knowledge=knowledge,
+                                per_example=per_example)
+    except ValueError as err:
+        assert DOCUMENTED.search(str(err)), str(err)
+        return
+    assert isinstance(per_example, bool) and predictions and len(predictions) == len(references)
+    assert_in_range(result | {"per_example": result.get("per_example", [])}, len(predictions))
+
+
+def test_empty_and_whitespace_inputs(metric):
+    result = metric.compute(predictions=["", " "], references=["", "\n"], knowledge=["", " "])
+    assert (result["f1"], result["bleu"], result["distinct_1"], result["knowledge_f1"]) == (1.0, 0.0, 0.0, None)
+
+
+# the builder
+
+
+def copy_sample(root):
+    data = root / "data"
+    shutil.copytree(SAMPLE, data)
+    return data
+
+
+def truncate(raw, rng):
+    return raw[:rng.randrange(len(raw.rstrip()))]  # always before the closing brace
+
+
+def flip_bytes(raw, rng):
+    raw = bytearray(raw)
+    for _ in range(rng.randint(1, 8)):
+        raw[rng.randrange(len(raw))] = rng.randrange(256)
+    return bytes(raw)
+
+
+def delete_lines(raw, rng):
+    lines = raw.splitlines(keepends=True)
+    for _ in range(rng.randint(1, 3)):
+        del lines[rng.randrange(len(lines))]
+    return b"".join(lines)
+
+
+def _objects(value, root=True):
+    """The JSON objects inside ``value`` (not the top level: removing a whole record leaves a valid file)."""
+    if isinstance(value, dict):
+        if not root:
+            yield value
+        for item in value.values():
+            yield from _objects(item, root=False)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _objects(item, root=False)
+
+
+def delete_key(raw, rng):
+    data = json.loads(raw)
+    target = rng.choice([obj for obj in _objects(data) if obj])
+    del target[rng.choice(sorted(target))]
+    return json.dumps(data, indent=2).encode("utf-8")
+
+
+def delete_column(raw, rng):
+    """The same key removed from every object that has it (a column of the file)."""
+    data = json.loads(raw)
+    objects = [obj for obj in _objects(data) if obj]
+    key = rng.choice(sorted({key for obj in objects for key in obj}))
+    for obj in objects:
+        obj.pop(key, None)
+    return json.dumps(data, indent=2).encode("utf-8")
+
+
+def replace_value(raw, rng):
+    data = json.loads(raw)
+    target = rng.choice([obj for obj in _objects(data) if obj])
+    target[rng.choice(sorted(target))] = rng.choice([None, 0, 1.5, True, "", [], {}, ["x"], {"x": 1}, "Poor", -1])
+    return json.dumps(data, indent=2).encode("utf-8")
+
+
+MUTATIONS = [truncate, flip_bytes, delete_lines, delete_key, delete_column, replace_value]
+TARGETS = [  # (config, file, builder options)
+    ("conversations", "conversations/test_freq.json", {}),
+    ("asr", "TopicalChatASR/actual/test_freq_audio.json", {}),
+    ("reading_sets", "reading_sets/post-build/test_freq.json", {}),
+    ("reading_sets", "reading_sets/pre-build/test_freq.json", {"reading_set_form": "pre-build"}),
+    ("reading_sets", "src/wiki/wiki.json", {"reading_set_form": "pre-build"}),
+    ("reading_sets", "conversations/test_freq.json", {}),
+]
+CASES = [(config, rel, options, mutate, seed) for config, rel, options in TARGETS for mutate in MUTATIONS
+         for seed in range(3)]
+
+
+def leftovers(cache):
+    return [p for p in cache.rglob("*") if p.suffix == ".arrow" or p.name.endswith(".incomplete")]
+
+
+def assert_builds_or_documented_error(data, config, cache, **options):
+    """Returns None when it builds, else the SourceDataError / FileNotFoundError (nothing left in the cache)."""
+    builder = qahub.make_builder("topical_chat", config, data_dir=str(data), cache_dir=str(cache),
+                                 splits=("test_freq",), **options)
+    try:
+        qahub.prepare(builder)
+    except (SourceDataError, FileNotFoundError) as err:
+        assert str(data) in str(err), f"the error does not name the file: {err}"
+        assert leftovers(cache) == [], f"half-written cache after: {err}"
+        return err
+    assert len(builder.as_dataset()["test_freq"]) > 0
+    return None
+
+
+@pytest.mark.parametrize("config, rel, options, mutate, seed", CASES,
+                         ids=[f"{c}-{r.replace('/', '_')}-{m.__name__}-{s}" for c, r, _, m, s in CASES])
+def test_damaged_copies_build_or_fail_with_the_documented_error(tmp_path, config, rel, options, mutate, seed):
+    data = copy_sample(tmp_path)
+    path = data / rel
+    path.write_bytes(mutate(path.read_bytes(), random.Random(f"{rel}/{mutate.__name__}/{seed}")))
+    assert_builds_or_documented_error(data, config, tmp_path / "cache", **options)
+
+
+@pytest.mark.parametrize("mutate", [truncate, delete_key])
+def test_truncated_or_keyless_files_are_refused(tmp_path, mutate):
+    """Every key of a conversation is required and a truncated file is not JSON: these copies never build, so
+    the fuzzing above does reach the checks."""
+    for seed in range(3):
+        data = copy_sample(tmp_path / str(seed))
+        path = data / "conversations/test_freq.json"
+        path.write_bytes(mutate(path.read_bytes(), random.Random(seed)))
+        err = assert_builds_or_documented_error(data, "conversations", tmp_path / str(seed) / "cache")
+        assert isinstance(err, SourceDataError) and "test_freq.json: record " in str(err)
+
+
+ENCODINGS = [("cp1251", "Привет, ты любишь космос?"), ("shift_jis", "こんにちは、宇宙は好き？"),
+             ("utf-16", "Hello — ¿te gusta el espacio?"), ("utf-16-be", "Hello"), ("utf-32", "Hello"),
+             ("utf-8-sig", "Hello"), ("latin-1", "Café au lait?"), ("cp1252", "“Hello”")]
+
+
+@pytest.mark.parametrize("encoding, message", ENCODINGS, ids=[e for e, _ in ENCODINGS])
+@pytest.mark.parametrize("config, rel, options", [TARGETS[0], TARGETS[2], TARGETS[4]],
+                         ids=["conversations", "post-build", "wiki"])
+def test_wrongly_encoded_copies_are_refused(tmp_path, encoding, message, config, rel, options):
+    data = copy_sample(tmp_path)
+    path = data / rel
+    text = path.read_text(encoding="utf-8")
+    text = text.replace("Hello! Do you follow space news?", message).replace("Jazz is a music", f"{message} Jazz is a music")
+    assert message in text or message == "Hello"
+    path.write_bytes(text.encode(encoding))
+    err = assert_builds_or_documented_error(data, config, tmp_path / "cache", **options)
+    assert isinstance(err, SourceDataError), "a non-UTF-8 copy built"
+    assert re.search(r"UTF-8|byte-order mark|UTF-16", str(err)), str(err)
+
+
+def test_deeply_nested_json_is_refused(tmp_path):
+    data = copy_sample(tmp_path)
+    depth = 5_000
+    (data / "conversations/test_freq.json").write_text('{"t_x": ' + "[" * depth + "]" * depth + "}", encoding="utf-8")
+    err = assert_builds_or_documented_error(data, "conversations", tmp_path / "cache")
+    assert isinstance(err, SourceDataError) and re.search(r"record (t_x|-): ", str(err)), err
+
+
+# the export
+
+
+@pytest.mark.parametrize("mutate, seed", [(m, s) for m in MUTATIONS for s in range(2)],
+                         ids=[f"{m.__name__}-{s}" for m in MUTATIONS for s in range(2)])
+def test_a_failed_export_leaves_nothing(tmp_path, mutate, seed):
+    data = copy_sample(tmp_path)
+    path = data / "conversations/test_freq.json"
+    path.write_bytes(mutate(path.read_bytes(), random.Random(f"export/{mutate.__name__}/{seed}")))
+    out = tmp_path / "out" / "topical_chat"
+    try:
+        export_mod.export("topical_chat", out, configs=["conversations"], data_dir=str(data),
+                          cache_dir=str(tmp_path / "cache"), builder_options={"splits": ("test_freq",)})
+    except (SourceDataError, FileNotFoundError) as err:
+        assert str(data) in str(err)
+        assert not out.exists()
+        assert list(out.parent.glob(".*partial-*")) == []
+        assert leftovers(tmp_path / "cache") == []
+    else:
+        assert (out / "README.md").is_file()
+
+
+def test_a_broken_export_really_fails(tmp_path):
+    """The export test above is not vacuous: a truncated file does fail it, leaving no folder."""
+    data = copy_sample(tmp_path)
+    path = data / "conversations/test_freq.json"
+    path.write_bytes(path.read_bytes()[:100])
+    out = tmp_path / "out" / "topical_chat"
+    with pytest.raises(SourceDataError, match=r"test_freq\.json: record"):
+        export_mod.export("topical_chat", out, configs=["conversations"], data_dir=str(data),
+                          cache_dir=str(tmp_path / "cache"), builder_options={"splits": ("test_freq",)})
+    assert not out.exists() and list(out.parent.glob(".*partial-*")) == []
+
+
+# nothing from the data is executed or unpickled
+
+OUR_CODE = [Path(registry.builder_module("topical_chat").__file__), Path(qahub.__file__).parent / "scoring/topical_chat.py",
+            *sorted(registry.metric_dir("topical_chat").glob("*.py"))]
+FORBIDDEN_NAMES = {"eval", "exec", "compile", "__import__", "breakpoint"}  # called by bare name
+FORBIDDEN_METHODS = {"system", "popen", "load_module", "exec_module", "run_path"}  # os.system(...) and the like
+FORBIDDEN_MODULES = {"pickle", "cPickle", "dill", "marshal", "shelve", "subprocess", "joblib", "cloudpickle", "yaml",
+                     "torch", "importlib"}
+
+
+def dangerous(source):
+    """Names of calls and imports that could run or unpickle data, found in ``source``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [a.name for a in node.names if a.name.split(".")[0] in FORBIDDEN_MODULES]
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in FORBIDDEN_MODULES:
+            found.append(node.module)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FORBIDDEN_NAMES:
+            found.append(node.func.id)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in FORBIDDEN_METHODS:
+            found.append(node.func.attr)
+    return found
+
+
+def test_the_scan_finds_what_it_looks_for():
+    assert dangerous("import pickle\nfrom subprocess import run\nx = eval(s)\nos.system(c)\n") == [
+        "pickle", "subprocess", "eval", "system"]
+    assert dangerous("import re\nre.compile(r'x')\njson.loads(s)\n") == []
+
+
+def test_our_code_neither_executes_nor_unpickles_data():
+    assert len(OUR_CODE) >= 5 and all(path.is_file() for path in OUR_CODE)
+    assert {path: dangerous(path.read_text(encoding="utf-8")) for path in OUR_CODE} == {path: [] for path in OUR_CODE}
+
+
+def test_code_in_the_data_is_kept_as_text(tmp_path):
+    data = copy_sample(tmp_path)
+    path = data / "conversations/test_freq.json"
+    records = json.loads(path.read_text(encoding="utf-8"))
+    payload = "__import__('os').system('touch PWNED') # cos\nsystem\n(S'x'\ntR. {{7*7}} ${7*7}"
+    next(iter(records.values()))["content"][0]["message"] = payload
+    path.write_text(json.dumps(records), encoding="utf-8")
+    builder = qahub.make_builder("topical_chat", "conversations", data_dir=str(data), cache_dir=str(tmp_path / "c"),
+                                 splits=("test_freq",))
+    qahub.prepare(builder)
+    assert builder.as_dataset()["test_freq"][0]["turns"][0]["message"] == payload
+    assert not list(tmp_path.rglob("PWNED")) and not Path("PWNED").exists()
