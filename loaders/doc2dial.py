@@ -2,9 +2,11 @@
 
 import json
 import os
+import re
 import shutil
 import tempfile
 import zipfile
+import zlib
 from dataclasses import dataclass
 from typing import Optional
 
@@ -52,6 +54,9 @@ _DOC_KEYS = ("title", "doc_text", "spans", "doc_html_ts", "doc_html_raw")
 _SPAN_STR_KEYS = ("id_sp", "tag", "text_sp", "title", "id_sec", "text_sec")
 _SPAN_INT_KEYS = ("start_sp", "end_sp", "start_sec", "end_sec")
 _TURN_KEYS = ("turn_id", "role", "da", "references", "utterance")
+_KIND = {"sp": "span", "sec": "section"}
+_INT32 = (-(2**31), 2**31 - 1)
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 _REFERENCE = {"sp_id": datasets.Value("string"), "label": datasets.Value("string")}
 _TURN = {
@@ -154,11 +159,12 @@ class Doc2dial(datasets.GeneratorBasedBuilder):
         if self.config.data_dir:
             return resolve_sources(self.config, dl_manager, "doc2dial", _BASE_URL, _FILES)
         zip_path = resolve_sources(self.config, dl_manager, "doc2dial", _BASE_URL, {"zip": _ZIP}, {_ZIP: ZIP_SHA256})["zip"]
-        folder = extract_zip(zip_path, f"{zip_path}.{ZIP_SHA256[:16]}.unpacked")
+        label = f"{_ZIP} (downloaded to {zip_path})"
+        folder = extract_zip(zip_path, f"{zip_path}.{ZIP_SHA256[:16]}.unpacked", required=_FILES.values(), label=label)
         paths = {key: os.path.join(folder, rel) for key, rel in _FILES.items()}
         for key, path in paths.items():
             if not os.path.isfile(path):
-                raise SourceDataError(f"{zip_path}: the archive has no member {_FILES[key]}")
+                raise SourceDataError(f"{label}: the archive has no member {_FILES[key]}")
         return paths
 
     def _generate_examples(self, docs, dialogues):
@@ -174,18 +180,19 @@ class Doc2dial(datasets.GeneratorBasedBuilder):
 # --- the zip
 
 
-def extract_zip(zip_path, target):
+def extract_zip(zip_path, target, required=(), label=None):
     """Unpack ``zip_path`` into ``target`` (once): written to a temporary sibling, renamed when complete.
 
-    A member whose path would land outside ``target`` (absolute, ``..``, drive letter) or a symbolic link is
-    refused with ``SourceDataError`` and nothing is kept.
+    A member whose path would land outside ``target`` (absolute, ``..``, drive letter) or a symbolic link, a
+    missing ``required`` member, or a member that cannot be read (corrupt, encrypted, unknown compression) is
+    refused with ``SourceDataError`` naming the zip (``label``, default its path) and the member; nothing is kept.
     """
     if os.path.isdir(target):
         return target
     parent = os.path.dirname(os.path.abspath(target))
     scratch = tempfile.mkdtemp(prefix=".doc2dial-unpack-", dir=parent)
     try:
-        _extract_members(zip_path, scratch)
+        _extract_members(zip_path, scratch, required, label or zip_path)
         try:
             os.rename(scratch, target)
         except OSError:
@@ -196,26 +203,43 @@ def extract_zip(zip_path, target):
     return target
 
 
-def _extract_members(zip_path, folder):
+# what zipfile raises on a damaged archive: bad headers or CRC, a broken deflate stream, a short member,
+# an encrypted member (RuntimeError), an unknown compression method, a member name that is not UTF-8
+_ZIP_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, RuntimeError, NotImplementedError, ValueError, OverflowError)
+
+
+def _extract_members(zip_path, folder, required, label):
     root = os.path.realpath(folder)
     try:
-        with zipfile.ZipFile(zip_path) as archive:
-            for info in archive.infolist():
-                _check_member(zip_path, root, info)
-            archive.extractall(folder)
-    except zipfile.BadZipFile as err:
-        raise SourceDataError(f"{zip_path}: not a valid zip archive ({err})") from None
+        archive = zipfile.ZipFile(zip_path)
+    except _ZIP_ERRORS as err:
+        raise SourceDataError(f"{label}: not a valid zip archive ({type(err).__name__}: {err})") from None
+    with archive:
+        infos = archive.infolist()
+        for info in infos:
+            _check_member(label, root, info)
+        names = {info.filename for info in infos}
+        missing = [name for name in required if name not in names]
+        if missing:
+            raise SourceDataError(f"{label}: the archive has no member {', '.join(missing)}")
+        for info in infos:
+            try:
+                archive.extract(info, folder)
+            except _ZIP_ERRORS as err:
+                raise SourceDataError(
+                    f"{label}: member {info.filename!r}: cannot be extracted ({type(err).__name__}: {err})"
+                ) from None
 
 
-def _check_member(zip_path, root, info):
+def _check_member(label, root, info):
     name = info.filename
     destination = os.path.realpath(os.path.join(root, name))
     drive = len(name) > 1 and name[1] == ":"
     outside = os.path.isabs(name) or drive or os.path.commonpath([root, destination]) != root
     if outside:
-        raise SourceDataError(f"{zip_path}: member {name!r}: path resolves outside the extraction folder; refusing to extract")
+        raise SourceDataError(f"{label}: member {name!r}: path resolves outside the extraction folder; refusing to extract")
     if (info.external_attr >> 16) & 0o170000 == 0o120000:
-        raise SourceDataError(f"{zip_path}: member {name!r}: symbolic links are not accepted; refusing to extract")
+        raise SourceDataError(f"{label}: member {name!r}: symbolic links are not accepted; refusing to extract")
 
 
 # --- reading and validating the release files
@@ -229,6 +253,8 @@ def _load(path, top_key):
         raise record_error(path, "-", f"not UTF-8 text ({err.reason} at byte {err.start})") from None
     except json.JSONDecodeError as err:
         raise record_error(path, "-", f"not valid JSON ({err.msg} at line {err.lineno} column {err.colno})") from None
+    except (ValueError, RecursionError) as err:  # an integer of over 4300 digits; nesting deeper than Python's stack
+        raise record_error(path, "-", f"not valid JSON ({type(err).__name__}: {err})") from None
     if not isinstance(data, dict) or not isinstance(data.get(top_key), dict):
         raise record_error(path, "-", f"expected an object with a {top_key!r} object of domains")
     return data[top_key]
@@ -236,9 +262,12 @@ def _load(path, top_key):
 
 def _domains(path, data):
     for domain, by_doc in data.items():
+        _check_text(path, f"domain {domain!r}", "domain", domain)
         if not isinstance(by_doc, dict):
             raise record_error(path, f"domain {domain!r}", f"expected an object keyed by doc_id, got {type(by_doc).__name__}")
-        yield from ((domain, doc_id, value) for doc_id, value in by_doc.items())
+        for doc_id, value in by_doc.items():
+            _check_text(path, f"doc_id {doc_id!r} (domain {domain!r})", "doc_id", doc_id)
+            yield domain, doc_id, value
 
 
 def read_documents(path):
@@ -250,7 +279,7 @@ def read_documents(path):
         missing = [key for key in _DOC_KEYS if key not in doc]
         _expect(not missing, path, where, f"missing key(s) {', '.join(missing)}")
         for key in ("title", "doc_text", "doc_html_ts", "doc_html_raw"):
-            _expect(isinstance(doc[key], str), path, where, f"{key!r} must be a string")
+            _check_text(path, where, key, doc[key])
         _expect(isinstance(doc["spans"], dict), path, where, "'spans' must be an object keyed by id_sp")
         for sp_id, span in doc["spans"].items():
             _check_span(path, where, doc["doc_text"], sp_id, span)
@@ -264,15 +293,22 @@ def _check_span(path, where, text, sp_id, span):
     missing = [key for key in (*_SPAN_STR_KEYS, *_SPAN_INT_KEYS, "parent_titles") if key not in span]
     _expect(not missing, path, where, f"missing key(s) {', '.join(missing)}")
     for key in _SPAN_STR_KEYS:
-        _expect(isinstance(span[key], str), path, where, f"{key!r} must be a string, got {span[key]!r}")
+        _check_text(path, where, key, span[key])
+    _check_text(path, where, "parent_titles", str(span["parent_titles"]))
     for key in _SPAN_INT_KEYS:
-        _expect(type(span[key]) is int, path, where, f"{key!r} must be an integer, got {span[key]!r}")
-    _expect(span["id_sp"] == sp_id, path, where, f"id_sp {span['id_sp']!r} differs from its key")
-    start, end = span["start_sp"], span["end_sp"]
+        _expect(type(span[key]) is int, path, where, f"{key!r} must be an integer, got {_shown(span[key])}")
+    _expect(span["id_sp"] == sp_id, path, where, f"id_sp {_shown(span['id_sp'])} differs from its key")
+    _check_offsets(path, where, text, span, "sp")
+    _check_offsets(path, where, text, span, "sec")
+
+
+def _check_offsets(path, where, text, span, kind):
+    """``text_{kind} == doc_text[start_{kind}:end_{kind}]`` (kind ``sp``: the span, ``sec``: its section)."""
+    start, end, expected = span[f"start_{kind}"], span[f"end_{kind}"], span[f"text_{kind}"]
     _expect(0 <= start <= end <= len(text), path, where,
-            f"offsets [{start}, {end}) lie outside doc_text (length {len(text)})")
-    _expect(text[start:end] == span["text_sp"], path, where,
-            f"text_sp {span['text_sp'][:60]!r} != doc_text[{start}:{end}] {text[start:end][:60]!r}")
+            f"{_KIND[kind]} offsets [{start}, {end}) lie outside doc_text (length {len(text)})")
+    _expect(text[start:end] == expected, path, where,
+            f"text_{kind} {expected[:60]!r} != doc_text[{start}:{end}] {text[start:end][:60]!r}")
 
 
 def read_dialogues(path, docs):
@@ -282,8 +318,10 @@ def read_dialogues(path, docs):
         _expect(isinstance(dials, list), path, f"doc_id {doc_id!r} (domain {domain!r})", "expected a list of dialogues")
         for index, dial in enumerate(dials):
             dial_id = dial.get("dial_id") if isinstance(dial, dict) else None
-            where = f"dialogue {dial_id if isinstance(dial_id, str) else f'#{index}'} (doc_id {doc_id!r})"
+            where = f"dialogue #{index} (doc_id {doc_id!r})"
             _expect(isinstance(dial_id, str), path, where, "expected an object with a string 'dial_id'")
+            _check_text(path, where, "dial_id", dial_id)
+            where = f"dialogue {dial_id} (doc_id {doc_id!r})"
             _expect(dial_id not in seen, path, where, "dial_id occurs twice in the file")
             seen.add(dial_id)
             _expect((domain, doc_id) in docs, path, where, f"document {doc_id!r} of domain {domain!r} is not in doc2dial_doc.json")
@@ -296,19 +334,37 @@ def _check_turns(path, where, turns, spans):
     ids = set()
     for index, turn in enumerate(turns):
         _expect(isinstance(turn, dict), path, f"{where} turn #{index}", "expected an object")
-        turn_where = f"{where} turn {turn.get('turn_id', f'#{index}')}"
+        turn_id = turn.get("turn_id")
+        turn_where = f"{where} turn {turn_id if type(turn_id) is int else f'#{index}'}"
         missing = [key for key in _TURN_KEYS if key not in turn]
         _expect(not missing, path, turn_where, f"missing key(s) {', '.join(missing)}")
-        _expect(type(turn["turn_id"]) is int and turn["turn_id"] not in ids, path, turn_where, "turn_id must be a unique integer")
-        ids.add(turn["turn_id"])
-        _expect(turn["role"] in _ROLES, path, turn_where, f"role {turn['role']!r} is not one of {_ROLES}")
+        _expect(type(turn_id) is int and turn_id not in ids, path, turn_where, f"turn_id must be a unique integer, got {_shown(turn_id)}")
+        _expect(_INT32[0] <= turn_id <= _INT32[1], path, turn_where, f"turn_id {turn_id} is outside the int32 range")
+        ids.add(turn_id)
+        _expect(turn["role"] in _ROLES, path, turn_where, f"role {_shown(turn['role'])} is not one of {_ROLES}")
         for key in ("da", "utterance"):
-            _expect(isinstance(turn[key], str), path, turn_where, f"{key!r} must be a string")
+            _check_text(path, turn_where, key, turn[key])
         _expect(isinstance(turn["references"], list), path, turn_where, "'references' must be a list")
         for ref in turn["references"]:
             ok = isinstance(ref, dict) and isinstance(ref.get("sp_id"), str) and isinstance(ref.get("label"), str)
-            _expect(ok, path, turn_where, f"reference {ref!r} must be an object with string sp_id and label")
-            _expect(ref["sp_id"] in spans, path, turn_where, f"span {ref['sp_id']!r} is not a span of the document")
+            _expect(ok, path, turn_where, f"reference {_shown(ref)} must be an object with string sp_id and label")
+            _check_text(path, turn_where, "label", ref["label"])
+            _expect(ref["sp_id"] in spans, path, turn_where, f"span {_shown(ref['sp_id'])} is not a span of the document")
+
+
+def _check_text(path, where, key, value):
+    """A string that UTF-8 can encode (JSON ``\\ud83d`` escapes decode to lone surrogates, which it cannot)."""
+    _expect(isinstance(value, str), path, where, f"{key!r} must be a string, got {type(value).__name__}")
+    bad = _SURROGATE.search(value)
+    if bad:
+        raise record_error(path, where, f"{key!r} holds a lone surrogate {bad.group()!r} at character {bad.start()}: "
+                                        "not encodable as UTF-8")
+
+
+def _shown(value, limit=80):
+    """``repr(value)``, cut to ``limit`` characters (a record may hold a very long value)."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit - 3]}..."
 
 
 def _expect(condition, path, where, problem):

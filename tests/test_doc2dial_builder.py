@@ -260,7 +260,7 @@ def corrupt(tmp_path, name, change):
     path = root / RELEASE / name
     data = json.loads(path.read_text(encoding="utf-8"))
     change(data)
-    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    path.write_text(json.dumps(data), encoding="utf-8")  # ASCII: lone surrogates stay \u escapes, as JSON allows
     return root
 
 
@@ -296,11 +296,35 @@ def _offset_type(data):
     ssa_doc(data)["spans"]["2"]["start_sp"] = "32"
 
 
+def _surrogate_utterance(data):
+    ssa_turns(data)[1]["utterance"] = "ok \ud83d"
+
+
+def _surrogate_html(data):
+    ssa_doc(data)["doc_html_raw"] = "\udc80"
+
+
+def _huge_turn_id(data):
+    ssa_turns(data)[1]["turn_id"] = 2**40
+
+
+def _huge_section_start(data):
+    ssa_doc(data)["spans"]["2"]["start_sec"] = 2**40
+
+
+def _section_outside(data):
+    ssa_doc(data)["spans"]["2"]["end_sec"] = 99999
+
+
+def _section_text(data):
+    ssa_doc(data)["spans"]["3"]["text_sec"] = "The calculator"
+
+
 CASES = [
     ("doc2dial_doc.json", _shift_text, "dialogue_domain",
      rf"doc2dial_doc\.json: record document '{SSA_DOC}' \(domain 'ssa'\) span '3': text_sp 'The calculator shown below allows you' != doc_text\[67:147\]"),
     ("doc2dial_doc.json", _offsets_outside, "document_domain",
-     r"doc2dial_doc\.json: record .* span '18': offsets \[800, 900\) lie outside doc_text \(length 866\)"),
+     r"doc2dial_doc\.json: record .* span '18': span offsets \[800, 900\) lie outside doc_text \(length 866\)"),
     ("doc2dial_doc.json", _offset_type, "document_domain",
      r"doc2dial_doc\.json: record .* span '2': 'start_sp' must be an integer, got '32'"),
     ("doc2dial_dial_train.json", _unknown_span, "doc2dial_rc",
@@ -309,6 +333,19 @@ CASES = [
      rf"doc2dial_dial_train\.json: record dialogue {SSA_DIAL} .* turn 2: role 'system' is not one of"),
     ("doc2dial_dial_train.json", _missing_doc, "doc2dial_rc",
      r"doc2dial_dial_train\.json: record dialogue .*: document 'No such document#1_0' of domain 'ssa' is not in doc2dial_doc\.json"),
+    ("doc2dial_dial_train.json", _surrogate_utterance, "dialogue_domain",
+     rf"doc2dial_dial_train\.json: record dialogue {SSA_DIAL} .* turn 2: 'utterance' holds a lone surrogate '\\ud83d' "
+     r"at character 3: not encodable as UTF-8"),
+    ("doc2dial_doc.json", _surrogate_html, "document_domain",
+     rf"doc2dial_doc\.json: record document '{re.escape(SSA_DOC)}' \(domain 'ssa'\): 'doc_html_raw' holds a lone surrogate"),
+    ("doc2dial_dial_train.json", _huge_turn_id, "doc2dial_rc",
+     rf"doc2dial_dial_train\.json: record dialogue {SSA_DIAL} .* turn 1099511627776: turn_id 1099511627776 is outside the int32 range"),
+    ("doc2dial_doc.json", _huge_section_start, "document_domain",
+     r"doc2dial_doc\.json: record .* span '2': section offsets \[1099511627776, 67\) lie outside doc_text \(length 866\)"),
+    ("doc2dial_doc.json", _section_outside, "document_domain",
+     r"doc2dial_doc\.json: record .* span '2': section offsets \[32, 99999\) lie outside doc_text \(length 866\)"),
+    ("doc2dial_doc.json", _section_text, "dialogue_domain",
+     r"doc2dial_doc\.json: record .* span '3': text_sec 'The calculator' != doc_text\[67:220\]"),
 ]
 
 
@@ -342,3 +379,55 @@ def test_real_release_counts(tmp_path):
     assert counts["dialogue_domain"] == {"train": 3474, "validation": 661}
     assert counts["doc2dial_rc"] == {"train": 20431, "validation": 3972}
     assert counts["document_domain"] == {"train": 488}
+
+
+# --- damaged zips: SourceDataError naming the zip and the member, nothing left beside the zip
+
+
+def first_member_data_offset(raw_zip):
+    """Offset of the first member's compressed data (after its 30-byte local header, name and extra field)."""
+    name_len, extra_len = int.from_bytes(raw_zip[26:28], "little"), int.from_bytes(raw_zip[28:30], "little")
+    return 30 + name_len + extra_len
+
+
+def _flip_deflate(raw):
+    raw[first_member_data_offset(raw) + 50] ^= 0xFF
+
+
+def _encrypted_flag(raw):
+    raw[6] |= 1  # general purpose flag bit 0, local header and central directory
+    raw[raw.find(b"PK\x01\x02") + 8] |= 1
+
+
+def _unknown_method(raw):
+    raw[8] = 99
+    raw[raw.find(b"PK\x01\x02") + 10] = 99
+
+
+@pytest.mark.parametrize("damage, problem", [
+    (_flip_deflate, r"cannot be extracted \((error: Error -3 while decompressing|BadZipFile: Bad CRC-32)"),
+    (_encrypted_flag, r"cannot be extracted \(RuntimeError: File .* is encrypted"),
+    (_unknown_method, r"cannot be extracted \(NotImplementedError: That compression method is not supported"),
+], ids=["corrupt_deflate", "encrypted", "unknown_method"])
+def test_damaged_zip_member_is_refused(tmp_path, damage, problem):
+    archive = tmp_path / "damaged.zip"
+    make_zip(archive)
+    raw = bytearray(archive.read_bytes())
+    damage(raw)
+    archive.write_bytes(bytes(raw))
+    member = f"{RELEASE}/doc2dial_doc.json"
+    with pytest.raises(SourceDataError, match=rf"damaged\.zip: member '{member}': {problem}"):
+        loader.extract_zip(str(archive), str(tmp_path / "out"), required=loader._FILES.values())
+    assert [p.name for p in tmp_path.iterdir()] == ["damaged.zip"]
+
+
+def test_zip_without_the_release_files_leaves_nothing(tmp_path, http_server, monkeypatch):
+    archive = tmp_path / "www" / "doc2dial" / loader._ZIP
+    archive.parent.mkdir(parents=True)
+    with zipfile.ZipFile(archive, "w"):
+        pass
+    monkeypatch.setattr(loader, "ZIP_SHA256", hashlib.sha256(archive.read_bytes()).hexdigest())
+    with pytest.raises(SourceDataError, match=rf"{loader._ZIP} \(downloaded to .*\): the archive has no member {RELEASE}/doc2dial_doc\.json, "):
+        build_from_mirror("dialogue_domain", http_server(tmp_path / "www"), tmp_path / "cache")
+    assert not list((tmp_path / "cache").rglob("*.unpacked"))
+    assert leftovers(tmp_path / "cache") == []

@@ -1,6 +1,7 @@
 import argparse
 import json
 import random
+import re
 
 import evaluate
 import numpy as np
@@ -140,7 +141,7 @@ def test_subtask2_pairs_by_id_not_position(generation):
 def cli_args(tmp_path, **overrides):
     values = {"task": "subtask1", "predictions": str(SAMPLES / "sample_prediction_subtask1.json"), "references": None,
               "split": "validation", "data_dir": str(SAMPLES), "mirror_url": None, "cache_dir": str(tmp_path / "cache"),
-              "no_answer_threshold": 1.0}
+              "no_answer_threshold": 1.0, "ignore_missing": False}
     return argparse.Namespace(**{**values, **overrides})
 
 
@@ -166,13 +167,30 @@ def test_cli_subtask2_matches_the_official_scorer(tmp_path):
     assert result["score"] == OFFICIAL_SUBTASK2_BLEU and result["total"] == 8
 
 
-def test_cli_scores_a_subset_of_the_split_like_the_official_scorer(tmp_path):
-    subset = json.loads((SAMPLES / "sample_prediction_subtask1.json").read_text(encoding="utf-8"))[:2]
+def write_subset(tmp_path, count):
+    subset = json.loads((SAMPLES / "sample_prediction_subtask1.json").read_text(encoding="utf-8"))[:count]
     path = tmp_path / "subset.json"
     path.write_text(json.dumps(subset), encoding="utf-8")
-    result = scoring.run(cli_args(tmp_path, predictions=str(path)))
+    return path
+
+
+def test_cli_missing_predictions_against_the_split_are_an_error_listing_them(tmp_path):
+    path = write_subset(tmp_path, 2)
+    # the other five doc2dial_rc validation rows of the sample release, in dataset order
+    missing = ("'bc38627ff52a6287de58ebef8f7409bd_6', 'bc38627ff52a6287de58ebef8f7409bd_8', "
+               "'31df469f84443357e17ef3f80b6c099e_1', '2fcb88edbbe5bf78ecf05837d44e03b4_2', "
+               "'2fcb88edbbe5bf78ecf05837d44e03b4_4'")
+    with pytest.raises(ValueError, match=re.escape(f"against doc2dial validation split: doc2dial: predictions and "
+                                                   f"references must have the same ids, once each; references without "
+                                                   f"a prediction: {missing} (--ignore-missing")):
+        scoring.run(cli_args(tmp_path, predictions=str(path)))
+
+
+def test_cli_ignore_missing_scores_the_predicted_subset_like_the_official_scorer(tmp_path):
+    path = write_subset(tmp_path, 2)
+    result = scoring.run(cli_args(tmp_path, predictions=str(path), ignore_missing=True))
     # the first two sample predictions: one exact, one partial (7 of 13 gold tokens, precision 1: F1 = 14/20)
-    assert (result["total"], result["exact"]) == (2, 50.0)
+    assert (result["total"], result["exact"], result["missing_ignored"]) == (2, 50.0, 5)
     assert result["f1"] == pytest.approx(100.0 * (1 + 14 / 20) / 2, rel=1e-12)
 
 
@@ -210,3 +228,117 @@ def test_random_inputs_keep_squad_v2_invariants(grounding):
         stored = {0.0} | {float(np.float32(p["no_answer_probability"])) for p in preds}
         assert result["best_exact_thresh"] in stored and result["best_f1_thresh"] in stored
         assert result.get("HasAns_total", 0) + result.get("NoAns_total", 0) == n
+
+
+# --- input checks: one ValueError naming the record, its id and the field
+
+
+@pytest.mark.parametrize("predictions, message", [
+    ([pred("a_1", GOLD, None)], r"prediction 0 \(id 'a_1'\): 'no_answer_probability' must be a finite number \(it is stored as float32\), got None"),
+    ([pred("a_1", GOLD, float("nan"))], r"prediction 0 \(id 'a_1'\): 'no_answer_probability' must be a finite number .* got nan"),
+    ([pred("a_1", GOLD, 1e39)], r"prediction 0 \(id 'a_1'\): 'no_answer_probability' must be a finite number .* got 1e\+39"),
+    ([pred("a_1", GOLD, "0.5")], r"prediction 0 \(id 'a_1'\): 'no_answer_probability' must be a finite number .* got '0\.5'"),
+    ([{"id": "a_1", "prediction_text": GOLD}], r"prediction 0 \(id 'a_1'\): missing key\(s\) no_answer_probability"),
+    ([pred("a_1", None, 0.0)], r"prediction 0 \(id 'a_1'\): 'prediction_text' must be a string, got None"),
+    ([pred("a_1", "ok \ud83d", 0.0)], r"prediction 0 \(id 'a_1'\): 'prediction_text' holds a lone surrogate '\\ud83d' at character 3"),
+    (["a_1"], r"prediction 0: expected a dict with id, prediction_text, no_answer_probability, got str"),
+])
+def test_subtask1_bad_prediction_fields_are_named(grounding, predictions, message):
+    with pytest.raises(ValueError, match="doc2dial: " + message):
+        grounding.compute(predictions=predictions, references=[ref("a_1", GOLD)])
+
+
+@pytest.mark.parametrize("answers, message", [
+    (None, r"'answers' must be \{\"text\": \[str, \.\.\.\], \"answer_start\": \[int, \.\.\.\]\} of equal lengths, got None"),
+    ({"text": ["x"], "answer_start": ["abc"]}, r"'answers' answer_start must hold int32 integers, got 'abc'"),
+    ({"text": ["x"], "answer_start": []}, r"'answers' must be .* got 1 texts and 0 starts"),
+    ({"text": [None], "answer_start": [0]}, r"'answers' text must be a string, got None"),
+])
+def test_subtask1_bad_reference_answers_are_named(grounding, answers, message):
+    with pytest.raises(ValueError, match=r"doc2dial: reference 0 \(id 'a_1'\): " + message):
+        grounding.compute(predictions=[pred("a_1", GOLD, 0.0)], references=[{"id": "a_1", "answers": answers}])
+
+
+def test_subtask1_accepts_doc2dial_rc_rows_as_references(grounding, tmp_path):
+    from qahub.testing import build
+
+    rows = build("doc2dial", "doc2dial_rc", SAMPLES, tmp_path)["validation"].to_list()
+    preds = [pred(row["id"], (row["answers"]["text"] or [""])[0], 0.0) for row in rows]
+    result = grounding.compute(predictions=preds, references=rows)
+    assert (result["exact"], result["f1"], result["total"]) == (100.0, 100.0, 7)
+    preds[0] = pred(rows[0]["id"], "", 0.0)  # the other columns are really ignored, not the answers
+    assert grounding.compute(predictions=preds, references=rows)["HasAns_exact"] == 100.0 * 5 / 6
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"no_answer_threshold": float("nan")}, r"doc2dial subtask1: no_answer_threshold must be a finite number, got nan"),
+    ({"no_answer_threshold": None}, r"doc2dial subtask1: no_answer_threshold must be a finite number, got None"),
+    ({"threshold": 0.5}, r"doc2dial subtask1: unknown keyword argument\(s\) threshold \(accepted: no_answer_threshold\)"),
+])
+def test_subtask1_bad_options(grounding, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        grounding.compute(predictions=[pred("a_1", GOLD, 0.0)], references=[ref("a_1", GOLD)], **kwargs)
+
+
+def test_subtask2_bad_fields_and_options(generation):
+    preds, refs = utterances([("d_1", "Turn in your plates.", "Turn in your plates.")])
+    with pytest.raises(ValueError, match=r"doc2dial subtask2: unknown keyword argument\(s\) no_answer_threshold \(accepted: none\)"):
+        generation.compute(predictions=preds, references=refs, no_answer_threshold=0.3)
+    with pytest.raises(ValueError, match=r"doc2dial: prediction 0 \(id 'd_1'\): missing key\(s\) utterance"):
+        generation.compute(predictions=[{"id": "d_1"}], references=refs)
+    with pytest.raises(ValueError, match=r"doc2dial: reference 0 \(id 'd_1'\): 'utterance' must be a string, got None"):
+        generation.compute(predictions=preds, references=[{"id": "d_1", "utterance": None}])
+    extra = [{**preds[0], "model": "bart"}]  # extra keys are ignored
+    assert generation.compute(predictions=extra, references=refs)["score"] == pytest.approx(100.0)
+
+
+def test_add_batch_checks_fields_too(grounding):
+    with pytest.raises(ValueError, match=r"doc2dial: prediction 0 \(id 'a_1'\): 'no_answer_probability' must be a finite"):
+        grounding.add_batch(predictions=[pred("a_1", GOLD, None)], references=[ref("a_1", GOLD)])
+    grounding.add(prediction=pred("a_1", GOLD, 0.5), reference={**ref("a_1", GOLD), "title": "ignored"})
+    assert grounding.compute()["exact"] == 100.0
+
+
+def test_subtask2_signature_says_when_the_1_4_3_rule_is_used(generation):
+    preds, refs = utterances([("d_1", "a b c d", "e f g h")])
+    result = generation.compute(predictions=preds, references=refs)
+    assert result["zero_match_1_4_3"] is True
+    assert result["signature"].endswith("|smooth:exp|version:" + __import__("sacrebleu").__version__
+                                        + "|zero-match:sacrebleu-1.4.3-exp-smoothing")
+    preds, refs = utterances([("d_1", "a b c d", "a b c e")])
+    result = generation.compute(predictions=preds, references=refs)
+    assert result["zero_match_1_4_3"] is False and "zero-match" not in result["signature"]
+
+
+def test_docstring_example_runs(monkeypatch):
+    import doctest
+
+    monkeypatch.chdir(registry.metric_dir("doc2dial").parent)  # evaluate.load("doc2dial") finds ./doc2dial/
+    text = evaluate.load("doc2dial", "subtask1").info.inputs_description
+    test = doctest.DocTestParser().get_doctest(text, {}, "doc2dial", None, 0)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    runner.run(test)
+    assert "+SKIP" not in text and runner.summarize(verbose=False) == (0, len(test.examples))
+
+
+# --- command line: reference-file and option errors name the file and the record
+
+
+def test_cli_reference_file_element_types_and_non_finite_probabilities(tmp_path):
+    refs = tmp_path / "refs.json"
+    refs.write_text(json.dumps([{"id": "a_1", "answers": {"text": ["x"], "answer_start": ["abc"]}}]), encoding="utf-8")
+    preds = tmp_path / "preds.json"
+    preds.write_text(json.dumps([pred("a_1", "x", 0.5)]), encoding="utf-8")
+    args = cli_args(tmp_path, predictions=str(preds), references=str(refs), split=None)
+    with pytest.raises(ValueError, match=r"refs\.json: record 0 \(id 'a_1'\): 'answers' must be .* got \{'text': \['x'\], 'answer_start': \['abc'\]\}"):
+        scoring.run(args)
+    refs.write_text(json.dumps([ref("a_1", "x")]), encoding="utf-8")
+    for literal in ("NaN", "1e400", "-Infinity"):
+        preds.write_text(f'[{{"id": "a_1", "prediction_text": "x", "no_answer_probability": {literal}}}]', encoding="utf-8")
+        with pytest.raises(ValueError, match=r"preds\.json: record 0 \(id 'a_1'\): 'no_answer_probability' must be a finite number"):
+            scoring.run(args)
+    preds.write_text(json.dumps([pred("a_1", "x", 0.5)]), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"scoring .*preds\.json against .*refs\.json: doc2dial subtask1: no_answer_threshold must be a finite number, got inf"):
+        scoring.run(cli_args(tmp_path, predictions=str(preds), references=str(refs), split=None, no_answer_threshold=float("inf")))
+    result = scoring.run(args)
+    assert json.loads(json.dumps(result, allow_nan=False)) == result

@@ -2,6 +2,9 @@
 
 import math
 
+# appended to the installed sacreBLEU's signature when score and precisions are not its own numbers
+ZERO_MATCH_SIGNATURE = "|zero-match:sacrebleu-1.4.3-exp-smoothing"
+
 
 def corpus_sacrebleu(predictions, references):
     """``predictions`` and ``references`` are aligned lists of strings (one reference per prediction)."""
@@ -11,8 +14,11 @@ def corpus_sacrebleu(predictions, references):
     result = bleu.corpus_score(predictions, [references])
     counts, totals = list(result.counts), list(result.totals)
     score, precisions = result.score, list(result.precisions)
-    if counts[0] == 0 and totals[0] > 0:
+    signature = str(bleu.get_signature())
+    zero_match = counts[0] == 0 and totals[0] > 0
+    if zero_match:
         score, precisions = smoothed_without_matches(counts, totals, result.sys_len, result.ref_len)
+        signature += ZERO_MATCH_SIGNATURE
     return {
         "score": score,
         "counts": counts,
@@ -21,7 +27,8 @@ def corpus_sacrebleu(predictions, references):
         "bp": result.bp,
         "sys_len": result.sys_len,
         "ref_len": result.ref_len,
-        "signature": str(bleu.get_signature()),
+        "signature": signature,
+        "zero_match_1_4_3": zero_match,
     }
 
 

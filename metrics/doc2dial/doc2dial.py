@@ -5,6 +5,7 @@ import evaluate
 
 from .bleu_scoring import corpus_sacrebleu
 from .id_join import check_ids
+from .records import FIELDS, check_options, clean_records
 from .squad_v2_scoring import squad_v2_scores
 
 _CITATION = """\
@@ -50,24 +51,32 @@ Predictions are joined to references by id: every id must occur once on each sid
 _KWARGS_DESCRIPTION = """
 Args (config `subtask1`):
     predictions: list of dicts with `id` (str), `prediction_text` (str, "" for no answer) and
-        `no_answer_probability` (float).
+        `no_answer_probability` (a finite number; stored as float32).
     references: list of dicts with `id` (str) and `answers` ({"text": [str], "answer_start": [int]};
-        empty lists for an unanswerable turn), e.g. rows of the `doc2dial_rc` config.
+        empty lists for an unanswerable turn). Rows of the `doc2dial_rc` config can be passed as they are:
+        keys other than `id` and `answers` are ignored.
     no_answer_threshold: a prediction whose no_answer_probability exceeds this counts as "no answer"
-        (default 1.0, i.e. never, as in the shared task).
+        (a finite number, default 1.0, as in the shared task).
 Args (config `subtask2`):
     predictions: list of dicts with `id` (str) and `utterance` (str, the generated agent turn).
     references: list of dicts with `id` (str) and `utterance` (str, the actual agent turn).
+    No keyword arguments.
 Returns (subtask1): `exact`, `f1` (0-100), `total`; `HasAns_exact`, `HasAns_f1`, `HasAns_total` when some
     turns are answerable; `NoAns_exact`, `NoAns_f1`, `NoAns_total` when some are not; `best_exact`,
     `best_exact_thresh`, `best_f1`, `best_f1_thresh`.
-Returns (subtask2): `score` (sacreBLEU, 0-100), `counts`, `totals`, `precisions`, `bp`, `sys_len`,
-    `ref_len`, `signature` (the sacreBLEU signature: tokenizer, smoothing, version), `total`.
-Raises ValueError when the ids of predictions and references differ, repeat, or are empty.
+Returns (subtask2): `score` (sacreBLEU, 0-100 up to float rounding), `counts`, `totals`, `precisions`, `bp`,
+    `sys_len`, `ref_len`, `signature` (the installed sacreBLEU's signature; when no unigram matches, it ends in
+    `|zero-match:sacrebleu-1.4.3-exp-smoothing`), `zero_match_1_4_3` (true when `score` and `precisions` are
+    sacreBLEU 1.4.3's smoothed values, which sacreBLEU 2 replaces by 0), `total`.
+Raises ValueError (naming the record, its id and the field) when a record is not a dict, lacks a field, or
+    has a field of the wrong type: a non-string id/text/utterance, a string with a lone surrogate, a
+    no_answer_probability that is not a finite float32 number, malformed answers; when a keyword argument
+    is unknown or no_answer_threshold is not a finite number; and when the ids of predictions and references
+    differ, repeat, or are empty (listing them).
 
 Examples:
     >>> import evaluate
-    >>> metric = evaluate.load("doc2dial", "subtask1")  # doctest: +SKIP
+    >>> grounding = evaluate.load("doc2dial", "subtask1")
     >>> predictions = [
     ...     {"id": "d1_1", "prediction_text": "Turn in your plates.", "no_answer_probability": 0.1},
     ...     {"id": "d1_3", "prediction_text": "", "no_answer_probability": 0.9},
@@ -76,9 +85,16 @@ Examples:
     ...     {"id": "d1_1", "answers": {"text": ["turn in your plates"], "answer_start": [12]}},
     ...     {"id": "d1_3", "answers": {"text": [], "answer_start": []}},
     ... ]
-    >>> result = metric.compute(predictions=predictions, references=references)  # doctest: +SKIP
-    >>> result["exact"], result["f1"], result["HasAns_total"], result["NoAns_exact"]  # doctest: +SKIP
+    >>> result = grounding.compute(predictions=predictions, references=references)
+    >>> result["exact"], result["f1"], result["HasAns_total"], result["NoAns_exact"]
     (100.0, 100.0, 1, 100.0)
+    >>> generation = evaluate.load("doc2dial", "subtask2")
+    >>> result = generation.compute(
+    ...     predictions=[{"id": "d1_1", "utterance": "the cat sat on the mat"}],
+    ...     references=[{"id": "d1_1", "utterance": "the cat sat on a mat"}],
+    ... )
+    >>> round(result["score"], 2), result["counts"], result["totals"]
+    (53.73, [5, 3, 2, 1], [6, 5, 4, 3])
 """
 
 _SUBTASK1 = datasets.Features(
@@ -120,11 +136,39 @@ class Doc2dial(evaluate.Metric):
             reference_urls=["https://doc2dial.github.io/workshop2021/shared.html"],
         )
 
+    @property
+    def _task(self):
+        return "subtask2" if self.config_name == "subtask2" else "subtask1"
+
     def compute(self, *, predictions=None, references=None, **kwargs):
-        """Score ``predictions`` against ``references``, joined by id (checked first, naming any bad id)."""
+        """Score ``predictions`` against ``references``, joined by id (fields, options and ids checked first)."""
+        check_options(self._task, kwargs)
         if predictions is not None and references is not None:
+            predictions, references = self._clean(predictions, references)
             check_ids(_ids(predictions), _ids(references))
         return super().compute(predictions=predictions, references=references, **kwargs)
+
+    def add_batch(self, *, predictions=None, references=None, **kwargs):
+        """Add a batch of predictions and references (their fields checked)."""
+        predictions, references = self._clean(predictions, references)
+        return super().add_batch(predictions=predictions, references=references, **kwargs)
+
+    def add(self, *, prediction=None, reference=None, **kwargs):
+        """Add one prediction and its reference (their fields checked)."""
+        predictions, references = self._clean(
+            None if prediction is None else [prediction], None if reference is None else [reference]
+        )
+        prediction = None if predictions is None else predictions[0]
+        reference = None if references is None else references[0]
+        return super().add(prediction=prediction, reference=reference, **kwargs)
+
+    def _clean(self, predictions, references):
+        fields = FIELDS[self._task]
+        if predictions is not None:
+            predictions = clean_records(predictions, "prediction", fields["predictions"])
+        if references is not None:
+            references = clean_records(references, "reference", fields["references"])
+        return predictions, references
 
     def _compute(self, predictions, references, no_answer_threshold=1.0):
         order = check_ids(_ids(predictions), _ids(references))
