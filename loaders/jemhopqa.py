@@ -1,6 +1,7 @@
 """JEMHopQA: Japanese Explainable Multi-hop Question Answering."""
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Optional
 
@@ -49,6 +50,7 @@ _SHA256 = {
 SPLITS = {config: ["train", "validation"] for config in _FILES}
 
 _TYPES = ["compositional", "comparison"]
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _KEYS = ("qid", "type", "question", "answer", "derivations", "page_ids", "time_dependent")
 
 
@@ -119,6 +121,8 @@ def _read_records(filepath):
         raise record_error(filepath, "-", f"not UTF-8 text ({err.reason} at byte {err.start})") from None
     except json.JSONDecodeError as err:
         raise record_error(filepath, "-", f"not valid JSON ({err.msg} at line {err.lineno} column {err.colno})") from None
+    except (ValueError, RecursionError) as err:  # e.g. a number of over 4,300 digits, or lists nested too deep
+        raise record_error(filepath, "-", f"not readable JSON ({type(err).__name__}: {str(err)[:200]})") from None
     if not isinstance(records, list):
         raise record_error(filepath, "-", f"expected a JSON list of questions, got {type(records).__name__}")
     if not records:
@@ -139,7 +143,7 @@ def _parse_record(filepath, index, record):
     _expect(isinstance(record["time_dependent"], bool), filepath, where,
             f"'time_dependent' must be true or false, got {record['time_dependent']!r}")
     _expect(_is_str_list(record["page_ids"]), filepath, where, f"'page_ids' must be a list of strings, got {record['page_ids']!r}")
-    return {
+    row = {
         "qid": record["qid"],
         "type": record["type"],
         "question": record["question"],
@@ -148,6 +152,17 @@ def _parse_record(filepath, index, record):
         "page_ids": record["page_ids"],
         "time_dependent": record["time_dependent"],
     }
+    _check_texts(filepath, where, row)
+    return row
+
+
+def _check_texts(filepath, where, row):
+    """Lone surrogates (JSON allows "\\ud800") are not Unicode text: Arrow cannot store them."""
+    texts = [row["qid"], row["question"], row["answer"], *row["page_ids"]]
+    for step in row["derivations"]:
+        texts += [step["subject"], step["relation"], *step["objects"]]
+    for text in texts:
+        _expect(not _SURROGATE.search(text), filepath, where, f"{text[:60]!r} holds a lone surrogate (not valid Unicode)")
 
 
 def _derivation_list(filepath, where, record):

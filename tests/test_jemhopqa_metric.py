@@ -1,6 +1,7 @@
 """The JEMHopQA metric: official numbers on the real dev set, hand-worked cases, bad input, the command line."""
 
 import argparse
+import hashlib
 import importlib.metadata
 import importlib.util
 import json
@@ -430,7 +431,7 @@ def test_cli_tsv_unreadable_step_is_dropped(tmp_path, capsys):
                     encoding="utf-8")
     records_read = cli.read_predictions(pred)
     assert records_read == [{"qid": Q1, "answer": "星の歌", "derivations": [["星の歌", "発売日", ["2001年4月1日"]]]}]
-    assert "line 2: qid 's1000000000000000000000000000001': derivation step '月の歌は発売日'" in capsys.readouterr().err
+    assert "row 1: qid 's1000000000000000000000000000001': derivation step '月の歌は発売日'" in capsys.readouterr().err
 
 
 def test_cli_command_reports_errors_without_traceback(tmp_path):
@@ -523,3 +524,247 @@ def test_user_dic_download_needs_chikkarpy():
         pytest.skip("chikkarpy is installed: this checks the message given without it")
     with pytest.raises(ValueError, match="--user-dic download: user.dic is read by chikkarpy, which is not installed"):
         cli.run(cli_args(user_dic="download"))
+
+
+# --- review fixes ----------------------------------------------------------------------------------------------
+
+LONG = "東京都に行く。" * 8000  # 168,000 bytes: Sudachi refuses more than 49,149 at once
+
+
+def test_very_long_texts_are_tokenized_in_pieces(metric):
+    tokens = helper(metric, "tokens")
+    pieces = tokens.split_text(LONG, tokens.SUDACHI_MAX_BYTES)
+    assert "".join(pieces) == LONG and len(pieces) == 4
+    assert all(len(p.encode()) <= tokens.SUDACHI_MAX_BYTES and p.endswith("。") for p in pieces)
+    assert tokens.split_text("abcdefgh", 4) == ["abcd", "efgh"]  # no boundary: cut between characters
+    result = metric.compute(predictions=[row(answer=LONG)], references=[row(answer=LONG)], **CORE)
+    assert result["a"] == {"em": 1.0, "score": 1.0}
+    # 東京都 / 行く: 2 tokens per sentence; a prediction with half the sentences matches half the gold tokens
+    half = metric.compute(predictions=[row(answer=LONG[: len(LONG) // 2])], references=[row(answer=LONG)], **CORE)
+    assert half["a"]["score"] == pytest.approx(2 * 8000 / (16000 + 8000))
+    # a text whose normalized form outgrows Sudachi's 65,535 bytes (㍻ -> 平成) is split further
+    expanding = "㍻" * 16000
+    assert metric.compute(predictions=[row(answer=expanding)], references=[row(answer=expanding)], **CORE)["a"]["score"] == 1.0
+
+
+token_lists = st.lists(st.frozensets(st.sampled_from("abcdefghij"), min_size=1, max_size=3), max_size=40)
+
+
+@settings(max_examples=50, deadline=None)
+@given(token_lists, token_lists)
+def test_greedy_pairing_of_long_token_lists_equals_the_official_scan(metric, gold, pred):
+    scoring = helper(metric, "scoring")
+    assert scoring._greedy_pairs_indexed(gold, pred) == scoring._greedy_pairs_scan(gold, pred)
+
+
+def test_letters_beyond_unicode_fall_back_to_numbers(metric, monkeypatch):
+    scoring = helper(metric, "scoring")
+    gold, pred = [frozenset(["x"]), frozenset(["y"])], [frozenset(["y"])]
+    assert scoring.letters(gold, pred) == ("ba", "a")
+    monkeypatch.setattr(scoring.sys, "maxunicode", 98)  # as if the tokens had used up Unicode
+    assert scoring.letters(gold, pred) == ([1, 0], [0])
+
+
+def write_tsv(tmp_path, body: bytes, name="pred.tsv"):
+    path = tmp_path / name
+    path.write_bytes(body)
+    return path
+
+
+H = b"qid\tpredicted_answer\tpredicted_derivations\n"
+ABC = [["a", "b", ["c"]]]
+
+
+# expected records = the output of upstream tsv_to_pred_json.py (pandas.read_table) on the same bytes
+@pytest.mark.parametrize("body, expected", [
+    (H + "q1\tA\u2028B\t(a, b, c)\nq2\tX\t(a, b, c)\n".encode(), [("q1", "A\u2028B", ABC), ("q2", "X", ABC)]),
+    (H + b"q1\tA\x0cB\t(a, b, c)\n", [("q1", "A\x0cB", ABC)]),
+    (H + "q1\tA\x85B\t(a, b, c)\n".encode(), [("q1", "A\x85B", ABC)]),
+    (H + b"q1\tA\x1cB\x1dC\x1eD\t(a, b, c)\n", [("q1", "A\x1cB\x1dC\x1eD", ABC)]),
+    (H + b'q1\t"A\nB"\t(a, b, c)\n', [("q1", "A\nB", ABC)]),
+    (H + b'q1\t"A\tB"\t(a, b, c)\nq2\t"x""y"\t(a, b, c)\n', [("q1", "A\tB", ABC), ("q2", 'x"y', ABC)]),
+    (b"\xef\xbb\xbf" + H + b"q1\tA\t(a, b, c)\n", [("q1", "A", ABC)]),  # BOM dropped
+    (b"predicted_derivations\tqid\tpredicted_answer\n(a, b, c)\tq1\tA\n", [("q1", "A", ABC)]),  # by name
+    (b"qid\tpredicted_answer\tpredicted_derivations\textra\nq1\tA\t(a, b, c)\tz\n", [("q1", "A", ABC)]),
+    (H.replace(b"\n", b"\r\n") + b"q1\tA\t(a, b, c)\r\n", [("q1", "A", ABC)]),
+    (H + b"q1\tA\n", [("q1", "A", [])]),  # short row: missing cell
+    (H + b"q1\tNA\t(a, b, c)\nq2\tNone\t(a,b,c)\nq3\tnan\t\nq4\tnull\t(a, b, c)\nq5\t<NA>\tN/A\n",
+     [("q1", None, ABC), ("q2", None, ABC), ("q3", None, []), ("q4", None, ABC), ("q5", None, [])]),
+    (H + b"q1\t1921\t(a, b, c)\nq2\t0794\t(a, b, c)\n", [("q1", None, ABC), ("q2", None, ABC)]),  # numbers
+    (H + b"q1\tA\t(a, b, c)\nq1\tB\t(a, b, c)\n", [("q1", "B", ABC)]),  # the last row wins
+    (H + b"q1\t A \t(a, b, c)\n", [("q1", " A ", ABC)]),
+    (H + "q1\tA\t（あ，い，う、え）; (x, y, z)\n".encode(), [("q1", "A", [["あ", "い", ["う", "え"]], ["x", "y", ["z"]]])]),
+])
+def test_tsv_is_read_as_upstream_pandas_does(tmp_path, body, expected):
+    records_read = cli.read_predictions(write_tsv(tmp_path, body))
+    assert records_read == [{"qid": q, "answer": a, "derivations": d} for q, a, d in expected]
+
+
+def test_tsv_na_answers_score_zero_as_official(metric, tmp_path):
+    path = write_tsv(tmp_path, H + f"{Q1}\tNA\t\n{Q2}\tnull\t\n{Q3}\tいいえ\t\n".encode())
+    result = metric.compute(predictions=cli.read_predictions(path), references=sample_rows(), **CORE)
+    assert result["a"]["em"] == pytest.approx(1 / 3)
+
+
+@pytest.mark.parametrize("body, message", [
+    (H + b"\tA\t(a, b, c)\n", r"pred.tsv: row 1: qid must be text, got nan"),
+    (H + b"q1\tA\t(a, b, c)\nq2\tB\t(a, b, c)\tx\n", r"pred.tsv: not a readable prediction TSV .*line 3, saw 4"),
+    (b"qid\tanswer\n", r"pred.tsv: not a JEMHopQA prediction file: .* \(missing predicted_answer, predicted_deriv"),
+])
+def test_bad_tsv_files(tmp_path, body, message):
+    with pytest.raises(ValueError, match=message):
+        cli.read_predictions(write_tsv(tmp_path, body))
+
+
+def arrow_files(folder):
+    return sorted(str(p.relative_to(folder)) for p in Path(folder).rglob("*") if p.is_file() and ".lock" not in p.name)
+
+
+def test_failed_compute_leaves_no_cache_file(tmp_path):
+    cache = tmp_path / "evaluate-cache"
+    local = evaluate.load(str(registry.metric_dir("jemhopqa")), cache_dir=str(cache))
+    local.compute(predictions=[row()], references=[row()], **CORE)
+    assert arrow_files(cache) == []
+    failing = [
+        {"predictions": [row()], "references": [row(), row(qid="q2")]},  # missing question
+        {"predictions": [row(qid="zz")], "references": [row()]},  # unknown qid
+        {"predictions": [row()], "references": [row()], "dictionary": "huge"},  # bad option, found in _compute
+        {"predictions": [row(answer="\ud800x")], "references": [row()]},
+    ]
+    for kwargs in failing:
+        with pytest.raises(ValueError):
+            local.compute(**{**CORE, **kwargs})
+        assert arrow_files(cache) == [], kwargs
+    local.add_batch(predictions=[row()], references=[row(), row(qid="q2")])
+    with pytest.raises(ValueError, match="no predicted answer: 'q2'"):
+        local.compute(**CORE)
+    assert arrow_files(cache) == []
+    assert local.compute(predictions=[row()], references=[row()], **CORE)["a"]["em"] == 1.0  # still usable
+
+
+@pytest.mark.parametrize("pred, ref, message", [
+    (row(answer="\ud800x"), row(), r"prediction for qid 'q1': answer '\\ud800x' holds a lone surrogate"),
+    (row(derivations=[("A", "B\udfff", ("C",))]), row(), r"prediction for qid 'q1': derivation element 'B\\udfff'"),
+    (row(), row(answer="\udc80"), r"reference for qid 'q1': answer '\\udc80' holds a lone surrogate"),
+    ({**row(), "qid": "q\ud800"}, row(), r"prediction 0: qid 'q\\ud800' holds a lone surrogate"),
+])
+def test_lone_surrogates_are_named(metric, pred, ref, message):
+    with pytest.raises(ValueError, match=message):
+        metric.compute(predictions=[pred], references=[ref], **CORE)
+
+
+def test_bad_synonym_line_is_quoted(metric, tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("誕生日,生年月日\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"bad.csv: line 1: not a synonym source line .*: '誕生日,生年月日'$"):
+        metric.compute(predictions=[row()], references=[row()], dictionary="core", synonyms=str(bad))
+
+
+def test_non_utf8_synonym_file_is_named(tmp_path):
+    csv_file = tmp_path / "syn.csv"
+    csv_file.write_bytes("100001,1,0,,0,0,0,(),誕生日,,\n".encode("shift_jis"))
+    with pytest.raises(ValueError, match=r"^synonym source file .*syn.csv: not UTF-8 text") as err:
+        cli.run(cli_args(synonyms=str(csv_file)))
+    assert "dev_ver1.2.json" not in str(err.value)
+    json_file = tmp_path / "syn.json"
+    json_file.write_bytes('{"生年月日": ["誕生日"]}'.encode("shift_jis"))
+    with pytest.raises(ValueError, match=r"^synonym file .*syn.json: not UTF-8 text"):
+        cli.run(cli_args(synonyms=str(json_file)))
+
+
+STAND_IN_USER_DIC = b"stand-in user.dic"
+
+
+def stand_in_chikkarpy(monkeypatch):
+    """A chikkarpy stand-in (the package cannot be installed here): 誕生日 -> 生年月日 only with the user.dic."""
+    import importlib.machinery
+
+    class Dictionary:
+        def __init__(self, filename=None):
+            self.filename = filename
+
+    class Chikkar:
+        def __init__(self):
+            self.dictionaries = []
+
+        def add_dictionary(self, dictionary):
+            self.dictionaries.insert(0, dictionary)
+
+        def enable_verb(self):
+            pass
+
+        def find(self, word):
+            with_user_dic = any(d.filename and Path(d.filename).read_bytes() == STAND_IN_USER_DIC
+                                for d in self.dictionaries)
+            return ["生年月日"] if word == "誕生日" and with_user_dic else []
+
+    package = type(sys)("chikkarpy")
+    package.Chikkar, package.__spec__ = Chikkar, importlib.machinery.ModuleSpec("chikkarpy", None)
+    dictionarylib = type(sys)("chikkarpy.dictionarylib")
+    dictionarylib.Dictionary = Dictionary
+    monkeypatch.setitem(sys.modules, "chikkarpy", package)
+    monkeypatch.setitem(sys.modules, "chikkarpy.dictionarylib", dictionarylib)
+
+
+def test_auto_synonyms_use_chikkarpy_with_user_dic(metric, tmp_path, monkeypatch):
+    stand_in_chikkarpy(monkeypatch)
+    user_dic = tmp_path / "user.dic"
+    user_dic.write_bytes(STAND_IN_USER_DIC)
+    tokens = helper(metric, "tokens")
+    assert tokens.make_synonyms("auto", user_dic).description == "chikkarpy system dictionary + user.dic"
+    result = metric.compute(predictions=[birthday("誕生日")], references=[birthday("生年月日")],
+                            dictionary="core", synonyms="auto", user_dic=str(user_dic), cache=False)
+    assert result["r"]["f1"] == 1.0 and result["synonyms"] == "chikkarpy system dictionary + user.dic"
+
+
+def test_cli_auto_downloads_user_dic_when_chikkarpy_is_installed(tmp_path, http_server, monkeypatch):
+    stand_in_chikkarpy(monkeypatch)
+    mirror = tmp_path / "mirror"
+    (mirror / "jemhopqa").mkdir(parents=True)
+    (mirror / "jemhopqa" / "user.dic").write_bytes(STAND_IN_USER_DIC)
+    import datasets
+
+    monkeypatch.setattr(datasets.config, "DOWNLOADED_DATASETS_PATH", tmp_path / "downloads")
+    monkeypatch.setattr(cli, "USER_DIC_SHA256", hashlib.sha256(STAND_IN_USER_DIC).hexdigest())
+    pred, gold = tmp_path / "pred.json", tmp_path / "gold.json"
+    pred.write_text(json.dumps({"answer": {"q1": "794年"}, "derivations": {"q1": birthday("誕生日")["derivations"]}},
+                               ensure_ascii=False), encoding="utf-8")
+    gold.write_text(json.dumps([birthday("生年月日")], ensure_ascii=False), encoding="utf-8")
+    args = cli_args(predictions=str(pred), references=str(gold), synonyms="auto", mirror_url=http_server(mirror))
+    result = cli.run(args)
+    assert result["r"]["f1"] == 1.0 and result["synonyms"].startswith("chikkarpy system dictionary + user.dic ")
+    assert list((tmp_path / "downloads").iterdir())  # the download went to the (patched) datasets cache
+    (mirror / "jemhopqa" / "user.dic").write_bytes(b"tampered")
+    monkeypatch.setattr(datasets.config, "DOWNLOADED_DATASETS_PATH", tmp_path / "downloads2")
+    with pytest.warns(UserWarning, match="user.dic could not be downloaded: .*checksum mismatch"):
+        result = cli.run(args)
+    assert result["r"]["f1"] == 0.0
+    assert result["synonyms"].startswith("chikkarpy system dictionary (user.dic could not be downloaded: ")
+
+
+def test_per_question_file_writes_values_as_the_official_script(tmp_path):
+    pred = tmp_path / "pred.json"
+    pred.write_text(json.dumps({"answer": {Q1: "星の歌", Q2: "", Q3: "いいえ"},
+                                "derivations": {Q1: [], Q2: [["x", "y", ["z"]]], Q3: []}}, ensure_ascii=False),
+                    encoding="utf-8")
+    out = tmp_path / "scores.tsv"
+    cli.run(cli_args(predictions=str(pred), per_question=str(out)))
+    lines = [line.split("\t") for line in out.read_text(encoding="utf-8").splitlines()]
+    # Q1: no predicted triples: the official `else 0` gives int 0 for p and f ("0"), recall 0.0 / n is "0.0"
+    assert lines[1][1:6] == ["1.0", "1.0", "0", "0.0", "0"]
+    assert lines[2][1:3] == ["0.0", "0.0"]  # empty answer: the official 0.0, 0.0
+
+
+def test_tuple_derivations_are_accepted_as_lists(metric):
+    as_tuples = {**row(), "derivations": (("平安京", "遷都された年", ("794年",)),)}
+    assert metric.compute(predictions=[as_tuples], references=[row()], **CORE)["er"]["f1"] == 1.0
+
+
+def test_requirements_match_the_package_extras():
+    import tomllib
+
+    project = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    extras = project["optional-dependencies"]
+    wanted = {*extras["jemhopqa"], *extras["ilp"], "evaluate>=0.4.3,<0.5"}
+    listed = (registry.metric_dir("jemhopqa") / "requirements.txt").read_text(encoding="utf-8").split()
+    assert wanted <= set(listed), wanted - set(listed)

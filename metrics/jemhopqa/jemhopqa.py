@@ -1,6 +1,8 @@
 """JEMHopQA metric: answer exact match and similarity, derivation precision/recall/F1, as the official script."""
 
+import contextlib
 import json
+import os
 
 import datasets
 import evaluate
@@ -36,8 +38,8 @@ Args:
     ignore_missing: score only the predicted questions (default False: missing questions are an error).
     per_question: also return "per_question", one row per reference question with the official -o columns.
     dictionary: Sudachi dictionary "full", "core" or "small" (default: the best one installed).
-    synonyms: "auto" (chikkarpy when installed, else none), "chikkarpy", "none", a mapping {word: [synonyms]},
-        a synonym source file (Sudachi CSV format), a callable word -> list of synonyms, or a list of these.
+    synonyms: "auto" (chikkarpy, with user_dic when given, when installed; else none), "chikkarpy", "none",
+        a mapping {word: [synonyms]}, a synonym source file (Sudachi CSV format), a callable word -> list of synonyms, or a list of these.
     user_dic: path of JEMHopQA's compiled user.dic, added to chikkarpy's system dictionary.
     solver: "assignment" (exact, default) or "ilp" (pulp/CBC, as the official script).
     cache: cache tokenization and similarities (default True).
@@ -72,6 +74,35 @@ class Jemhopqa(evaluate.Metric):
             codebase_urls=["https://github.com/aiishii/JEMHopQA"],
         )
 
+    def compute(self, *, predictions=None, references=None, **kwargs):
+        """Check the inputs and options first, so that bad input fails before evaluate writes its cache file;
+        a failure after that (inputs added earlier with add_batch) removes the cache file."""
+        _check_solver(kwargs.get("solver", "assignment"))
+        if predictions is not None and references is not None and self.writer is None:
+            preds = [check_prediction(p, i) for i, p in enumerate(_as_list(predictions, "predictions"))]
+            refs = [check_reference(r, i) for i, r in enumerate(_as_list(references, "references"))]
+            pair(preds, refs, kwargs.get("ignore_missing", False))
+        try:
+            return super().compute(predictions=predictions, references=references, **kwargs)
+        except BaseException:
+            with contextlib.suppress(Exception):  # the original error is the one to report
+                self._discard_cache()
+            raise
+
+    def _discard_cache(self):
+        """What evaluate does after a successful compute: close the writer, delete the cache files, unlock."""
+        self.data = None
+        if self.writer is not None:
+            self.writer.finalize()
+            self.writer = None
+        for path in [*(getattr(self, "file_paths", None) or []), self.cache_file_name]:
+            if path and os.path.exists(path):
+                os.remove(path)
+        for lock in [*(getattr(self, "filelocks", None) or []), self.filelock]:
+            if lock is not None:
+                lock.release()
+        self.file_paths = self.filelocks = self.cache_file_name = self.filelock = None
+
     def add_batch(self, *, predictions=None, references=None, **kwargs):
         """Check and add a batch of prediction records and reference rows (their numbers may differ)."""
         predictions = [check_prediction(p, i) for i, p in enumerate(_as_list(predictions, "predictions"))]
@@ -86,8 +117,7 @@ class Jemhopqa(evaluate.Metric):
 
     def _compute(self, predictions, references, ignore_missing=False, per_question=False, dictionary=None,
                  synonyms="auto", user_dic=None, solver="assignment", cache=True):
-        if solver not in ("assignment", "ilp"):
-            raise ValueError(f"solver must be 'assignment' or 'ilp', got {solver!r}")
+        _check_solver(solver)
         preds = [record for batch in predictions for record in json.loads(batch)]
         refs = [record for batch in references for record in json.loads(batch)]
         questions = pair(preds, refs, ignore_missing)
@@ -99,6 +129,11 @@ class Jemhopqa(evaluate.Metric):
         if per_question:
             out["per_question"] = rows
         return out
+
+
+def _check_solver(solver):
+    if solver not in ("assignment", "ilp"):
+        raise ValueError(f"solver must be 'assignment' or 'ilp', got {solver!r}")
 
 
 def _as_list(values, name):

@@ -8,7 +8,10 @@ upstream nested form ``[[subject, relation, [object, ...]], ...]``; the record f
 
 from __future__ import annotations
 
+import re
 from collections import Counter
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class JemhopqaInputError(ValueError):
@@ -28,6 +31,8 @@ def upstream_derivations(derivations, where: str) -> list:
         if not all(isinstance(column, list) for column in columns) or len({len(c) for c in columns}) != 1:
             raise JemhopqaInputError(f"{where}: derivations {derivations!r} must have lists of equal length")
         derivations = [list(step) for step in zip(*columns, strict=True)]
+    if isinstance(derivations, tuple):
+        derivations = list(derivations)
     if not isinstance(derivations, list):
         raise JemhopqaInputError(f"{where}: derivations must be a list of [subject, relation, [objects...]], "
                                  f"got {derivations!r}")
@@ -47,7 +52,21 @@ def _step(step, where: str) -> list:
         objects = list(objects)
     if not (isinstance(objects, list) and all(isinstance(obj, str) for obj in objects)):
         raise JemhopqaInputError(f"{where}: objects of derivation step {step!r} must be a list of strings")
+    for text in (step[0], step[1], *objects):
+        check_text(text, where, "derivation element")
     return [step[0], step[1], objects]
+
+
+def check_text(text: str, where: str, what: str):
+    """Lone surrogates (valid in JSON "\\ud800", not in UTF-8) cannot be stored or tokenized: name them."""
+    found = _SURROGATE.search(text)
+    if found:
+        raise JemhopqaInputError(f"{where}: {what} {_clip(text)!r} holds a lone surrogate {found.group()!r} "
+                                 "(not valid Unicode text)")
+
+
+def _clip(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def check_prediction(record, index: int) -> dict:
@@ -58,10 +77,13 @@ def check_prediction(record, index: int) -> dict:
     qid = record.get("qid")
     if not isinstance(qid, str):
         raise JemhopqaInputError(f"prediction {index}: 'qid' must be a string, got {qid!r}")
+    check_text(qid, f"prediction {index}", "qid")
     out = {"qid": qid}
     if "answer" in record:
         answer = record["answer"]
         out["answer"] = answer if isinstance(answer, str) else None  # non-strings score 0, as official
+        if out["answer"] is not None:
+            check_text(answer, f"prediction for qid {qid!r}", "answer")
     if "derivations" in record:
         out["derivations"] = upstream_derivations(record["derivations"], f"prediction for qid {qid!r}")
     return out
@@ -73,12 +95,14 @@ def check_reference(record, index: int) -> dict:
     qid = record.get("qid")
     if not isinstance(qid, str):
         raise JemhopqaInputError(f"reference {index}: 'qid' must be a string, got {qid!r}")
+    check_text(qid, f"reference {index}", "qid")
     missing = [key for key in ("answer", "derivations") if key not in record]
     if missing:
         raise JemhopqaInputError(f"reference for qid {qid!r}: missing {', '.join(missing)}")
     if not isinstance(record["answer"], str):
         raise JemhopqaInputError(f"reference for qid {qid!r}: 'answer' must be a string, got {record['answer']!r}")
     where = f"reference for qid {qid!r}"
+    check_text(record["answer"], where, "answer")
     return {"qid": qid, "answer": record["answer"], "derivations": upstream_derivations(record["derivations"], where)}
 
 

@@ -4,6 +4,7 @@ alignment and per-question precision/recall/F1."""
 from __future__ import annotations
 
 import re
+import sys
 import warnings
 
 import Levenshtein
@@ -23,25 +24,68 @@ def normalize_answer(text: str) -> str:
     return " ".join(_QUOTES.sub("", _BRACKETED.sub("", text)).split())
 
 
-def letters(gold_tokens: list, pred_tokens: list) -> tuple[str, str]:
+def letters(gold_tokens: list, pred_tokens: list):
     """The official greedy mapping: each gold token in turn takes the first free predicted token it shares a
-    string with, and both get the same letter; the rest get letters of their own. The official script uses
-    a-z and fails beyond 26 letters; any distinct characters give the same ratio, so we continue past 'z'."""
-    gold_chars = [None] * len(gold_tokens)
-    pred_chars = [None] * len(pred_tokens)
-    next_char = 0
+    string with, and both get the same letter; the rest get letters of their own (unpaired gold tokens first).
+    The official script uses a-z and fails beyond 26 letters; any distinct characters give the same ratio, so
+    we continue past 'z' (and give lists of numbers when even Unicode runs out)."""
+    paired = _greedy_pairs(gold_tokens, pred_tokens)
+    gold_ids, pred_ids = [None] * len(gold_tokens), [None] * len(pred_tokens)
+    for n, (i, j) in enumerate(paired):
+        gold_ids[i] = pred_ids[j] = n
+    n = len(paired)
+    for ids in (gold_ids, pred_ids):
+        for i, found in enumerate(ids):
+            if found is None:
+                ids[i], n = n, n + 1
+    if n + 97 > sys.maxunicode:
+        return gold_ids, pred_ids
+    return "".join([chr(97 + i) for i in gold_ids]), "".join([chr(97 + i) for i in pred_ids])
+
+
+def _greedy_pairs(gold_tokens: list, pred_tokens: list) -> list:
+    """(gold index, predicted index) of the official greedy pairing, in gold order."""
+    if len(gold_tokens) * len(pred_tokens) <= 1024:
+        return _greedy_pairs_scan(gold_tokens, pred_tokens)
+    return _greedy_pairs_indexed(gold_tokens, pred_tokens)
+
+
+def _greedy_pairs_scan(gold_tokens, pred_tokens):
+    taken, pairs = [False] * len(pred_tokens), []
     for i, gold in enumerate(gold_tokens):
         for j, pred in enumerate(pred_tokens):
-            if pred_chars[j] is None and not gold.isdisjoint(pred):
-                gold_chars[i] = pred_chars[j] = chr(97 + next_char)
-                next_char += 1
+            if not taken[j] and not gold.isdisjoint(pred):
+                taken[j] = True
+                pairs.append((i, j))
                 break
-    for chars in (gold_chars, pred_chars):
-        for i, char in enumerate(chars):
-            if char is None:
-                chars[i] = chr(97 + next_char)
-                next_char += 1
-    return "".join(gold_chars), "".join(pred_chars)
+    return pairs
+
+
+def _greedy_pairs_indexed(gold_tokens, pred_tokens):
+    """The same pairing for long texts: per string, the predicted tokens holding it, in order, with a pointer
+    past the taken ones (linear instead of quadratic time)."""
+    holders = {}
+    for j, pred in enumerate(pred_tokens):
+        for string in pred:
+            holders.setdefault(string, []).append(j)
+    start = dict.fromkeys(holders, 0)
+    taken, pairs = [False] * len(pred_tokens), []
+    for i, gold in enumerate(gold_tokens):
+        best = None
+        for string in gold:
+            js = holders.get(string)
+            if js is None:
+                continue
+            k = start[string]
+            while k < len(js) and taken[js[k]]:
+                k += 1
+            start[string] = k
+            if k < len(js) and (best is None or js[k] < best):
+                best = js[k]
+        if best is not None:
+            taken[best] = True
+            pairs.append((i, best))
+    return pairs
 
 
 class Similarity:
@@ -155,8 +199,9 @@ def derivation_scores(sim: Similarity, pred: list, gold: list, solver: str) -> d
     out = {}
     for dim in DIMENSIONS:
         matched = matched_weight(matrices[dim], solver)
+        # the official int 0 (no triples, or nothing matched) is kept: its -o file writes "0", not "0.0"
         p, r, f = prf(matched, len(pred_triples), len(gold_triples))
-        out.update({f"{dim}_p": float(p), f"{dim}_r": float(r), f"{dim}_f": float(f)})
+        out.update({f"{dim}_p": p, f"{dim}_r": r, f"{dim}_f": f})
     return out
 
 

@@ -75,7 +75,11 @@ class SynonymTable:
 def _read_synonym_groups(path: Path):
     """Groups of (head word, ambiguous) from a synonym source file: CSV lines, groups separated by blank lines."""
     group, group_id = [], None
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"synonym source file {path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
+    for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             if group:
                 yield group
@@ -84,7 +88,7 @@ def _read_synonym_groups(path: Path):
         cols = line.split(",")
         if len(cols) < 9 or not cols[0].strip().isdigit() or cols[2].strip() not in ("0", "1", "2"):
             raise ValueError(f"{path}: line {number}: not a synonym source line "
-                             "(group id, noun flag, ambiguity 0/1/2, ..., head word in column 9): {line!r}")
+                             f"(group id, noun flag, ambiguity 0/1/2, ..., head word in column 9): {line!r}")
         if cols[2].strip() == "2":
             continue  # ambiguity 2 = entry switched off
         if group_id is not None and cols[0] != group_id:
@@ -112,7 +116,7 @@ class Synonyms:
 
 
 def make_synonyms(spec, user_dic=None) -> Synonyms:
-    """``spec``: "auto" (chikkarpy when installed, else none), "chikkarpy", "none"/None/False, a mapping,
+    """``spec``: "auto" (chikkarpy, with ``user_dic`` when given, when installed; else none), "chikkarpy", "none"/None/False, a mapping,
     a path to a synonym source file, a callable ``word -> list of synonyms``, or a list of these
     (the first source that knows a word answers)."""
     if spec == "auto":
@@ -171,7 +175,7 @@ def _chikkarpy_synonyms(user_dic) -> Synonyms:
         if not Path(user_dic).is_file():
             raise FileNotFoundError(f"user_dic {user_dic}: no such file (JEMHopQA's compiled user.dic)")
         chikkar.add_dictionary(ChikkarDictionary(str(user_dic)))
-        description += f" + {Path(user_dic).name}"
+        description += " + user.dic" + ("" if Path(user_dic).name == "user.dic" else f" ({user_dic})")
     chikkar.enable_verb()
     return Synonyms([chikkar.find], description, user_dic is not None)
 
@@ -214,7 +218,7 @@ class Tokenizer:
         return found
 
     def _tokenize(self, text: str) -> list:
-        morphemes = list(self._sudachi.tokenize(text))
+        morphemes = self._morphemes(text, SUDACHI_MAX_BYTES)
         tokens, skip = [], False
         for i, m in enumerate(morphemes):
             if skip:
@@ -232,6 +236,39 @@ class Tokenizer:
             else:
                 tokens.append(frozenset([surface, m.normalized_form(), *self.synonyms.find(surface)]))
         return tokens
+
+
+    def _morphemes(self, text: str, limit: int) -> list:
+        """Sudachi refuses inputs over 49,149 bytes (65,535 once normalized): longer texts are tokenized in
+        pieces cut at whitespace or punctuation, else between characters (tokens at the cuts may differ)."""
+        if len(text.encode("utf-8")) <= limit:
+            try:
+                return list(self._sudachi.tokenize(text))
+            except Exception as err:  # sudachipy's SudachiError; its normalized text can grow
+                if "too long" not in str(err) or limit < 64:
+                    raise
+                limit //= 2
+        morphemes = []
+        for piece in split_text(text, limit):
+            morphemes += self._morphemes(piece, limit)
+        return morphemes
+
+
+SUDACHI_MAX_BYTES = 49_149
+_CUT_AFTER = re.compile(r"[\s、。，．,.!?！？;；:：)）」』】\]]")
+
+
+def split_text(text: str, limit: int) -> list:
+    """``text`` in pieces of at most ``limit`` UTF-8 bytes, each cut after the last whitespace or punctuation
+    of its second half when there is one, else at the last character that fits."""
+    pieces = []
+    while len(text.encode("utf-8")) > limit:
+        head = text.encode("utf-8")[:limit].decode("utf-8", "ignore")
+        cuts = [m.end() for m in _CUT_AFTER.finditer(head, len(head) // 2)]
+        cut = cuts[-1] if cuts else len(head)
+        pieces.append(text[:cut])
+        text = text[cut:]
+    return [*pieces, text] if text else pieces
 
 
 _TOKENIZERS = {}

@@ -1,18 +1,19 @@
 """``qahub evaluate jemhopqa``: the official JEMHopQA scores of a prediction file.
 
 Predictions: the official format ``{"answer": {qid: answer}, "derivations": {qid: [[s, r, [o...]], ...]}}``,
-or the official TSV form (header ``qid, predicted_answer, predicted_derivations``; derivations written
-``(subject, relation, object1、object2); (...)``), converted as the upstream ``tsv_to_pred_json.py`` does.
+or the official TSV form (columns ``qid, predicted_answer, predicted_derivations``; derivations written
+``(subject, relation, object1、object2); (...)``), read with pandas and converted as the upstream
+``tsv_to_pred_json.py`` does.
 """
 
 from __future__ import annotations
 
-import csv
 import importlib.util
 import json
 import math
 import re
 import sys
+import warnings
 from pathlib import Path
 
 HELP = "JEMHopQA answer and derivation scores, as the official evaluate.py"
@@ -34,7 +35,8 @@ def add_arguments(parser):
     parser.add_argument("--per-question", metavar="OUT_TSV", help="write the per-question scores (official -o columns)")
     parser.add_argument("--dictionary", choices=("full", "core", "small"), help="Sudachi dictionary (default: best installed)")
     parser.add_argument("--synonyms", default="auto",
-                        help="auto (chikkarpy if installed), chikkarpy, none, a synonym source CSV file, "
+                        help="auto (chikkarpy + user.dic, downloaded unless --user-dic is given, when chikkarpy "
+                             "is installed; else none), chikkarpy, none, a synonym source CSV file, "
                              "or a JSON file {word: [synonyms]} (default: auto)")
     parser.add_argument("--user-dic", help="JEMHopQA's compiled user.dic, for chikkarpy; 'download' fetches the one "
                                            "of the pinned upstream commit (or from --mirror-url) and checks its sha256")
@@ -49,28 +51,43 @@ def run(args) -> dict:
 
     predictions = read_predictions(Path(args.predictions))
     references, ref_name = _references(args)
-    user_dic = _user_dic(args)
+    synonyms = _synonyms(args.synonyms)
+    user_dic, note = _user_dic(args)
     metric = registry.load_metric("jemhopqa")
+    input_error = sys.modules[type(metric).__module__].JemhopqaInputError
     try:
         result = metric.compute(
             predictions=predictions, references=references, ignore_missing=args.ignore_missing,
-            per_question=bool(args.per_question), dictionary=args.dictionary, synonyms=_synonyms(args.synonyms),
+            per_question=bool(args.per_question), dictionary=args.dictionary, synonyms=synonyms,
             user_dic=user_dic, solver=args.solver,
         )
-    except ValueError as err:
+    except input_error as err:  # a problem of the data: name the two files
         raise ValueError(f"scoring {args.predictions} against {ref_name}: {err}") from None
+    if note:
+        result["synonyms"] += f" ({note})"
     if args.per_question:
         write_per_question(Path(args.per_question), result.pop("per_question"))
     return _json_safe(result)
 
 
 def _user_dic(args):
-    if args.user_dic != "download":
-        return args.user_dic
-    if importlib.util.find_spec("chikkarpy") is None:
+    """(user.dic path or None, a note when it could not be had). With --synonyms auto and chikkarpy installed,
+    user.dic is downloaded (cached, sha256-checked) as for --user-dic download: the official configuration."""
+    has_chikkarpy = importlib.util.find_spec("chikkarpy") is not None
+    if args.user_dic == "download" and not has_chikkarpy:
         raise ValueError("--user-dic download: user.dic is read by chikkarpy, which is not installed "
                          "(pip install chikkarpy)")
-    return fetch_user_dic(getattr(args, "mirror_url", None))
+    if args.user_dic == "download":
+        return fetch_user_dic(getattr(args, "mirror_url", None)), None
+    if args.user_dic is not None or args.synonyms != "auto" or not has_chikkarpy:
+        return args.user_dic, None
+    try:
+        return fetch_user_dic(getattr(args, "mirror_url", None)), None
+    except (ConnectionError, ValueError, OSError) as err:
+        note = f"user.dic could not be downloaded: {err}"
+        warnings.warn(f"JEMHopQA synonyms: {note}; scoring with chikkarpy's system dictionary only "
+                      "(pass --user-dic PATH)", UserWarning, stacklevel=2)
+        return None, note
 
 
 def fetch_user_dic(mirror_url=None, cache_dir=None) -> str:
@@ -94,13 +111,9 @@ def read_predictions(path: Path) -> list[dict]:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as err:
         raise ValueError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
-    if text.lstrip().startswith("{"):
+    if text.lstrip("\ufeff \t\r\n").startswith("{"):
         return _from_official(path, text)
-    if text.split("\n", 1)[0].rstrip("\r").split("\t")[:3] == list(TSV_HEADER):
-        return _from_tsv(path, text)
-    raise ValueError(f"{path}: not a JEMHopQA prediction file: expected the official JSON "
-                     '{"answer": {qid: answer}, "derivations": {qid: derivations}} or a TSV with header '
-                     + "\\t".join(TSV_HEADER))
+    return _from_tsv(path)
 
 
 def _from_official(path: Path, text: str) -> list[dict]:
@@ -119,31 +132,47 @@ def _from_official(path: Path, text: str) -> list[dict]:
     return list(records.values())
 
 
-def _from_tsv(path: Path, text: str) -> list[dict]:
-    records, seen = [], set()
-    rows = csv.reader(text.splitlines(), delimiter="\t")
-    next(rows)
-    for line, row in enumerate(rows, 2):
-        if not any(cell.strip() for cell in row):
-            continue
-        row = row + [""] * (3 - len(row))
-        qid, answer, derivations = row[:3]
-        if qid in seen:
-            raise ValueError(f"{path}: line {line}: qid {qid!r} appears twice")
-        seen.add(qid)
-        records.append({"qid": qid, "answer": answer, "derivations": _tsv_derivations(path, line, qid, derivations)})
-    return records
+def _from_tsv(path: Path) -> list[dict]:
+    """As upstream ``tsv_to_pred_json.py``: ``pandas.read_table`` with its defaults (BOM dropped, columns by name,
+    quoting, NA values such as "NA" or "null" read as missing), then a non-string answer scores 0 and a
+    non-string derivations cell gives no steps; a repeated qid keeps its last row (upstream's dict)."""
+    frame = _read_table(path)
+    records = {}
+    for number, (_, row) in enumerate(frame.iterrows(), 1):
+        qid = row["qid"]
+        if not isinstance(qid, str):
+            raise ValueError(f"{path}: row {number}: qid must be text, got {qid!r}")
+        if qid in records:
+            print(f"{path}: row {number}: qid {qid!r} appears again: this row replaces the earlier one "
+                  "(as tsv_to_pred_json.py)", file=sys.stderr)
+        answer, cell = row["predicted_answer"], row["predicted_derivations"]
+        derivations = _tsv_derivations(path, number, qid, cell) if isinstance(cell, str) else []
+        records[qid] = {"qid": qid, "answer": answer if isinstance(answer, str) else None, "derivations": derivations}
+    return list(records.values())
 
 
-def _tsv_derivations(path, line, qid, cell: str) -> list:
+def _read_table(path: Path):
+    import pandas
+
+    try:
+        frame = pandas.read_table(path)
+    except (pandas.errors.ParserError, pandas.errors.EmptyDataError, UnicodeDecodeError) as err:
+        raise ValueError(f"{path}: not a readable prediction TSV ({err})") from None
+    missing = [column for column in TSV_HEADER if column not in frame.columns]
+    if missing:
+        raise ValueError(f"{path}: not a JEMHopQA prediction file: expected the official JSON "
+                         '{"answer": {qid: answer}, "derivations": {qid: derivations}} or a TSV with columns '
+                         f"{', '.join(TSV_HEADER)} (missing {', '.join(missing)})")
+    return frame
+
+
+def _tsv_derivations(path, number, qid, cell: str) -> list:
     """As upstream tsv_to_pred_json.py: ';'-separated '(s, r, o1、o2)'; unreadable steps are dropped with a note."""
     steps = []
-    if not cell.strip():
-        return steps
     for part in cell.split(";"):
         found = _TRIPLE.findall(part)
         if not found:
-            print(f"{path}: line {line}: qid {qid!r}: derivation step {part.strip()!r} is not "
+            print(f"{path}: row {number}: qid {qid!r}: derivation step {part.strip()!r} is not "
                   "(subject, relation, objects): dropped (as tsv_to_pred_json.py)", file=sys.stderr)
             continue
         subject, relation, objects = found[0]
@@ -176,15 +205,18 @@ def _synonyms(value: str):
         try:
             return json.loads(Path(value).read_text(encoding="utf-8"))
         except json.JSONDecodeError as err:
-            raise ValueError(f"{value}: not valid JSON ({err.msg} at line {err.lineno})") from None
+            raise ValueError(f"synonym file {value}: not valid JSON ({err.msg} at line {err.lineno})") from None
+        except UnicodeDecodeError as err:
+            raise ValueError(f"synonym file {value}: not UTF-8 text ({err.reason} at byte {err.start})") from None
     return value
 
 
 def write_per_question(path: Path, rows: list[dict]):
-    """The official -o TSV; parts left out by --ignore-missing are empty cells (the official script crashes)."""
+    """The official -o TSV, values written with str() as it does (its int 0 as "0"); parts left out by
+    --ignore-missing are empty cells (the official script crashes)."""
     lines = ["\t".join(("qid", *COLUMNS))]
     for row in rows:
-        lines.append("\t".join([row["qid"]] + ["" if row[c] is None else repr(float(row[c])) for c in COLUMNS]))
+        lines.append("\t".join([row["qid"]] + ["" if row[c] is None else str(row[c]) for c in COLUMNS]))
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 

@@ -1,0 +1,279 @@
+"""Hostile and fuzzed input for JEMHopQA (issue 8): property tests of the metric, damaged copies of the
+builder's sample files, and a scan for code that would run data."""
+
+import json
+import random
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import evaluate
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from qahub.loaders._sources import SourceDataError
+
+from qahub import registry
+from qahub.export import export
+from qahub.testing import build
+
+SAMPLE = registry.samples_dir("jemhopqa")
+CONFIG_OF = {"corpus": "v1.0", "corpus_ver1.1": "v1.1", "corpus_ver1.2": "v1.2"}
+SAMPLE_FILES = sorted(str(p.relative_to(SAMPLE)) for p in SAMPLE.glob("corpus*/*.json"))
+CORE = {"dictionary": "core", "synonyms": "none"}
+SCORES = [("a", "em"), ("a", "score")] + [(d, n) for d in ("e", "r", "er") for n in ("prec", "recall", "f1")]
+PROPERTY = settings(max_examples=50, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+
+pytestmark = pytest.mark.filterwarnings("ignore:JEMHopQA scores use the Sudachi")
+
+
+@pytest.fixture(scope="module")
+def metric_cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("evaluate-cache")
+
+
+@pytest.fixture(scope="module")
+def metric(metric_cache):
+    return evaluate.load(str(registry.metric_dir("jemhopqa")), cache_dir=str(metric_cache))
+
+
+# --- the metric: properties over arbitrary text ------------------------------------------------------------
+
+JAPANESE = "あいうえおかきくけこアイウエオ東京都大阪府年月日一二三〇１２３４５６７８９（）「」『』、。・ー々〜"
+short_text = st.one_of(
+    st.text(max_size=12),  # any Unicode but lone surrogates (those are refused: see test_lone_surrogates...)
+    st.text(alphabet=JAPANESE + " 0123456789()", max_size=12),
+    st.sampled_from(["", " ", "はい", "いいえ", "Yes", "No", "YES", "794年", "0794年", "（注）", "「」"]),
+)
+# very long strings: some over Sudachi's 49,149-byte limit (tokenized in pieces)
+long_text = st.builds(lambda unit, n: unit * n, st.text(alphabet=JAPANESE, min_size=1, max_size=6),
+                      st.integers(2_000, 20_000))
+text = st.one_of(short_text, short_text, short_text, long_text)
+steps = st.lists(st.tuples(short_text, short_text, st.lists(short_text, max_size=3)), max_size=3)
+
+
+@st.composite
+def questions(draw, min_size=1):
+    """(references, predictions): gold rows and predictions, answers possibly None or not strings."""
+    n = draw(st.integers(min_size, 4))
+    refs, preds = [], []
+    for i in range(n):
+        gold = {"qid": f"q{i}", "answer": draw(text), "derivations": [[s, r, o] for s, r, o in draw(steps)]}
+        answer = draw(st.one_of(text, st.none(), st.integers(), st.just(gold["answer"])))
+        derivations = draw(st.one_of(steps, st.just(gold["derivations"])))
+        refs.append(gold)
+        preds.append({"qid": f"q{i}", "answer": answer, "derivations": [[s, r, o] for s, r, o in derivations]})
+    return refs, preds
+
+
+def arrow_files(folder):
+    return [p for p in Path(folder).rglob("*.arrow")]
+
+
+@PROPERTY
+@given(questions())
+def test_scores_stay_in_0_1(metric, data):
+    refs, preds = data
+    result = metric.compute(predictions=preds, references=refs, per_question=True, **CORE)
+    for part, name in SCORES:
+        assert 0.0 <= result[part][name] <= 1.0, (part, name, result[part][name])
+    for row in result["per_question"]:
+        assert all(0.0 <= row[column] <= 1.0 for column in row if column != "qid")
+
+
+@PROPERTY
+@given(questions())
+def test_gold_as_prediction_scores_one(metric, data):
+    refs, _ = data
+    # as the official script: an empty gold answer, or gold derivations without a single object, score 0
+    refs = [r for r in refs if r["answer"] and any(objects for _, _, objects in r["derivations"])]
+    if not refs:
+        refs = [{"qid": "q", "answer": "794年", "derivations": [["平安京", "遷都", ["794年"]]]}]
+    result = metric.compute(predictions=refs, references=refs, per_question=True, **CORE)
+    assert all(result[part][name] == 1.0 for part, name in SCORES), result
+    assert all(value == 1.0 for row in result["per_question"] for key, value in row.items() if key != "qid")
+
+
+# fewer examples: each scores two corpora that may hold texts of hundreds of kilobytes
+@settings(max_examples=20, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(questions(min_size=2), st.randoms(use_true_random=False))
+def test_order_of_examples_does_not_change_corpus_scores(metric, data, rng):
+    refs, preds = data
+    first = metric.compute(predictions=preds, references=refs, **CORE)
+    order = list(range(len(refs)))
+    rng.shuffle(order)
+    pred_order = list(order)
+    rng.shuffle(pred_order)  # predictions are matched by qid: their order is free too
+    again = metric.compute(predictions=[preds[i] for i in pred_order], references=[refs[i] for i in order], **CORE)
+    for part, name in SCORES:
+        assert again[part][name] == pytest.approx(first[part][name], rel=1e-12, abs=1e-12)
+
+
+def test_the_cache_checked_below_is_where_evaluate_writes(metric, metric_cache):
+    row = {"qid": "q0", "answer": "x", "derivations": []}
+    metric.add_batch(predictions=[row], references=[row])
+    assert len(arrow_files(metric_cache)) == 1
+    metric.compute(**CORE)
+    assert arrow_files(metric_cache) == []
+
+
+# None (or another non-string) where a string is expected: the documented errors, naming the record
+HOSTILE = [
+    (lambda q: {**q, "qid": None}, r"prediction 0: 'qid' must be a string, got None"),
+    (lambda q: {**q, "derivations": None}, r"prediction for qid 'q0': derivations must be a list"),
+    (lambda q: {**q, "derivations": [[None, "r", ["o"]]]}, r"qid 'q0': derivation step .* string subject"),
+    (lambda q: {**q, "derivations": [["s", None, ["o"]]]}, r"qid 'q0': derivation step .* string subject"),
+    (lambda q: {**q, "derivations": [["s", "r", None]]}, r"qid 'q0': objects of derivation step .* list of strings"),
+    (lambda q: {**q, "derivations": [["s", "r", ["o", None]]]}, r"qid 'q0': objects of derivation step"),
+    (lambda q: {**q, "derivations": [["s", "r"]]}, r"qid 'q0': derivation step .* must be"),
+    (lambda q: {**q, "answer": "x\ud800"}, r"prediction for qid 'q0': answer .* holds a lone surrogate"),
+    (lambda q: "q0", r"prediction 0: expected a record"),
+]
+
+
+@PROPERTY
+@given(questions(), st.sampled_from(HOSTILE))
+def test_bad_values_fail_with_the_documented_error_and_leave_no_cache(metric, metric_cache, data, case):
+    refs, preds = data
+    spoil, message = case
+    input_error = sys.modules[type(metric).__module__].JemhopqaInputError
+    with pytest.raises(input_error, match=message):
+        metric.compute(predictions=[spoil(preds[0]), *preds[1:]], references=refs, **CORE)
+    assert arrow_files(metric_cache) == []
+
+
+@PROPERTY
+@given(questions(), st.sampled_from(["answer", "derivations"]))
+def test_none_answer_or_reference_values(metric, metric_cache, data, part):
+    refs, preds = data
+    # a None predicted answer scores 0, as a non-string answer does in the official script
+    result = metric.compute(predictions=[{**preds[0], "answer": None}, *preds[1:]], references=refs,
+                            per_question=True, **CORE)
+    assert (result["per_question"][0]["a_em"], result["per_question"][0]["a_score"]) == (0.0, 0.0)
+    with pytest.raises(ValueError, match=rf"reference for qid 'q0': '?{part}'? must be"):
+        metric.compute(predictions=preds, references=[{**refs[0], part: None}, *refs[1:]], **CORE)
+    assert arrow_files(metric_cache) == []
+
+
+# --- the builder: damaged copies of the sample files -----------------------------------------------------------
+
+
+def truncated(data: bytes, rng):
+    return data[: rng.randrange(0, len(data))]
+
+
+def flipped(data: bytes, rng):
+    out = bytearray(data)
+    for _ in range(rng.randint(1, 4)):
+        out[rng.randrange(len(out))] ^= rng.randint(1, 255)
+    return bytes(out)
+
+
+def key_deleted(data: bytes, rng):
+    records = json.loads(data.decode("utf-8"))
+    record = rng.choice(records)
+    del record[rng.choice(sorted(record))]
+    return json.dumps(records, ensure_ascii=False).encode("utf-8")
+
+
+def encoded(encoding):
+    return lambda data, rng: data.decode("utf-8").encode(encoding)
+
+
+DAMAGE = {"truncated": truncated, "flipped": flipped, "key_deleted": key_deleted,
+          "utf-16": encoded("utf-16"), "shift_jis": encoded("shift_jis"), "cp932": encoded("cp932"),
+          "utf-8-sig": encoded("utf-8-sig")}
+CASES = [(relpath, damage, seed) for relpath in SAMPLE_FILES for damage in DAMAGE
+         for seed in (range(3) if damage in ("truncated", "flipped", "key_deleted") else [0])]
+
+
+def damaged_copy(tmp_path, relpath, damage, seed):
+    data_dir = tmp_path / "data"
+    shutil.copytree(SAMPLE, data_dir)
+    path = data_dir / relpath
+    path.write_bytes(DAMAGE[damage](path.read_bytes(), random.Random(f"{relpath}:{damage}:{seed}")))
+    return data_dir
+
+
+def assert_documented_error(err, relpath):
+    assert isinstance(err, (SourceDataError, FileNotFoundError)), f"{type(err).__name__}: {err}"
+    assert re.search(rf"{re.escape(Path(relpath).name)}: record [^:]+: \S", str(err)), str(err)
+
+
+def leftovers(folder):
+    return [p for p in Path(folder).rglob("*") if p.suffix == ".arrow" or p.name.endswith(".incomplete")]
+
+
+@pytest.mark.parametrize("relpath, damage, seed", CASES)
+def test_damaged_source_builds_or_fails_cleanly(tmp_path, relpath, damage, seed):
+    data_dir = damaged_copy(tmp_path, relpath, damage, seed)
+    cache = tmp_path / "cache"
+    try:
+        dsd = build("jemhopqa", CONFIG_OF[Path(relpath).parts[0]], data_dir, cache)
+    except Exception as err:  # noqa: BLE001 - the point is which exception it is
+        assert_documented_error(err, relpath)
+        assert leftovers(cache) == [], "a failed build left a half-written cache"
+    else:
+        assert set(dsd) == {"train", "validation"} and all(len(ds) > 0 for ds in dsd.values())
+
+
+@pytest.mark.parametrize("damage, seed", [("truncated", 0), ("flipped", 1), ("key_deleted", 2), ("utf-16", 0),
+                                          ("shift_jis", 0)])
+def test_damaged_source_exports_or_leaves_nothing(tmp_path, damage, seed):
+    relpath = "corpus_ver1.2/dev_ver1.2.json"
+    data_dir = damaged_copy(tmp_path, relpath, damage, seed)
+    out = tmp_path / "hub" / "jemhopqa"
+    try:
+        export("jemhopqa", out, configs=["v1.2"], data_dir=data_dir, cache_dir=str(tmp_path / "cache"))
+    except Exception as err:  # noqa: BLE001
+        assert_documented_error(err, relpath)
+        assert not out.parent.exists() or list(out.parent.iterdir()) == [], "a failed export left files"
+    else:
+        assert (out / "README.md").is_file()
+        assert not list(out.parent.glob(".*partial-*"))
+
+
+def test_every_damage_kind_is_exercised_and_some_fail():
+    """Guards the test above against damage that never reaches the builder (e.g. a no-op mutation)."""
+    sample = SAMPLE / "corpus_ver1.2" / "dev_ver1.2.json"
+    for damage, func in DAMAGE.items():
+        assert func(sample.read_bytes(), random.Random(0)) != sample.read_bytes(), damage
+
+
+@pytest.mark.parametrize("text, problem", [
+    ('[{"qid": "\\ud800"}]', r"record 0 .*missing key"),
+    (None, r"record 0 .*holds a lone surrogate"),
+    ("[" + "1" * 5000 + "]", r"record -: not readable JSON \(ValueError: Exceeds the limit"),
+    ("[" * 100_000 + "]" * 100_000, r"record -: not readable JSON \(RecursionError"),
+])
+def test_hostile_json_is_a_documented_error(tmp_path, text, problem):
+    data_dir = tmp_path / "data"
+    shutil.copytree(SAMPLE, data_dir)
+    path = data_dir / "corpus_ver1.2" / "dev_ver1.2.json"
+    if text is None:  # a valid record whose answer is an escaped lone surrogate
+        records = json.loads(path.read_text(encoding="utf-8"))
+        records[0]["answer"] = "\ud800"
+        text = json.dumps(records)
+    path.write_text(text, encoding="utf-8")
+    cache = tmp_path / "cache"
+    with pytest.raises(SourceDataError, match=rf"dev_ver1\.2\.json: {problem}"):
+        build("jemhopqa", "v1.2", data_dir, cache)
+    assert leftovers(cache) == []
+
+
+# --- nothing from the data is executed or unpickled ----------------------------------------------------------
+
+CODE = [Path(registry.__file__).parents[2] / "loaders" / "jemhopqa.py",
+        *sorted(registry.metric_dir("jemhopqa").glob("*.py")),
+        Path(registry.__file__).parent / "scoring" / "jemhopqa.py"]
+RUNS_DATA = re.compile(r"\b(pickle|cPickle|marshal|dill|shelve|joblib)\b|(?<![\w.])(eval|exec|compile)\s*\(|__import__"
+                       r"|yaml\.load\(|torch\.load|allow_pickle")
+
+
+@pytest.mark.parametrize("path", CODE, ids=lambda p: p.name)
+def test_no_code_runs_data(path):
+    assert path.is_file()
+    found = [(n, line) for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if RUNS_DATA.search(line)]
+    assert found == [], f"{path}: {found}"
