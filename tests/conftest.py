@@ -9,8 +9,15 @@ os.environ.setdefault("HF_HOME", tempfile.mkdtemp(prefix="qahub-tests-hf-"))
 
 import datasets  # noqa: E402
 import pytest  # noqa: E402
+from hypothesis import settings  # noqa: E402
 
 datasets.disable_progress_bars()
+
+# CI runs the property tests on a fixed set of examples, so a run fails only for a change in the code;
+# locally they draw new examples each run and keep the failing ones in .hypothesis/
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
