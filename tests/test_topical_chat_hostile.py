@@ -38,6 +38,7 @@ batches = st.lists(st.tuples(any_text, any_text, st.one_of(st.none(), any_text))
 DOCUMENTED = re.compile(
     r"topical_chat: no predictions to score|Predictions and/or references don't match the expected format"
     r"|Mismatch in the number of predictions|topical_chat: knowledge|topical_chat: per_example must be True or False"
+    r"|topical_chat: \d+ knowledge texts for \d+ predictions"
     r"|topical_chat: (predictions|references)\[\d+\] must be a string, got "
     r"|topical_chat: (predictions|references) must be a list of strings"
 )
