@@ -55,7 +55,7 @@ def resolve_sources(config, dl_manager, corpus, canonical_base, files, sha256=No
     except (OSError, ValueError) as err:  # requests/fsspec raise both kinds for network and HTTP errors
         raise SourceUnavailableError(
             f"downloading {', '.join(urls.values())} failed ({type(err).__name__}: {err}); "
-            f"pass data_dir= a local copy, or a mirror with mirror_url= / ${MIRROR_ENV}"
+            f"use a local copy (data_dir=, --data-dir) or a mirror (mirror_url=, --mirror-url, ${MIRROR_ENV})"
         ) from err
     for key, rel in files.items():
         expected = (sha256 or {}).get(rel)

@@ -1,6 +1,7 @@
 """Russian QA Jeopardy! ("Своя игра"): questions and answers of the Own Game quiz from db.chgk.info."""
 
 import csv
+import os
 import re
 import warnings
 from dataclasses import dataclass
@@ -68,9 +69,12 @@ _VALUES = range(1, 6)  # question numbers the card documents; others are kept wi
 
 @dataclass
 class JeopardyConfig(datasets.BuilderConfig):
-    """One layout of the upstream files; ``mirror_url`` replaces the upstream base URL."""
+    """One layout of the upstream files; ``mirror_url`` replaces the upstream base URL;
+    ``present_splits_only``: with ``data_dir``, build the splits whose files are there (e.g. ``qa`` from the
+    validation file alone) instead of failing on the absent ones."""
 
     mirror_url: Optional[str] = None
+    present_splits_only: bool = False
 
 
 class Jeopardy(datasets.GeneratorBasedBuilder):
@@ -104,9 +108,18 @@ class Jeopardy(datasets.GeneratorBasedBuilder):
         )
 
     def _split_generators(self, dl_manager):
-        files = _FILES[self.config.name]
+        files = self._present(_FILES[self.config.name])
         paths = resolve_sources(self.config, dl_manager, "jeopardy", _BASE_URL, files, _SHA256)
         return [datasets.SplitGenerator(name=split, gen_kwargs={"filepath": paths[split]}) for split in files]
+
+    def _present(self, files):
+        if not (self.config.present_splits_only and self.config.data_dir):
+            return files
+        root = os.path.expanduser(str(self.config.data_dir))
+        present = {split: rel for split, rel in files.items() if os.path.isfile(os.path.join(root, rel))}
+        if not present:
+            raise FileNotFoundError(f"{root}: none of {', '.join(files.values())} is there")
+        return present
 
     def _generate_examples(self, filepath):
         if self.config.name == "qa":

@@ -186,7 +186,8 @@ class TopicalChat(datasets.GeneratorBasedBuilder):
             split, rels = next(iter(missing.items()))
             raise FileNotFoundError(
                 f"{root}: split {split!r} of topical_chat/{self.config.name} needs {', '.join(rels)}, not found; "
-                "pass splits=(...) to choose splits or present_splits_only=True to build the splits that are present"
+                "pass splits=(...) to choose splits, or present_splits_only=True (on the command line: "
+                "--option present_splits_only=true) to build the splits that are present"
             )
         present = {split: keys for split, keys in plan.items() if split not in missing}
         if not present:

@@ -91,6 +91,22 @@ def test_publish_all_sends_each_built_corpus_to_org_slash_corpus(tmp_path, monke
     assert uploads == [("me/jemhopqa", "dataset", str(out / "jemhopqa")), ("me/limur", "dataset", str(out / "limur"))]
 
 
+def test_publish_refuses_sample_builds_wrong_corpora_and_bad_repo_ids(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(publish, "HfApi", lambda token=None: pytest.fail("nothing may reach the Hub"))
+    assert cli.main(["--quiet", "demo", "--out", str(tmp_path / "demo")]) == 0
+    capsys.readouterr()
+    assert cli.main(["publish", "--all", "--org", "me", "--root", str(tmp_path / "demo"), "--dry-run"]) == 1
+    assert "built from qahub's bundled sample data" in capsys.readouterr().err
+    sample_card = (tmp_path / "demo" / "jemhopqa" / "README.md").read_text(encoding="utf-8")
+    assert "qahub-sample" in sample_card and "not from the corpus" in sample_card
+    real = tmp_path / "real"
+    assert cli.main(["--quiet", "build", "limur", "--data-dir", str(registry.samples_dir("limur")), "--out", str(real)]) == 0
+    assert cli.main(["publish", "jemhopqa", "--repo-id", "me/jemhopqa", "--folder", str(real), "--dry-run"]) == 1
+    assert "not jemhopqa" in capsys.readouterr().err
+    assert cli.main(["publish", "limur", "--repo-id", "not/a/valid", "--folder", str(real), "--dry-run"]) == 1
+    assert "Repo id must be in the form" in capsys.readouterr().err
+
+
 def test_publish_all_dry_run_touches_nothing(tmp_path, monkeypatch, capsys):
     out = tmp_path / "hub"
     assert cli.main(["--quiet", "build", "jemhopqa", "--data-dir", str(registry.samples_dir("jemhopqa")),
@@ -123,10 +139,19 @@ def test_metric_copy_then_evaluate_load_by_bare_name(metric, tmp_path, monkeypat
     assert module.name == metric or module.name.replace("-", "_") == metric
 
 
-def test_metric_copy_refuses_to_overwrite(tmp_path, capsys):
+def test_metric_copy_refuses_to_overwrite_unless_asked(tmp_path, capsys):
     assert cli.main(["metric-copy", "limur", "--out", str(tmp_path)]) == 0
     assert cli.main(["metric-copy", "limur", "--out", str(tmp_path)]) == 1
-    assert "exists and is not empty" in capsys.readouterr().err
+    assert "exists and is not empty; pass --overwrite" in capsys.readouterr().err
+    (tmp_path / "limur" / "limur.py").write_text("stale")
+    assert cli.main(["metric-copy", "limur", "--out", str(tmp_path), "--overwrite"]) == 0
+    assert (tmp_path / "limur" / "limur.py").read_text() == (registry.metric_dir("limur") / "limur.py").read_text()
+    mine = tmp_path / "mine" / "limur"
+    mine.mkdir(parents=True)
+    (mine / "paper.tex").write_text("years of work")
+    assert cli.main(["metric-copy", "limur", "--out", str(tmp_path / "mine"), "--overwrite"]) == 1
+    assert "is not a copy of the limur metric" in capsys.readouterr().err
+    assert (mine / "paper.tex").read_text() == "years of work"
 
 
 def _readme_example(metric) -> str:
@@ -191,11 +216,15 @@ def test_build_all_over_the_real_shared_data(tmp_path, capsys, http_server):
                      "--mirror-url", http_server(tmp_path / "empty-mirror")])
     printed = capsys.readouterr().out
     assert code == 0, printed
-    assert sorted(p.name for p in out.iterdir()) == ["jemhopqa", "topical_chat"]
+    assert sorted(p.name for p in out.iterdir()) == ["jemhopqa", "jeopardy", "topical_chat"]
     assert re.search(r"^jemhopqa\s+v1\.1\s+train\s+1,059\s", printed, re.M)
-    # Topical-Chat's train file is not in ../shared/data: the four other splits build
+    # Topical-Chat's train file is not in ../shared/data: the four other splits build, and the summary says so
     assert re.search(r"^topical_chat\s+conversations\s+valid_rare\s+539\s", printed, re.M)
     assert not re.search(r"^topical_chat\s+conversations\s+train\s", printed, re.M)
-    # the Jeopardy folder has only the validation file; LIMUR and doc2dial have no local copy and no mirror
-    for corpus in ("jeopardy", "limur", "doc2dial"):
+    assert re.search(r"^topical_chat\s+conversations\s+partial: split\(s\) absent\s+train$", printed, re.M)
+    # the Jeopardy folder has only the validation file: qa/validation builds, extended is reported
+    assert re.search(r"^jeopardy\s+qa\s+validation\s+3,376\s", printed, re.M)
+    assert re.search(r"^jeopardy\s+extended\s+skipped: source unavailable", printed, re.M)
+    # LIMUR and doc2dial have no local copy and no mirror
+    for corpus in ("limur", "doc2dial"):
         assert re.search(rf"^{corpus}\s+-\s+skipped: source unavailable", printed, re.M)

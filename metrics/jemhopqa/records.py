@@ -129,4 +129,4 @@ def _check_complete(questions):
         missing = [qid for qid, _, pred in questions if part not in pred]
         if missing:
             raise JemhopqaInputError(f"{len(missing)} question(s) have no predicted {part}: {_shorten(missing)} "
-                                     "(pass ignore_missing=True to score only the predicted ones)")
+                                     "(pass ignore_missing=True, or --ignore-missing, to score only the predicted ones)")

@@ -101,10 +101,17 @@ def _build(args) -> int:
         return _build_all(args)
     if not args.corpus:
         raise ValueError("name a corpus, or pass --all")
+    if args.data_root:
+        raise ValueError("--data-root goes with --all; for one corpus pass --data-dir")
+    options = parse_options(args.option)
+    # asking for the splits that are present also means building the configs that are present
     report = export(args.corpus, args.out, configs=args.config, data_dir=args.data_dir, mirror_url=args.mirror_url,
-                    cache_dir=args.cache_dir, overwrite=args.overwrite, builder_options=parse_options(args.option))
+                    cache_dir=args.cache_dir, overwrite=args.overwrite, builder_options=options,
+                    skip_unavailable=bool(options.get("present_splits_only")))
     print(f"{args.corpus}: wrote {report.folder}")
     _print_rows(*_report_table([report]))
+    for config, why in report.skipped:
+        print(f"skipped config {config}: {_one_line(why)}")
     return 0
 
 
@@ -133,6 +140,7 @@ def _build_all(args) -> int:
         except Exception as err:  # one corpus's failure must not stop the others; it is reported and counted
             problems.append([corpus, "-", "FAILED", f"{type(err).__name__}: {_one_line(err)}"])
     problems += [[r.corpus, config, "skipped: source unavailable", _one_line(why)] for r in reports for config, why in r.skipped]
+    problems += _absent_splits(reports)
     _print_rows(*_report_table(reports))
     if problems:
         print()
@@ -140,6 +148,18 @@ def _build_all(args) -> int:
     failed = sum(1 for p in problems if p[2] == "FAILED")
     print(f"\nbuilt {len(reports)} corpora into {out_root}/; {len(problems) - failed} skipped, {failed} failed")
     return 1 if failed else 0
+
+
+def _absent_splits(reports) -> list:
+    """Configs built without some of their splits (present_splits_only), so the summary says what is missing."""
+    rows = []
+    for report in reports:
+        declared = getattr(registry.builder_module(report.corpus), "SPLITS", {})
+        for config in report.configs:
+            absent = [s for s in declared.get(config.config, []) if s not in {x.split for x in config.splits}]
+            if absent and report.corpus != "limur":  # LIMUR's splits are whichever files the task has
+                rows.append([report.corpus, config.config, "partial: split(s) absent", ", ".join(absent)])
+    return rows
 
 
 def _partial_split_option(corpus) -> dict:
@@ -204,11 +224,19 @@ def _publish(args) -> int:
     if args.all:
         if not args.org or args.corpus or args.repo_id:
             raise ValueError("--all takes --org ORG (each corpus goes to ORG/<corpus>), not a corpus or --repo-id")
-        targets = [(Path(args.root) / c, f"{args.org}/{c}") for c in registry.corpus_names() if (Path(args.root) / c).is_dir()]
-        if not targets:
+        from qahub.publish import check_corpus
+
+        built = [c for c in registry.corpus_names() if (Path(args.root) / c).is_dir()]
+        if not built:
             raise FileNotFoundError(f"{args.root}: no built corpus; run `qahub build --all --out {args.root}` first")
+        for corpus in built:
+            check_corpus(Path(args.root) / corpus, corpus)
+        targets = [(Path(args.root) / c, f"{args.org}/{c}") for c in built]
     elif args.corpus and args.repo_id:
+        from qahub.publish import check_corpus
+
         targets = [(Path(args.folder or args.corpus), args.repo_id)]
+        check_corpus(targets[0][0], args.corpus)
     else:
         raise ValueError("name a corpus and --repo-id ORG/NAME, or pass --all --org ORG")
     for folder, repo_id in targets:
@@ -262,7 +290,7 @@ def _point_app_at(app: Path, metric: str, repo_id: str):
     app.write_text(text.replace(call, f'evaluate.load("{repo_id}")'), encoding="utf-8")
 
 
-def copy_metric(metric: str, out_dir: Path, name: str | None = None) -> Path:
+def copy_metric(metric: str, out_dir: Path, name: str | None = None, overwrite: bool = False) -> Path:
     """Copy the metric's directory to ``out_dir/<name>/`` (module renamed to ``<name>.py``), caches left out."""
     import shutil
 
@@ -270,7 +298,11 @@ def copy_metric(metric: str, out_dir: Path, name: str | None = None) -> Path:
     source = registry.metric_dir(metric)
     target = out_dir / name
     if target.exists() and any(target.iterdir()):
-        raise FileExistsError(f"{target}: exists and is not empty")
+        if not overwrite:
+            raise FileExistsError(f"{target}: exists and is not empty; pass --overwrite to replace it")
+        if not (target / f"{name}.py").is_file():
+            raise FileExistsError(f"{target}: is not a copy of the {metric} metric; --overwrite only replaces one")
+        shutil.rmtree(target)
     shutil.copytree(source, target, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     if name != metric:
         (target / f"{metric}.py").rename(target / f"{name}.py")
@@ -281,11 +313,12 @@ def _add_metric_copy(commands):
     p = commands.add_parser("metric-copy", help="write a metric's evaluate module directory to DIR/NAME/")
     p.add_argument("metric", choices=registry.metric_names())
     p.add_argument("--out", default=".", help="parent folder (default: .), so that evaluate.load('NAME') works there")
+    p.add_argument("--overwrite", action="store_true", help="replace an earlier copy of this metric")
     p.set_defaults(func=_metric_copy)
 
 
 def _metric_copy(args) -> int:
-    target = copy_metric(args.metric, Path(args.out))
+    target = copy_metric(args.metric, Path(args.out), overwrite=args.overwrite)
     print(f"wrote {target}; from {Path(args.out).absolute()}: evaluate.load({args.metric!r})")
     return 0
 

@@ -50,7 +50,7 @@ def _check_out(out: Path, overwrite: bool):
 
 
 def _build_and_load(corpus: str, sample: Path, folder: Path, overwrite: bool):
-    report = export(corpus, folder, data_dir=sample, overwrite=overwrite)
+    report = export(corpus, folder, data_dir=sample, overwrite=overwrite, sample=True)
     for config in sorted({s.config for s in report.splits}):
         loaded = datasets.load_dataset(str(report.folder), config)
         sizes = ", ".join(f"{split} {len(ds)}" for split, ds in loaded.items())

@@ -64,13 +64,14 @@ class ExportReport:
 
 def export(corpus: str, out=None, *, configs=None, data_dir=None, mirror_url=None, cache_dir=None,
            overwrite: bool = False, max_shard_bytes: int = MAX_SHARD_BYTES, builder_options=None,
-           skip_unavailable: bool = False) -> ExportReport:
+           skip_unavailable: bool = False, sample: bool = False) -> ExportReport:
     """Build ``configs`` (default: all) of ``corpus`` and write the Hub folder ``out`` (default ``./<corpus>``).
 
     ``builder_options`` are config keyword arguments of the corpus's builder (e.g. Topical-Chat's
     ``present_splits_only=True``). With ``skip_unavailable``, a config whose source files are missing or
     cannot be downloaded is left out and listed in ``report.skipped``; the export fails only when no config
-    could be built.
+    could be built. ``sample`` marks a build of qahub's bundled sample data in the card (tag ``qahub-sample``),
+    and ``qahub publish`` refuses such a folder.
     """
     builder_options = dict(builder_options or {})
     out = Path(out or corpus).absolute()
@@ -88,12 +89,12 @@ def export(corpus: str, out=None, *, configs=None, data_dir=None, mirror_url=Non
                 builder = qahub.make_builder(corpus, config, data_dir=data_dir, mirror_url=mirror_url,
                                              cache_dir=cache_dir or scratch, **builder_options)
                 try:
-                    infos[config] = _export_config(builder, staging, max_shard_bytes, report)
+                    infos[config] = _export_config(builder, staging, max_shard_bytes, report, own_cache=bool(cache_dir))
                 except (FileNotFoundError, ConnectionError) as err:
                     if not skip_unavailable or (not infos and config == configs[-1]):
                         raise
                     report.skipped.append((config, str(err)))
-        write_card(corpus, staging, infos, default=_default_of(corpus, list(infos)))
+        write_card(corpus, staging, infos, default=_default_of(corpus, list(infos)), sample=sample)
         _move_into_place(staging, out)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -128,11 +129,14 @@ def _default_of(corpus, configs):
     return default if default in configs else configs[0]
 
 
-def _export_config(builder, staging: Path, max_shard_bytes: int, report: ExportReport) -> datasets.DatasetInfo:
+def _export_config(builder, staging: Path, max_shard_bytes: int, report: ExportReport,
+                   own_cache: bool = False) -> datasets.DatasetInfo:
     config = builder.config.name
     start = time.perf_counter()
-    # downloads go to the user's datasets download cache even when the build itself is in a scratch cache
-    qahub.prepare(builder, download_config=DownloadConfig(cache_dir=datasets.config.DOWNLOADED_DATASETS_PATH))
+    # with no cache_dir of the caller's, downloads go to the user's datasets download cache while the build
+    # itself happens in a scratch cache, so a rebuild does not download again
+    downloads = None if own_cache else DownloadConfig(cache_dir=datasets.config.DOWNLOADED_DATASETS_PATH)
+    qahub.prepare(builder, download_config=downloads)
     splits = SplitDict(dataset_name=builder.dataset_name)
     written = []
     for split, ds in builder.as_dataset().items():
@@ -158,7 +162,12 @@ def _write_split(ds: datasets.Dataset, folder: Path, split: str, max_shard_bytes
     return written
 
 
-def write_card(corpus: str, folder: Path, infos: dict, default: str) -> DatasetCard:
+SAMPLE_TAG = "qahub-sample"
+SAMPLE_NOTE = ("> **This folder was built from qahub's small bundled sample data, not from the corpus.** "
+               "Its rows are invented examples in the corpus's format, for demos and tests.\n\n")
+
+
+def write_card(corpus: str, folder: Path, infos: dict, default: str, sample: bool = False) -> DatasetCard:
     """README.md = the corpus card plus generated ``configs`` and ``dataset_info``, validated on re-read."""
     template = registry.card_path(corpus)
     if not template.is_file():
@@ -176,7 +185,11 @@ def write_card(corpus: str, folder: Path, infos: dict, default: str) -> DatasetC
         }
     ).to_dataset_card_data(data)
     DatasetInfosDict(infos).to_dataset_card_data(data)
-    rendered = DatasetCard(f"---\n{data.to_yaml()}\n---\n{card.text.lstrip()}")
+    text = card.text.lstrip()
+    if sample:
+        data.tags = [*(data.tags or []), SAMPLE_TAG]
+        text = SAMPLE_NOTE + text
+    rendered = DatasetCard(f"---\n{data.to_yaml()}\n---\n{text}")
     path = folder / "README.md"
     rendered.save(path)
     validate_card(path, infos)

@@ -11,7 +11,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from huggingface_hub import HfApi
+from huggingface_hub import DatasetCard, HfApi
+from huggingface_hub.utils import validate_repo_id
 
 import qahub
 
@@ -35,16 +36,30 @@ def plan(folder, repo_id: str, repo_type: str = "dataset") -> PublishPlan:
     """What would be uploaded: a dataset folder must be an export (README.md plus Parquet files); a Space
     folder a metric module (README.md, app.py, requirements.txt, <name>.py)."""
     folder = Path(folder)
+    validate_repo_id(repo_id)
     if not (folder / "README.md").is_file():
-        raise PublishError(f"{folder}: no README.md; build it first with `qahub build CORPUS --out {folder}`")
+        raise PublishError(f"{folder}: no README.md; build it first with `qahub build <corpus> --out {folder}`")
     files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
     if repo_type == "dataset" and not any(name.endswith(".parquet") for name in files):
-        raise PublishError(f"{folder}: no Parquet files; build it first with `qahub build CORPUS --out {folder}`")
+        raise PublishError(f"{folder}: no Parquet files; build it first with `qahub build <corpus> --out {folder}`")
+    if repo_type == "dataset" and "qahub-sample" in (DatasetCard.load(folder / "README.md").data.tags or []):
+        raise PublishError(f"{folder}: built from qahub's bundled sample data (tag qahub-sample), not the corpus; "
+                           "build the corpus itself to publish it")
     if repo_type == "space":
         needed = {"app.py", "requirements.txt", f"{repo_id.split('/')[-1]}.py"}
         if not needed <= set(files):
             raise PublishError(f"{folder}: a metric Space needs {', '.join(sorted(needed - set(files)))}")
     return PublishPlan(folder, repo_id, files, (folder / "README.md").read_text(encoding="utf-8"))
+
+
+def check_corpus(folder, corpus: str):
+    """The folder's card must be the card of ``corpus`` (same pretty_name), so a folder is not sent to the wrong repo."""
+    from qahub import registry
+
+    built = DatasetCard.load(Path(folder) / "README.md").data.pretty_name
+    expected = DatasetCard.load(registry.card_path(corpus)).data.pretty_name
+    if built != expected:
+        raise PublishError(f"{folder}: holds {built!r}, not {corpus} ({expected!r})")
 
 
 def publish(folder, repo_id: str, *, private: bool = False, revision: str | None = None, token=None,

@@ -111,7 +111,8 @@ def match(predictions, references, pred_path, ref_path, missing="error"):
         raise ValueError(f"{pred_path}: {len(unknown)} prediction id(s) not in {ref_path}: {_some(unknown)}")
     absent = [qid for qid in references if qid not in predictions]
     if absent and missing == "error":
-        raise ValueError(f"{pred_path}: no prediction for {len(absent)} question id(s) of {ref_path}: {_some(absent)}")
+        raise ValueError(f"{pred_path}: no prediction for {len(absent)} question id(s) of {ref_path}: {_some(absent)}; "
+                         "pass --missing skip (score the predicted ones) or --missing abstain (count them as abstentions)")
     if missing == "abstain":
         return list(references)
     if not predictions:
