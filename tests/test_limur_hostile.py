@@ -175,7 +175,8 @@ def test_very_long_replies_are_read_in_linear_time(metric, reply):
     ref = {"id": 1, "answer": "Б", "options": ["a", "b"], "task_type": "rwsd", "context_type": "текст", "prompt": ""}
     start = time.monotonic()
     result = metric.compute(predictions=[reply], references=[ref])
-    assert time.monotonic() - start < 10, "reading one reply took more than 10 s"
+    # quadratic reading of these replies takes many minutes; linear takes well under a second
+    assert time.monotonic() - start < 30, "reading one reply took more than 30 s"
     assert result["count"] == 1
 
 

@@ -228,3 +228,50 @@ def test_build_all_over_the_real_shared_data(tmp_path, capsys, http_server):
     # LIMUR and doc2dial have no local copy and no mirror
     for corpus in ("limur", "doc2dial"):
         assert re.search(rf"^{corpus}\s+-\s+skipped: source unavailable", printed, re.M)
+
+
+def test_configured_token_is_scrubbed_even_without_the_hf_prefix(tmp_path, monkeypatch, capsys):
+    token = "api_org_SeCrEtTokenValue123"
+    monkeypatch.setenv("HF_TOKEN", token)
+    out = tmp_path / "jemhopqa"
+    assert cli.main(["--quiet", "build", "jemhopqa", "--data-dir", str(registry.samples_dir("jemhopqa")), "--out", str(out)]) == 0
+
+    class EchoingHfApi(FakeHfApi):
+        def upload_folder(self, **kwargs):
+            raise RuntimeError(f"403 Forbidden: denied for Bearer {token}")
+
+    monkeypatch.setattr(publish, "HfApi", lambda token=None: EchoingHfApi())
+    assert cli.main(["publish", "jemhopqa", "--repo-id", "me/jemhopqa", "--folder", str(out)]) == 1
+    captured = capsys.readouterr()
+    assert "403 Forbidden: denied for Bearer ***" in captured.err
+    assert token not in captured.out + captured.err
+
+
+def test_build_all_with_nothing_to_build_fails(tmp_path, capsys, http_server):
+    empty_root = tmp_path / "empty-root"
+    empty_root.mkdir()
+    code = cli.main(["--quiet", "build", "--all", "--data-root", str(empty_root), "--out", str(tmp_path / "hub"),
+                     "--mirror-url", http_server(tmp_path / "no-mirror")])
+    assert code == 1
+    assert "nothing was built" in capsys.readouterr().out
+
+
+def test_publish_all_goes_on_after_a_failure_and_says_so(tmp_path, monkeypatch, capsys):
+    root = _sample_root(tmp_path, ["jemhopqa", "limur"])
+    out = tmp_path / "hub"
+    assert cli.main(["--quiet", "build", "--all", "--data-root", str(root), "--out", str(out),
+                     "--mirror-url", "http://127.0.0.1:9"]) == 0
+
+    class FailsOnJemhopqa(FakeHfApi):
+        def upload_folder(self, **kwargs):
+            if kwargs["repo_id"].endswith("jemhopqa"):
+                raise RuntimeError("503 Service Unavailable")
+            return super().upload_folder(**kwargs)
+
+    api = FailsOnJemhopqa()
+    monkeypatch.setattr(publish, "HfApi", lambda token=None: api)
+    assert cli.main(["publish", "--all", "--org", "me", "--root", str(out)]) == 1
+    captured = capsys.readouterr()
+    assert "FAILED me/jemhopqa: publishing" in captured.err and "503 Service Unavailable" in captured.err
+    assert "published 1 of 2 corpora" in captured.out
+    assert [c[1] for c in api.calls if c[0] == "upload_folder"] == ["me/limur"]

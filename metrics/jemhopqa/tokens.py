@@ -115,12 +115,17 @@ class Synonyms:
         return []
 
 
+def resolve_auto(spec):
+    if isinstance(spec, str) and spec == "auto":
+        return "chikkarpy" if importlib.util.find_spec("chikkarpy") is not None else "none"
+    return spec
+
+
 def make_synonyms(spec, user_dic=None) -> Synonyms:
     """``spec``: "auto" (chikkarpy, with ``user_dic`` when given, when installed; else none), "chikkarpy", "none"/None/False, a mapping,
     a path to a synonym source file, a callable ``word -> list of synonyms``, or a list of these
     (the first source that knows a word answers)."""
-    if spec == "auto":
-        spec = "chikkarpy" if importlib.util.find_spec("chikkarpy") is not None else "none"
+    spec = resolve_auto(spec)
     if user_dic is not None and spec != "chikkarpy":
         raise ValueError(f"user_dic {user_dic} is read by chikkarpy only, but the synonyms are {spec!r}"
                          + (" (chikkarpy is not installed)" if importlib.util.find_spec("chikkarpy") is None else ""))
@@ -277,6 +282,7 @@ _TOKENIZERS = {}
 def get_tokenizer(dictionary=None, synonyms="auto", user_dic=None, cache=True) -> Tokenizer:
     """A tokenizer for this configuration, built once per process when ``cache`` (loading a dictionary is slow)."""
     name = pick_dictionary(dictionary)
+    synonyms = resolve_auto(synonyms)  # "auto" is keyed by what it resolves to now, not by the word "auto"
     key = (name, _spec_key(synonyms), str(user_dic))
     tokenizer = _TOKENIZERS.get(key) if cache else None
     if tokenizer is None:

@@ -122,8 +122,10 @@ def _build_all(args) -> int:
 
     from qahub.export import export
 
-    if args.corpus or args.config or args.data_dir:
-        raise ValueError("--all builds every config of every corpus: drop the corpus name, --config and --data-dir")
+    if args.corpus or args.config or args.data_dir or args.option:
+        raise ValueError("--all builds every config of every corpus: drop the corpus name, --config, --data-dir and --option")
+    if args.data_root and not Path(args.data_root).is_dir():
+        raise FileNotFoundError(f"{args.data_root}: --data-root is not a folder")
     out_root = Path(args.out or "qahub-hub")
     datasets.disable_progress_bars()
     reports, problems = [], []
@@ -134,7 +136,7 @@ def _build_all(args) -> int:
         try:
             reports.append(export(corpus, out_root / corpus, data_dir=local if local and local.is_dir() else None,
                                   mirror_url=args.mirror_url, overwrite=args.overwrite, skip_unavailable=True,
-                                  builder_options=_partial_split_option(corpus)))
+                                  cache_dir=args.cache_dir, builder_options=_partial_split_option(corpus)))
         except (FileNotFoundError, ConnectionError) as err:
             problems.append([corpus, "-", "skipped: source unavailable", _one_line(err)])
         except Exception as err:  # one corpus's failure must not stop the others; it is reported and counted
@@ -147,7 +149,9 @@ def _build_all(args) -> int:
         _print_rows(["corpus", "config", "status", "reason"], problems)
     failed = sum(1 for p in problems if p[2] == "FAILED")
     print(f"\nbuilt {len(reports)} corpora into {out_root}/; {len(problems) - failed} skipped, {failed} failed")
-    return 1 if failed else 0
+    if not reports:
+        print("nothing was built: no corpus had a source (pass --data-root, or --mirror-url when offline)")
+    return 1 if failed or not reports else 0
 
 
 def _absent_splits(reports) -> list:
@@ -239,9 +243,19 @@ def _publish(args) -> int:
         check_corpus(targets[0][0], args.corpus)
     else:
         raise ValueError("name a corpus and --repo-id ORG/NAME, or pass --all --org ORG")
+    failures = []
     for folder, repo_id in targets:
-        _publish_one(folder, repo_id, "dataset", args)
-    return 0
+        try:
+            _publish_one(folder, repo_id, "dataset", args)
+        except (OSError, ValueError, RuntimeError) as err:
+            if len(targets) == 1:
+                raise
+            failures.append(f"{repo_id}: {explain(err)}")
+    for line in failures:
+        print(f"FAILED {line}", file=sys.stderr)
+    if len(targets) > 1:
+        print(f"published {len(targets) - len(failures)} of {len(targets)} corpora")
+    return 1 if failures else 0
 
 
 def _publish_one(folder: Path, repo_id: str, repo_type: str, args):

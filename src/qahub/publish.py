@@ -52,6 +52,15 @@ def plan(folder, repo_id: str, repo_type: str = "dataset") -> PublishPlan:
     return PublishPlan(folder, repo_id, files, (folder / "README.md").read_text(encoding="utf-8"))
 
 
+def _configured_token():
+    try:
+        from huggingface_hub import get_token
+
+        return get_token()
+    except Exception:  # no token configured, or an unreadable token file: nothing to scrub
+        return None
+
+
 def check_corpus(folder, corpus: str):
     """The folder's card must be the card of ``corpus`` (same pretty_name), so a folder is not sent to the wrong repo."""
     from qahub import registry
@@ -85,7 +94,9 @@ def publish(folder, repo_id: str, *, private: bool = False, revision: str | None
 
 
 def scrub(text: str, token=None) -> str:
-    if token:
-        text = text.replace(token, "***")
+    """``text`` without Hub tokens (the one given, the one huggingface_hub would use, any hf_...) or URL passwords."""
+    for secret in (token, _configured_token()):
+        if secret and len(secret) >= 8:
+            text = text.replace(secret, "***")
     text = _URL_CREDENTIALS.sub(r"\1***@", text)
     return _TOKEN_PATTERN.sub("hf_***", text)
