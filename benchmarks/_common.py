@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import multiprocessing
+import os
 import resource
 import sys
 import time
@@ -11,6 +12,9 @@ from pathlib import Path
 from queue import Empty
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+# the real corpora: $QAHUB_SHARED_DATA, else ../shared/data beside the project root (as the tests read them)
+SHARED_DATA = Path(os.environ.get("QAHUB_SHARED_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
 
 
 def _child(target: str, args: tuple, queue):
@@ -73,7 +77,8 @@ def _ratio(value: float) -> str:
 
 
 def print_table(rows: list[dict]) -> None:
-    header = f"{'benchmark':<44} {'ours s':>9} {'baseline s':>11} {'ratio':>8} {'peak MiB ours/base':>20}  note"
+    width = max([len("benchmark"), *(len(r["name"]) for r in rows)])
+    header = f"{'benchmark':<{width}} {'ours s':>9} {'baseline s':>11} {'ratio':>8} {'peak MiB ours/base':>20}  note"
     print("ratio = baseline time / our time (above 1: we are faster)")
     print(header)
     print("-" * len(header))
@@ -83,4 +88,4 @@ def print_table(rows: list[dict]) -> None:
         else:
             base, ratio = f"{r['baseline_s']:.3f}", _ratio(r["ratio"])
             peaks = f"{r['ours_peak_mb']:.0f}/{r['baseline_peak_mb']:.0f}"
-        print(f"{r['name']:<44} {r['ours_s']:>9.3f} {base:>11} {ratio:>8} {peaks:>20}  {r['note']}")
+        print(f"{r['name']:<{width}} {r['ours_s']:>9.3f} {base:>11} {ratio:>8} {peaks:>20}  {r['note']}")

@@ -6,9 +6,9 @@ import json
 import tempfile
 from pathlib import Path
 
-from _common import measure, row
+from _common import SHARED_DATA, measure, row
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "jemhopqa"
+SHARED = SHARED_DATA / "jemhopqa"
 
 
 def data_dir() -> Path:

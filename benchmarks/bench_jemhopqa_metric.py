@@ -10,10 +10,10 @@ import sys
 import warnings
 from pathlib import Path
 
-from _common import measure, row
+from _common import SHARED_DATA, measure, row
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "data" / "jemhopqa"
+SHARED = SHARED_DATA / "jemhopqa"
 sys.path.insert(0, str(ROOT / "tests"))
 
 

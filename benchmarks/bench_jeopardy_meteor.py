@@ -14,10 +14,10 @@ import random
 import sys
 from pathlib import Path
 
-from _common import measure, row
+from _common import SHARED_DATA, measure, row
 
 ROOT = Path(__file__).resolve().parents[1]
-VALIDATION = ROOT.parent / "shared" / "data" / "jeopardy" / "Russian_QA_Jeopardy_dataset_extended_validation.csv"
+VALIDATION = SHARED_DATA / "jeopardy" / "Russian_QA_Jeopardy_dataset_extended_validation.csv"
 
 
 def _rows():

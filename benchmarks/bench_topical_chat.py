@@ -15,7 +15,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from _common import measure, row
+from _common import SHARED_DATA, measure, row
 
 REAL_SPLITS = ("valid_freq", "valid_rare", "test_freq", "test_rare")
 TRAIN_CONVERSATIONS = 8628  # upstream train.json
@@ -69,7 +69,7 @@ def _side_by_side(name, data_dir, splits, scratch, note):
 
 
 def run() -> list[dict]:
-    real = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "topical_chat"
+    real = SHARED_DATA / "topical_chat"
     if not (real / "conversations" / "valid_freq.json").is_file():
         print(f"bench_topical_chat: {real} absent, nothing measured")
         return []

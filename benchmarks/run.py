@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 import platform
 import sys
 from pathlib import Path
@@ -13,6 +14,14 @@ sys.path.insert(0, str(HERE))
 from _common import print_table  # noqa: E402
 
 
+def _cpu() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.processor() or platform.machine()
+
+
 def main(argv=None) -> int:
     only = set((argv if argv is not None else sys.argv[1:]))
     rows = []
@@ -21,7 +30,7 @@ def main(argv=None) -> int:
         if only and not any(name == want or name.startswith(want + "_") for want in only):
             continue
         rows.extend(importlib.import_module(path.stem).run())
-    print(f"machine: {platform.platform()}, {platform.processor() or platform.machine()}, python {platform.python_version()}")
+    print(f"machine: {platform.platform()}, {_cpu()} x {os.cpu_count()} cores, python {platform.python_version()}")
     print_table(rows)
     return 0
 
