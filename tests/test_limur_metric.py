@@ -784,3 +784,20 @@ def test_judge_score_is_over_judged_examples_and_coverage_is_reported(metric):
     info = result["judge"]
     assert result["judge_score"] == (1 + 0.5 + 0) / 3
     assert (info["judged"], info["unparseable"], info["failed"], info["coverage"]) == (3, 1, 1, 3 / 5)
+
+
+def test_cli_exit_status_says_when_judge_calls_failed(tmp_path, capsys):
+    from qahub import cli
+    from qahub.scoring import limur as limur_cli
+
+    assert limur_cli.exit_status({"judge": {"computed": False, "reason": "no judge"}}) == 0
+    assert limur_cli.exit_status({"judge": {"computed": True, "failed": 0}}) == 0
+    assert limur_cli.exit_status({"judge": {"computed": True, "failed": 3}}) == 1
+    assert "3 judge call(s) failed" in capsys.readouterr().err
+    sample = registry.samples_dir("limur")
+    dead = "http://127.0.0.1:9/v1"  # nothing listens on the discard port: every call fails
+    code = cli.main(["--quiet", "evaluate", "limur", "--predictions", str(sample / "predictions.json"),
+                     "--references", str(sample / "test.jsonl"), "--judge-url", dead, "--judge-model", "m",
+                     "--judge-retries", "0"])
+    assert code == 1
+    assert "judge call(s) failed" in capsys.readouterr().err

@@ -200,6 +200,18 @@ def test_scoring_pre_build_uses_lead_sections_only():
     assert result["per_example"][2]["knowledge_f1"] == pytest.approx(2 * (5 / 10) * (5 / 19) / (5 / 10 + 5 / 19))
 
 
+def test_scoring_reports_turns_left_unscored_and_names_foreign_conversations(tmp_path):
+    result = scoring.run(args())
+    conversations = json.loads((SAMPLE / "conversations" / "test_freq.json").read_text(encoding="utf-8"))
+    turns = sum(len(c["content"]) for c in conversations.values())
+    assert result["reference_turns"] == turns
+    assert result["turns_without_prediction"] == turns - result["num_examples"]
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps([{"conversation_id": "t_not_here", "turn_index": 0, "response": "hi"}]), encoding="utf-8")
+    with pytest.raises(scoring.PredictionsError, match=r"p\.json: record 0: conversation 't_not_here' is not in .*test_freq\.json"):
+        scoring.run(args(predictions=str(path)))
+
+
 def test_scoring_errors(tmp_path):
     path = tmp_path / "p.json"
     path.write_text(json.dumps([{"conversation_id": CONV_A, "turn_index": 7, "response": "hi"}]))
@@ -243,7 +255,9 @@ def test_scoring_reads_an_asr_file_as_references(tmp_path):
     asr = scoring.run(args(predictions=str(path), references=str(SAMPLE / "TopicalChatASR/actual/test_freq_audio.json")))
     plain = scoring.run(args(predictions=str(path)))
     assert asr["num_examples"] == 2
-    assert {k: v for k, v in asr.items() if k != "references"} == {k: v for k, v in plain.items() if k != "references"}
+    per_file = ("references", "reference_turns", "turns_without_prediction")  # the ASR file holds fewer conversations
+    assert {k: v for k, v in asr.items() if k not in per_file} == {k: v for k, v in plain.items() if k not in per_file}
+    assert asr["turns_without_prediction"] == asr["reference_turns"] - 2
 
 
 def test_demo_json_runs_through_the_cli(tmp_path):

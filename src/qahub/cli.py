@@ -354,12 +354,13 @@ def _add_evaluate(commands):
 
 
 def _evaluate(args) -> int:
+    """Print the scores; a scorer's ``exit_status(result)`` may flag an incomplete result (e.g. failed judge calls)."""
     result = args.scorer.run(args)
     text = json.dumps(result, ensure_ascii=False, indent=2)
     print(text)
     if args.output:
         Path(args.output).write_text(text + "\n", encoding="utf-8")
-    return 0
+    return getattr(args.scorer, "exit_status", lambda _: 0)(result)
 
 
 def _add_list(commands):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 from qahub import registry
@@ -21,6 +22,16 @@ HELP = "LIMUR: exact match of the answer letter (strict and lenient) and an opti
 
 class PredictionsError(ValueError):
     """The predictions file cannot be matched to the references."""
+
+
+def exit_status(result) -> int:
+    """1 when a judge was asked for and some of its calls failed: the judge score is then incomplete."""
+    judge = result.get("judge", {})
+    failed = judge.get("failed", 0) if judge.get("computed", True) else 0
+    if failed:
+        print(f"qahub evaluate limur: {failed} judge call(s) failed; judge_score covers the judged examples only",
+              file=sys.stderr)
+    return 1 if failed else 0
 
 
 def add_arguments(parser):

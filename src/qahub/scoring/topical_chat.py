@@ -39,7 +39,10 @@ def run(args) -> dict:
     if getattr(args, "reading_sets", None):
         reading = {row["conversation_id"]: row for row in read_reading_sets(args.reading_sets, getattr(args, "wiki", None))}
     responses, references, knowledge = [], [], []
+    conversations = {cid for cid, _ in turns}
     for index, (cid, turn_index, response) in enumerate(predictions):
+        if cid not in conversations:
+            raise PredictionsError(f"{args.predictions}: record {index}: conversation {cid!r} is not in {args.references}")
         if (cid, turn_index) not in turns:
             raise PredictionsError(f"{args.predictions}: record {index}: conversation {cid!r} has no turn {turn_index} "
                                    f"in {args.references}")
@@ -57,7 +60,9 @@ def run(args) -> dict:
     if "per_example" in result:
         result["per_example"] = [{"conversation_id": cid, "turn_index": turn, **scores}
                                  for (cid, turn, _), scores in zip(predictions, result["per_example"], strict=True)]
-    return {"predictions": str(args.predictions), "references": str(args.references), **result}
+    # predictions may cover some turns only (e.g. one agent's); say how many turns were not scored
+    coverage = {"reference_turns": len(turns), "turns_without_prediction": len(turns) - len(predictions)}
+    return {"predictions": str(args.predictions), "references": str(args.references), **coverage, **result}
 
 
 def read_predictions(path):
