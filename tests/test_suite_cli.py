@@ -275,3 +275,35 @@ def test_publish_all_goes_on_after_a_failure_and_says_so(tmp_path, monkeypatch, 
     assert "FAILED me/jemhopqa: publishing" in captured.err and "503 Service Unavailable" in captured.err
     assert "published 1 of 2 corpora" in captured.out
     assert [c[1] for c in api.calls if c[0] == "upload_folder"] == ["me/limur"]
+
+
+DOCSTRING_EXAMPLES = textwrap.dedent(
+    """
+    import ast, doctest, sys, warnings
+    import evaluate
+
+    warnings.simplefilter("ignore")
+    name = sys.argv[1]
+    tree = ast.parse(open(f"{name}/{name}.py", encoding="utf-8").read())
+    text = next(node.value.value for node in tree.body if isinstance(node, ast.Assign)
+                and getattr(node.targets[0], "id", "") == "_KWARGS_DESCRIPTION")
+    test = doctest.DocTestParser().get_doctest(text, {"evaluate": evaluate}, name, f"{name}.py", 0)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    runner.run(test)
+    print(f"DOCTEST {runner.failures} failed of {runner.tries}")
+    """
+)
+
+
+@pytest.mark.parametrize("metric", registry.metric_names())
+def test_docstring_examples_give_their_stated_results_without_qahub(metric, tmp_path):
+    """The kwargs docstring's examples (as in the official metrics) run and print what they say they print."""
+    assert cli.main(["metric-copy", metric, "--out", str(tmp_path)]) == 0
+    env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
+           "NLTK_DATA": str(tmp_path / "no-nltk-data")}
+    done = subprocess.run([sys.executable, "-c", BLOCK_QAHUB + DOCSTRING_EXAMPLES, metric], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = done.stdout.strip().splitlines()[-1]
+    tries = int(summary.split()[-1])
+    assert summary == f"DOCTEST 0 failed of {tries}" and tries >= 2, done.stdout[-3000:]

@@ -50,10 +50,10 @@ Returns:
     official_configuration: True when they are the official ones (full dictionary, chikkarpy + user.dic).
     per_question (on request): list of {"qid", "a_em", "a_score", "e_p", ..., "er_f"}; None for ignored parts.
 Examples:
-    >>> metric = evaluate.load("jemhopqa")  # doctest: +SKIP
+    >>> metric = evaluate.load("jemhopqa")
     >>> row = {"qid": "q1", "answer": "794年", "derivations": [["平安京", "遷都された年", ["794年"]]]}
-    >>> results = metric.compute(predictions=[row], references=[row], synonyms="none")  # doctest: +SKIP
-    >>> results["a"], results["er"]  # doctest: +SKIP
+    >>> results = metric.compute(predictions=[row], references=[row], synonyms="none")
+    >>> results["a"], results["er"]
     ({'em': 1.0, 'score': 1.0}, {'prec': 1.0, 'recall': 1.0, 'f1': 1.0})
 """
 
