@@ -50,18 +50,32 @@ def resolve_sources(config, dl_manager, corpus, canonical_base, files, sha256=No
     base = (getattr(config, "mirror_url", None) or os.environ.get(MIRROR_ENV) or "").rstrip("/")
     base = f"{base}/{corpus}" if base else canonical_base.rstrip("/")
     urls = {key: f"{base}/{rel}" for key, rel in files.items()}
-    try:
-        paths = dl_manager.download(urls)
-    except (OSError, ValueError) as err:  # requests/fsspec raise both kinds for network and HTTP errors
-        raise SourceUnavailableError(
-            f"downloading {', '.join(urls.values())} failed ({type(err).__name__}: {err}); "
-            f"use a local copy (data_dir=, --data-dir) or a mirror (mirror_url=, --mirror-url, ${MIRROR_ENV})"
-        ) from err
+    paths = {}
+    for key, url in urls.items():
+        try:
+            paths[key] = dl_manager.download(url)
+        except (OSError, ValueError) as err:  # requests/fsspec raise both kinds for network and HTTP errors
+            raise SourceUnavailableError(
+                f"downloading {url} failed: {_why(err)}; "
+                f"use a local copy (data_dir=, --data-dir) or a mirror (mirror_url=, --mirror-url, ${MIRROR_ENV})"
+            ) from err
     for key, rel in files.items():
         expected = (sha256 or {}).get(rel)
         if expected:
             _verify(paths[key], urls[key], expected)
     return paths
+
+
+def _why(err) -> str:
+    """What went wrong, from the exception chain: fsspec reports a 404 and a dead host alike as FileNotFoundError."""
+    causes, cause = [], err
+    while cause is not None and len(causes) < 6:
+        causes.append(cause)
+        cause = cause.__cause__ or cause.__context__
+    if any("404" in f"{type(c).__name__} {c}" for c in causes):
+        return "not found on the server (HTTP 404)"
+    root = causes[-1]
+    return f"the server could not be reached ({type(root).__name__}: {root})"
 
 
 def _local(data_dir, rel):

@@ -1,3 +1,4 @@
+import json
 import math
 import os
 import re
@@ -7,6 +8,7 @@ import sys
 import datasets
 import pytest
 from huggingface_hub import DatasetCard
+from qahub.loaders._sources import SourceDataError
 
 from qahub import cli, publish, registry
 from qahub.export import ExportError, export, size_category
@@ -59,7 +61,7 @@ def test_overwrite_only_replaces_an_earlier_export(tmp_path):
     folder = tmp_path / "mine"
     (folder / "src").mkdir(parents=True)
     (folder / "notes.txt").write_text("keep me")
-    with pytest.raises(ExportError, match="not an earlier export; --overwrite only replaces an export"):
+    with pytest.raises(ExportError, match="not an earlier export of jemhopqa; --overwrite only replaces one"):
         export("jemhopqa", folder, data_dir=SAMPLE, overwrite=True)
     assert (folder / "notes.txt").read_text() == "keep me" and (folder / "src").is_dir()
 
@@ -213,3 +215,111 @@ def test_cli_demo_builds_and_loads_every_sample(tmp_path, capsys):
     for corpus in registry.corpus_names():
         assert (tmp_path / "demo" / corpus / "README.md").is_file()
     assert cli.main(["--quiet", "demo", "--out", str(tmp_path / "demo"), "--overwrite"]) == 0
+
+
+def test_overwrite_refuses_a_readme_and_parquet_folder_that_is_not_this_corpus_export(tmp_path):
+    folder = tmp_path / "proj"
+    (folder / "results").mkdir(parents=True)
+    (folder / "README.md").write_text("# My thesis notes\n")
+    (folder / "results" / "run1.parquet").write_bytes(b"PAR1")
+    with pytest.raises(ExportError, match="not an earlier export of jemhopqa"):
+        export("jemhopqa", folder, data_dir=SAMPLE, overwrite=True)
+    assert (folder / "README.md").read_text() == "# My thesis notes\n"
+    limur_export = tmp_path / "limur-out"
+    export("limur", limur_export, data_dir=registry.samples_dir("limur"))
+    with pytest.raises(ExportError, match="not an earlier export of jemhopqa"):
+        export("jemhopqa", limur_export, data_dir=SAMPLE, overwrite=True)
+
+
+def test_cache_dir_never_serves_an_old_build_of_changed_files(tmp_path):
+    import shutil
+
+    data = tmp_path / "data"
+    shutil.copytree(SAMPLE, data)
+    cache, out = tmp_path / "cache", tmp_path / "out"
+    export("jemhopqa", out, configs=["v1.1"], data_dir=data, cache_dir=str(cache))
+    dev = data / "corpus_ver1.1" / "dev_ver1.1.json"
+    records = json.loads(dev.read_text(encoding="utf-8"))
+    records[0]["question"] = "changed"
+    dev.write_text(json.dumps(records, ensure_ascii=False), encoding="utf-8")
+    export("jemhopqa", out, configs=["v1.1"], data_dir=data, cache_dir=str(cache), overwrite=True)
+    assert datasets.load_dataset(str(out), "v1.1", cache_dir=str(tmp_path / "l"))["validation"][0]["question"] == "changed"
+    dev.write_text('[{"broken', encoding="utf-8")
+    with pytest.raises(SourceDataError, match="not valid JSON"):
+        export("jemhopqa", out, configs=["v1.1"], data_dir=data, cache_dir=str(cache), overwrite=True)
+
+
+def test_rebuild_uses_cached_downloads_when_the_mirror_is_gone(tmp_path, http_server, monkeypatch):
+    import shutil
+
+    from qahub.loaders import jemhopqa
+    from qahub.loaders._sources import sha256_of
+
+    mirror = tmp_path / "mirror"
+    shutil.copytree(SAMPLE, mirror / "jemhopqa")
+    monkeypatch.setattr(jemhopqa, "_SHA256", {rel: sha256_of(SAMPLE / rel) for rel in jemhopqa._SHA256})
+    base = http_server(mirror)
+    cache = tmp_path / "cache"
+    export("jemhopqa", tmp_path / "a", configs=["v1.2"], mirror_url=base, cache_dir=str(cache))
+    shutil.rmtree(mirror)  # the server now answers 404 for everything
+    export("jemhopqa", tmp_path / "b", configs=["v1.2"], mirror_url=base, cache_dir=str(cache))
+    assert sorted(p.name for p in (tmp_path / "b" / "v1.2").iterdir()) == sorted(p.name for p in (tmp_path / "a" / "v1.2").iterdir())
+
+
+def test_download_errors_say_404_or_unreachable(tmp_path, http_server):
+    from qahub.loaders._sources import SourceUnavailableError
+
+    base = http_server(tmp_path)
+    with pytest.raises(SourceUnavailableError, match=r"train_ver1\.2\.json failed: not found on the server \(HTTP 404\)"):
+        export("jemhopqa", tmp_path / "o1", configs=["v1.2"], mirror_url=base)
+    with pytest.raises(SourceUnavailableError, match=r"failed: the server could not be reached \(ConnectionRefusedError"):
+        export("jemhopqa", tmp_path / "o2", configs=["v1.2"], mirror_url="http://127.0.0.1:9")
+
+
+def test_failed_build_leaves_no_folders_it_created(tmp_path, capsys):
+    out = tmp_path / "x" / "y" / "z"
+    assert cli.main(["--quiet", "build", "jemhopqa", "--data-dir", str(tmp_path / "nothing"), "--out", str(out)]) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_quiet_anywhere_on_the_evaluate_line():
+    parser = cli._parser()
+    before = parser.parse_args(["evaluate", "--quiet", "limur", "--predictions", "p", "--references", "r"])
+    after = parser.parse_args(["evaluate", "limur", "--predictions", "p", "--references", "r", "--quiet"])
+    assert before.sub_quiet is True and after.sub_quiet is True
+
+
+def test_import_errors_that_are_not_a_missing_extra_keep_their_message():
+    assert "pip install 'qahub[bleu]'" in cli.explain(ModuleNotFoundError("x", name="sacrebleu"))
+    internal = ImportError("cannot import name 'x' from 'scipy.optimize'", name="scipy.optimize")
+    assert cli.explain(internal) == "cannot import name 'x' from 'scipy.optimize'"
+    assert "pip install" not in cli.explain(ModuleNotFoundError("no qahub.scoring._x", name="qahub.scoring._x"))
+
+
+def test_single_build_says_which_splits_are_absent(tmp_path, capsys):
+    import shutil
+
+    data = tmp_path / "data"
+    shutil.copytree(registry.samples_dir("jeopardy"), data)
+    (data / "Russian_QA_Jeopardy_dataset_extended_training.csv").unlink()
+    assert cli.main(["--quiet", "build", "jeopardy", "--data-dir", str(data), "--config", "qa",
+                     "--option", "present_splits_only=true", "--out", str(tmp_path / "out")]) == 0
+    assert "jeopardy/qa: built without split(s) train (their files are absent)" in capsys.readouterr().out
+
+
+def test_publish_all_reports_a_broken_folder_and_publishes_the_rest(exported, tmp_path, monkeypatch, capsys):
+    import shutil
+
+    root = tmp_path / "root"
+    shutil.copytree(exported, root / "jemhopqa")
+    (root / "limur").mkdir()
+    api = FakeHfApi()
+    monkeypatch.setattr(publish, "HfApi", lambda token=None: api)
+    assert cli.main(["publish", "--all", "--org", "me", "--root", str(root)]) == 1
+    captured = capsys.readouterr()
+    assert "FAILED me/limur:" in captured.err and "no README.md; build it first" in captured.err
+    assert [c[1] for c in api.calls if c[0] == "upload_folder"] == ["me/jemhopqa"]
+
+
+def test_scrub_accepts_token_true():
+    assert publish.scrub("boom", token=True) == "boom"

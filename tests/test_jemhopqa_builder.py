@@ -186,7 +186,7 @@ def test_checksum_mismatch_is_an_error_and_leaves_no_cache(tmp_path, http_server
 def test_unreachable_mirror_is_a_clear_error(tmp_path, http_server):
     base = http_server(tmp_path)  # serves nothing: a 404 for every file
     builder = qahub.make_builder("jemhopqa", "v1.2", mirror_url=base, cache_dir=str(tmp_path / "cache"))
-    with pytest.raises(SourceUnavailableError, match=rf"downloading {base}/jemhopqa/corpus_ver1\.2/.* failed .* use a local copy \(data_dir="):
+    with pytest.raises(SourceUnavailableError, match=rf"downloading {base}/jemhopqa/corpus_ver1\.2/.* failed: not found on the server \(HTTP 404\); use a local copy \(data_dir="):
         builder.download_and_prepare()
 
 

@@ -34,10 +34,9 @@ def main(argv=None) -> int:
 def explain(err: BaseException) -> str:
     from qahub.publish import scrub
 
-    if isinstance(err, ImportError) and err.name:
-        top = err.name.split(".")[0]
-        extra = EXTRAS.get(top, "all")
-        return f"this needs the optional package {top!r}: pip install 'qahub[{extra}]'"
+    top = (err.name or "").split(".")[0] if isinstance(err, ModuleNotFoundError) else ""
+    if top in EXTRAS:
+        return f"this needs the optional package {top!r}: pip install 'qahub[{EXTRAS[top]}]'"
     return scrub(str(err))
 
 
@@ -70,7 +69,9 @@ def _parser() -> argparse.ArgumentParser:
 def _with_quiet(add_parser):
     def add(name, **kwargs):
         sub = add_parser(name, **kwargs)
-        sub.add_argument("--quiet", dest="sub_quiet", action="store_true", help="no progress bars or info logs")
+        # SUPPRESS: a nested parser's default must not undo a --quiet given to its parent command
+        sub.add_argument("--quiet", dest="sub_quiet", action="store_true", default=argparse.SUPPRESS,
+                         help="no progress bars or info logs")
         return sub
 
     return add
@@ -112,6 +113,8 @@ def _build(args) -> int:
     _print_rows(*_report_table([report]))
     for config, why in report.skipped:
         print(f"skipped config {config}: {_one_line(why)}")
+    for corpus, config, _, splits in _absent_splits([report]):
+        print(f"{corpus}/{config}: built without split(s) {splits} (their files are absent)")
     return 0
 
 
@@ -228,25 +231,18 @@ def _publish(args) -> int:
     if args.all:
         if not args.org or args.corpus or args.repo_id:
             raise ValueError("--all takes --org ORG (each corpus goes to ORG/<corpus>), not a corpus or --repo-id")
-        from qahub.publish import check_corpus
-
         built = [c for c in registry.corpus_names() if (Path(args.root) / c).is_dir()]
         if not built:
             raise FileNotFoundError(f"{args.root}: no built corpus; run `qahub build --all --out {args.root}` first")
-        for corpus in built:
-            check_corpus(Path(args.root) / corpus, corpus)
-        targets = [(Path(args.root) / c, f"{args.org}/{c}") for c in built]
+        targets = [(Path(args.root) / c, f"{args.org}/{c}", c) for c in built]
     elif args.corpus and args.repo_id:
-        from qahub.publish import check_corpus
-
-        targets = [(Path(args.folder or args.corpus), args.repo_id)]
-        check_corpus(targets[0][0], args.corpus)
+        targets = [(Path(args.folder or args.corpus), args.repo_id, args.corpus)]
     else:
         raise ValueError("name a corpus and --repo-id ORG/NAME, or pass --all --org ORG")
     failures = []
-    for folder, repo_id in targets:
+    for folder, repo_id, corpus in targets:
         try:
-            _publish_one(folder, repo_id, "dataset", args)
+            _publish_one(folder, repo_id, "dataset", args, corpus=corpus)
         except (OSError, ValueError, RuntimeError) as err:
             if len(targets) == 1:
                 raise
@@ -258,9 +254,12 @@ def _publish(args) -> int:
     return 1 if failures else 0
 
 
-def _publish_one(folder: Path, repo_id: str, repo_type: str, args):
+def _publish_one(folder: Path, repo_id: str, repo_type: str, args, corpus: str | None = None):
     from qahub import publish
 
+    publish.plan(folder, repo_id, repo_type)  # a folder that is not an export fails here, with a hint
+    if corpus:
+        publish.check_corpus(folder, corpus)
     where = f"{' (private)' if args.private else ''}{f' at revision {args.revision}' if args.revision else ''}"
     if args.dry_run:
         plan = publish.plan(folder, repo_id, repo_type)

@@ -78,18 +78,20 @@ def export(corpus: str, out=None, *, configs=None, data_dir=None, mirror_url=Non
     configs = list(configs or registry.config_names(corpus))
     for config in configs:
         registry.check_config(corpus, config, builder_options)  # unknown names and options fail before any work
-    _check_target(out, overwrite)
+    _check_target(out, overwrite, corpus)
     staging = out.parent / f".{out.name}.partial-{uuid.uuid4().hex[:8]}"
     report = ExportReport(corpus, out)
+    created = _first_missing(out.parent)
     try:
         staging.mkdir(parents=True)
         with tempfile.TemporaryDirectory(prefix="qahub-cache-") as scratch:
             infos = {}
             for config in configs:
+                # always a fresh build: datasets keys a prepared build by the data_dir path, not the file contents
                 builder = qahub.make_builder(corpus, config, data_dir=data_dir, mirror_url=mirror_url,
-                                             cache_dir=cache_dir or scratch, **builder_options)
+                                             cache_dir=scratch, **builder_options)
                 try:
-                    infos[config] = _export_config(builder, staging, max_shard_bytes, report, own_cache=bool(cache_dir))
+                    infos[config] = _export_config(builder, staging, max_shard_bytes, report, downloads_in(cache_dir))
                 except (FileNotFoundError, ConnectionError) as err:
                     if not skip_unavailable or (not infos and config == configs[-1]):
                         raise
@@ -98,22 +100,48 @@ def export(corpus: str, out=None, *, configs=None, data_dir=None, mirror_url=Non
         _move_into_place(staging, out)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+        if created and not out.exists():
+            _remove_empty(out.parent, created)
     return report
 
 
-def _check_target(out: Path, overwrite: bool):
+def _first_missing(folder: Path) -> Path | None:
+    """The outermost ancestor of ``folder`` (or itself) that does not exist yet."""
+    missing = None
+    while not folder.exists():
+        missing, folder = folder, folder.parent
+    return missing
+
+
+def _remove_empty(folder: Path, stop: Path):
+    """Remove ``folder`` and its parents up to ``stop`` while they are empty (what a failed export created)."""
+    while True:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+        if folder == stop:
+            return
+        folder = folder.parent
+
+
+def _check_target(out: Path, overwrite: bool, corpus: str):
     if out.exists() and not out.is_dir():
         raise ExportError(f"{out}: exists and is not a folder")
     if not out.is_dir() or not any(out.iterdir()):
         return
     if not overwrite:
         raise ExportError(f"{out}: folder is not empty; pass --overwrite (overwrite=True) to replace it")
-    if not looks_like_export(out):
-        raise ExportError(f"{out}: holds files that are not an earlier export; --overwrite only replaces an export")
+    if not looks_like_export(out, corpus):
+        raise ExportError(f"{out}: holds files that are not an earlier export of {corpus}; "
+                          "--overwrite only replaces one")
 
 
-def looks_like_export(folder: Path) -> bool:
-    """README.md plus ``<config>/*.parquet`` files, and nothing else (``.gitattributes`` of a Hub clone aside)."""
+def looks_like_export(folder: Path, corpus: str) -> bool:
+    """An earlier export of ``corpus``: its card (generated ``configs`` and ``dataset_info``, the corpus's
+    pretty_name) plus ``<config>/*.parquet`` files, and nothing else (``.gitattributes`` of a Hub clone aside)."""
+    if not _is_export_card(folder / "README.md", corpus):
+        return False
     for path in folder.rglob("*"):
         rel = path.relative_to(folder)
         if path.is_dir():
@@ -121,7 +149,18 @@ def looks_like_export(folder: Path) -> bool:
                 return False
         elif rel.as_posix() not in ("README.md", ".gitattributes") and not (len(rel.parts) == 2 and path.suffix == ".parquet"):
             return False
-    return (folder / "README.md").is_file()
+    return True
+
+
+def _is_export_card(readme: Path, corpus: str) -> bool:
+    if not readme.is_file():
+        return False
+    try:
+        meta = DatasetCard.load(readme, repo_type="dataset").data.to_dict()
+        expected = DatasetCard.load(registry.card_path(corpus), repo_type="dataset").data.pretty_name
+    except Exception:  # not a card at all (no YAML, bad YAML): not an export
+        return False
+    return bool(meta.get("configs")) and bool(meta.get("dataset_info")) and meta.get("pretty_name") == expected
 
 
 def _default_of(corpus, configs):
@@ -129,13 +168,17 @@ def _default_of(corpus, configs):
     return default if default in configs else configs[0]
 
 
+def downloads_in(cache_dir) -> DownloadConfig:
+    """Downloads are kept (in ``cache_dir``/downloads, or the user's datasets download cache) while builds are
+    not; ``use_etag=False`` as `datasets` itself uses, so a cached, checksummed file is reused offline."""
+    folder = Path(cache_dir) / "downloads" if cache_dir else datasets.config.DOWNLOADED_DATASETS_PATH
+    return DownloadConfig(cache_dir=folder, use_etag=False)
+
+
 def _export_config(builder, staging: Path, max_shard_bytes: int, report: ExportReport,
-                   own_cache: bool = False) -> datasets.DatasetInfo:
+                   downloads: DownloadConfig) -> datasets.DatasetInfo:
     config = builder.config.name
     start = time.perf_counter()
-    # with no cache_dir of the caller's, downloads go to the user's datasets download cache while the build
-    # itself happens in a scratch cache, so a rebuild does not download again
-    downloads = None if own_cache else DownloadConfig(cache_dir=datasets.config.DOWNLOADED_DATASETS_PATH)
     qahub.prepare(builder, download_config=downloads)
     splits = SplitDict(dataset_name=builder.dataset_name)
     written = []

@@ -96,7 +96,7 @@ def publish(folder, repo_id: str, *, private: bool = False, revision: str | None
 def scrub(text: str, token=None) -> str:
     """``text`` without Hub tokens (the one given, the one huggingface_hub would use, any hf_...) or URL passwords."""
     for secret in (token, _configured_token()):
-        if secret and len(secret) >= 8:
+        if isinstance(secret, str) and len(secret) >= 8:
             text = text.replace(secret, "***")
     text = _URL_CREDENTIALS.sub(r"\1***@", text)
     return _TOKEN_PATTERN.sub("hf_***", text)
