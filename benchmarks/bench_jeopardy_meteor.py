@@ -17,6 +17,7 @@ from pathlib import Path
 from _common import SHARED_DATA, measure, row
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
 VALIDATION = SHARED_DATA / "jeopardy" / "Russian_QA_Jeopardy_dataset_extended_validation.csv"
 
 
@@ -26,19 +27,10 @@ def _rows():
 
 
 def pairs(seed=0):
+    from jeopardy_predictions import perturb  # tests/, shared with the metric tests
+
     answers = [r["Answer"] for r in _rows()]
-    rng = random.Random(seed)
-    predictions = []
-    for gold in answers:
-        words, kind = gold.split(), rng.randrange(4)
-        if kind == 1 and len(words) > 1:
-            words = words[::-1]
-        elif kind == 2 and len(words) > 1:
-            words = words[1:]
-        elif kind == 3:
-            words = rng.choice(answers).split()
-        predictions.append(" ".join(words).lower() if rng.random() < 0.5 else " ".join(words))
-    return predictions, answers
+    return perturb(answers, seed), answers
 
 
 def prepare_ours():

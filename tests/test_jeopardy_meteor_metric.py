@@ -2,13 +2,13 @@ import argparse
 import csv
 import json
 import os
-import random
 import subprocess
 import sys
 from pathlib import Path
 
 import evaluate
 import pytest
+from jeopardy_predictions import perturb
 
 from qahub import cli, registry
 from qahub.scoring import jeopardy_meteor as scoring
@@ -303,22 +303,6 @@ needs_real = pytest.mark.skipif(REAL is None, reason="../shared/data/jeopardy is
 def _real_answers():
     with open(REAL / VALIDATION, encoding="utf-8", newline="") as f:
         return [row["Answer"] for row in csv.DictReader(f)]
-
-
-def perturb(answers, seed=0):
-    """Predictions for the benchmark and tests: exact, inflected/reordered, shortened, or another answer."""
-    rng = random.Random(seed)
-    out = []
-    for gold in answers:
-        words, kind = gold.split(), rng.randrange(4)
-        if kind == 1 and len(words) > 1:
-            words = words[::-1]
-        elif kind == 2 and len(words) > 1:
-            words = words[1:]
-        elif kind == 3:
-            words = rng.choice(answers).split()
-        out.append(" ".join(words).lower() if rng.random() < 0.5 else " ".join(words))
-    return out
 
 
 @needs_real
