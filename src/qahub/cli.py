@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import logging
 import os
 import pkgutil
+import signal
 import sys
+import threading
+import warnings
 from pathlib import Path
 
 from qahub import registry, scoring
@@ -21,14 +25,53 @@ EXTRAS = {"sacrebleu": "bleu", "nltk": "jeopardy", "pymorphy3": "jeopardy", "sud
 def main(argv=None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    if args.quiet or getattr(args, "sub_quiet", False):
-        args.quiet = True
-        _silence()
+    args.quiet = bool(args.quiet or getattr(args, "sub_quiet", False))
     try:
-        return args.func(args) or 0
+        with _signals_interrupt(), _quiet(args.quiet):
+            return args.func(args) or 0
+    except Interrupted as stop:
+        print(f"qahub {args.command}: interrupted by {stop.name}; its temporary files are removed", file=sys.stderr)
+        return 128 + stop.signum
     except (registry.UnknownNameError, OSError, ValueError, RuntimeError, ImportError) as err:
         print(f"qahub {args.command}: error: {explain(err)}", file=sys.stderr)
         return 1
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM, raised where the program is so that every ``finally`` removes its temporary files."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+        self.name = signal.Signals(signum).name
+
+
+@contextlib.contextmanager
+def _signals_interrupt():
+    """SIGINT and SIGTERM raise ``Interrupted``; a second signal during the clean-up is ignored, so the clean-up
+    ends. Outside the main thread (signals cannot be set there) nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    wanted = (signal.SIGINT, signal.SIGTERM)
+    previous = {signum: signal.getsignal(signum) for signum in wanted}
+
+    def stop(signum, frame):
+        for other in wanted:
+            signal.signal(other, signal.SIG_IGN)
+        raise Interrupted(signum)
+
+    for signum in wanted:
+        signal.signal(signum, stop)
+    try:
+        yield
+    except KeyboardInterrupt as err:  # raised by other code (e.g. a library's own SIGINT handling)
+        if isinstance(err, Interrupted):
+            raise
+        raise Interrupted(signal.SIGINT) from None
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def explain(err: BaseException) -> str:
@@ -38,6 +81,25 @@ def explain(err: BaseException) -> str:
     if top in EXTRAS:
         return f"this needs the optional package {top!r}: pip install 'qahub[{EXTRAS[top]}]'"
     return scrub(str(err))
+
+
+@contextlib.contextmanager
+def _quiet(quiet: bool):
+    """With --quiet: no progress bars, no info logs, no warnings; only errors and the result are printed.
+    Warning filters and the root log level are restored afterwards (main may run inside a longer program)."""
+    if not quiet:
+        yield
+        return
+    _silence()
+    root = logging.getLogger()
+    level = root.level
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        root.setLevel(logging.ERROR)
+        try:
+            yield
+        finally:
+            root.setLevel(level)
 
 
 def _silence():
@@ -63,6 +125,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_evaluate(commands)
     _add_list(commands)
     _add_demo(commands)
+    _add_harness_tasks(commands)
     return parser
 
 
@@ -88,10 +151,12 @@ def _add_build(commands):
     p.add_argument("--data-dir", help="local copy of the upstream files (upstream layout) instead of downloading")
     p.add_argument("--mirror-url", help="base URL serving <corpus>/<upstream path> (default: $QAHUB_MIRROR_URL)")
     p.add_argument("--out", help="output folder (default: ./<corpus>; with --all: ./qahub-hub)")
-    p.add_argument("--overwrite", action="store_true", help="replace a non-empty output folder")
-    p.add_argument("--cache-dir", help="datasets cache to build in (default: a temporary one)")
+    p.add_argument("--overwrite", action="store_true", help="replace an earlier build in the output folder")
+    p.add_argument("--cache-dir", help="keep the downloads in DIR/downloads (default: the datasets download cache); "
+                                       "each build is made in a temporary folder beside --out, removed after")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
-                   help="builder config option, VALUE read as JSON when it parses (e.g. present_splits_only=true)")
+                   help="builder config option (e.g. present_splits_only=true, splits=train,valid_freq); "
+                        "an unknown KEY is an error that lists the corpus's options")
     p.set_defaults(func=_build)
 
 
@@ -104,18 +169,29 @@ def _build(args) -> int:
         raise ValueError("name a corpus, or pass --all")
     if args.data_root:
         raise ValueError("--data-root goes with --all; for one corpus pass --data-dir")
-    options = parse_options(args.option)
+    options = parse_options(args.option, args.corpus)
     # asking for the splits that are present also means building the configs that are present
     report = export(args.corpus, args.out, configs=args.config, data_dir=args.data_dir, mirror_url=args.mirror_url,
                     cache_dir=args.cache_dir, overwrite=args.overwrite, builder_options=options,
                     skip_unavailable=bool(options.get("present_splits_only")))
+    _say_leftovers(report, args.quiet)
     print(f"{args.corpus}: wrote {report.folder}")
     _print_rows(*_report_table([report]))
     for config, why in report.skipped:
         print(f"skipped config {config}: {_one_line(why)}")
-    for corpus, config, _, splits in _absent_splits([report]):
-        print(f"{corpus}/{config}: built without split(s) {splits} (their files are absent)")
+    for entry in report.missing:
+        if entry["splits"] != "all" and "absent" in entry["reason"]:
+            print(f"{args.corpus}/{entry['config']}: built without split(s) {', '.join(entry['splits'])} "
+                  "(their files are absent)")
+    if report.partial:
+        print("partial build: its card lists what is missing; `qahub publish` needs --allow-partial for it")
     return 0
+
+
+def _say_leftovers(report, quiet: bool):
+    if report.leftovers and not quiet:
+        print(f"removed the work folders of an earlier {report.corpus} build that was killed: "
+              f"{', '.join(report.leftovers)}", file=sys.stderr)
 
 
 def _build_all(args) -> int:
@@ -123,7 +199,7 @@ def _build_all(args) -> int:
     import datasets
     from tqdm.auto import tqdm
 
-    from qahub.export import export
+    from qahub.export import OutputExistsError, export
 
     if args.corpus or args.config or args.data_dir or args.option:
         raise ValueError("--all builds every config of every corpus: drop the corpus name, --config, --data-dir and --option")
@@ -140,32 +216,50 @@ def _build_all(args) -> int:
             reports.append(export(corpus, out_root / corpus, data_dir=local if local and local.is_dir() else None,
                                   mirror_url=args.mirror_url, overwrite=args.overwrite, skip_unavailable=True,
                                   cache_dir=args.cache_dir, builder_options=_partial_split_option(corpus)))
+            _say_leftovers(reports[-1], args.quiet)
+        except OutputExistsError:
+            problems.append([corpus, "-", EXISTS, "an earlier build is there; pass --overwrite to rebuild it"])
         except (FileNotFoundError, ConnectionError) as err:
-            problems.append([corpus, "-", "skipped: source unavailable", _one_line(err)])
+            problems.append([corpus, "-", UNAVAILABLE, _one_line(err)])
         except Exception as err:  # one corpus's failure must not stop the others; it is reported and counted
             problems.append([corpus, "-", "FAILED", f"{type(err).__name__}: {_one_line(err)}"])
-    problems += [[r.corpus, config, "skipped: source unavailable", _one_line(why)] for r in reports for config, why in r.skipped]
+    problems += [[r.corpus, config, UNAVAILABLE, _one_line(why)] for r in reports for config, why in r.skipped]
     problems += _absent_splits(reports)
     _print_rows(*_report_table(reports))
     if problems:
         print()
         _print_rows(["corpus", "config", "status", "reason"], problems)
-    failed = sum(1 for p in problems if p[2] == "FAILED")
-    print(f"\nbuilt {len(reports)} corpora into {out_root}/; {len(problems) - failed} skipped, {failed} failed")
+    statuses = [p[2] for p in problems]
+    failed, exists = statuses.count("FAILED"), statuses.count(EXISTS)
+    skipped = len(problems) - failed - exists
+    print(f"\nbuilt {len(reports)} corpora into {out_root}/; {skipped} skipped, {failed} failed"
+          + (f", {exists} not rebuilt (output exists)" if exists else ""))
     if not reports:
-        print("nothing was built: no corpus had a source (pass --data-root, or --mirror-url when offline)")
-    return 1 if failed or not reports else 0
+        print(f"nothing was built: {_why_nothing(statuses)}")
+    return 1 if failed or exists or not reports else 0
+
+
+EXISTS, UNAVAILABLE = "not rebuilt: output exists", "skipped: source unavailable"
+
+
+def _why_nothing(statuses) -> str:
+    if statuses and all(s == UNAVAILABLE for s in statuses):
+        return "no corpus had a source (pass --data-root, or --mirror-url when offline)"
+    if EXISTS in statuses:
+        return "the output folders exist already (pass --overwrite to rebuild them)" + (
+            "; others failed or had no source" if len(set(statuses)) > 1 else "")
+    return "every corpus failed or had no source (see the table above)"
 
 
 def _absent_splits(reports) -> list:
-    """Configs built without some of their splits (present_splits_only), so the summary says what is missing."""
+    """Configs built without some of their splits, so the summary says what is missing and why."""
     rows = []
     for report in reports:
-        declared = getattr(registry.builder_module(report.corpus), "SPLITS", {})
-        for config in report.configs:
-            absent = [s for s in declared.get(config.config, []) if s not in {x.split for x in config.splits}]
-            if absent and report.corpus != "limur":  # LIMUR's splits are whichever files the task has
-                rows.append([report.corpus, config.config, "partial: split(s) absent", ", ".join(absent)])
+        for entry in report.missing:
+            if entry["splits"] == "all":
+                continue  # a skipped config is listed already
+            status = "partial: split(s) absent" if "absent" in entry["reason"] else "partial: not requested"
+            rows.append([report.corpus, entry["config"], status, ", ".join(entry["splits"])])
     return rows
 
 
@@ -200,17 +294,53 @@ def _one_line(err) -> str:
     return text if len(text) <= 160 else text[:157] + "..."
 
 
-def parse_options(pairs: list[str]) -> dict:
+TRUE, FALSE = ("true", "yes", "1"), ("false", "no", "0")
+
+
+def parse_options(pairs: list[str], corpus: str | None = None) -> dict:
+    """``KEY=VALUE`` pairs as builder options of ``corpus``, each VALUE read by its option's kind: booleans
+    strictly (true/false/yes/no/1/0), names as a comma-separated list or JSON list, strings as given."""
+    from qahub.export import RESERVED_OPTIONS, check_options, option_kinds
+
+    kinds = option_kinds(corpus) if corpus else {}
     options = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
+        key = key.strip()
         if not sep or not key:
             raise ValueError(f"--option {pair!r}: expected KEY=VALUE")
-        try:
-            options[key] = json.loads(value)
-        except json.JSONDecodeError:
-            options[key] = value
+        if key in options:
+            raise ValueError(f"--option {key} is given twice")
+        if key in RESERVED_OPTIONS:
+            raise ValueError(f"--option {key}: not a builder option; use {RESERVED_OPTIONS[key]}")
+        if corpus and key not in kinds:
+            raise ValueError(f"{corpus} has no builder option {key!r}; its options: {', '.join(sorted(kinds)) or 'none'}")
+        options[key] = _option_value(key, value, kinds.get(key, "str"))
+    if corpus:
+        check_options(corpus, options)
     return options
+
+
+def _option_value(key: str, value: str, kind: str):
+    text = value.strip()
+    if kind == "bool":
+        if text.lower() not in TRUE + FALSE:
+            raise ValueError(f"--option {key}={value}: expected true/false, yes/no or 1/0")
+        return text.lower() in TRUE
+    if not text:
+        raise ValueError(f"--option {key}=: give a value")
+    if kind == "names":
+        if text.startswith("["):
+            try:
+                names = json.loads(text)
+            except json.JSONDecodeError:
+                raise ValueError(f"--option {key}={value}: not a JSON list; write {key}=a,b") from None
+        else:
+            names = [name.strip() for name in text.split(",")]
+        if not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names):
+            raise ValueError(f"--option {key}={value}: expected names separated by commas, e.g. {key}=train,test")
+        return tuple(names)
+    return value
 
 
 def _add_publish(commands):
@@ -224,6 +354,8 @@ def _add_publish(commands):
     p.add_argument("--private", action="store_true")
     p.add_argument("--revision", help="branch to commit to (created if missing)")
     p.add_argument("--dry-run", action="store_true", help="print the file list and card; upload nothing")
+    p.add_argument("--allow-partial", action="store_true",
+                   help="publish a build that lacks some configs or splits of the corpus (its card says which)")
     p.set_defaults(func=_publish)
 
 
@@ -257,19 +389,21 @@ def _publish(args) -> int:
 def _publish_one(folder: Path, repo_id: str, repo_type: str, args, corpus: str | None = None):
     from qahub import publish
 
-    publish.plan(folder, repo_id, repo_type)  # a folder that is not an export fails here, with a hint
+    allow_partial = getattr(args, "allow_partial", False)
+    # a folder that is not an export, or a partial build without --allow-partial, fails here with a hint
+    plan = publish.plan(folder, repo_id, repo_type, allow_partial=allow_partial)
     if corpus:
         publish.check_corpus(folder, corpus)
     where = f"{' (private)' if args.private else ''}{f' at revision {args.revision}' if args.revision else ''}"
     if args.dry_run:
-        plan = publish.plan(folder, repo_id, repo_type)
         print(f"would upload {len(plan.files)} files from {plan.folder} to {repo_type} repo {plan.repo_id}{where}:")
         for name in plan.files:
             print(f"  {name}")
         print("\n--- README.md ---")
         print(plan.card)
         return
-    url = publish.publish(folder, repo_id, private=args.private, revision=args.revision, repo_type=repo_type)
+    url = publish.publish(folder, repo_id, private=args.private, revision=args.revision, repo_type=repo_type,
+                          allow_partial=allow_partial)
     print(f"published {folder} to {repo_type} repo {repo_id}{where}: {url}")
 
 
@@ -288,7 +422,7 @@ def _publish_metric(args) -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         # a Space named ORG/NAME loads NAME.py: the module file takes the Space's name
-        folder = copy_metric(args.metric, Path(tmp), name=args.repo_id.split("/")[-1])
+        folder = copy_metric(args.metric, Path(tmp), name=args.repo_id.split("/")[-1], manifest=False)
         _point_app_at(folder / "app.py", args.metric, args.repo_id)
         _publish_one(folder, args.repo_id, "space", args)
     return 0
@@ -303,23 +437,89 @@ def _point_app_at(app: Path, metric: str, repo_id: str):
     app.write_text(text.replace(call, f'evaluate.load("{repo_id}")'), encoding="utf-8")
 
 
-def copy_metric(metric: str, out_dir: Path, name: str | None = None, overwrite: bool = False) -> Path:
-    """Copy the metric's directory to ``out_dir/<name>/`` (module renamed to ``<name>.py``), caches left out."""
+COPY_MANIFEST = ".qahub-metric-copy.json"
+
+
+def copy_metric(metric: str, out_dir: Path, name: str | None = None, overwrite: bool = False,
+                manifest: bool = True) -> Path:
+    """Copy the metric's directory to ``out_dir/<name>/`` (module renamed to ``<name>.py``), caches left out.
+
+    ``overwrite`` replaces only a folder that is an earlier copy: every file in it one that a copy of this
+    metric writes (now, or by its manifest ``.qahub-metric-copy.json`` when it was copied); a folder with any
+    other file is refused, naming the files. The new copy is written beside the target and renamed into place.
+    """
     import shutil
+    import uuid
 
     name = name or metric
-    source = registry.metric_dir(metric)
     target = out_dir / name
+    if target.is_symlink() or (target.exists() and not target.is_dir()):
+        raise FileExistsError(f"{target}: exists and is not a folder (or is a symlink); choose another --out")
     if target.exists() and any(target.iterdir()):
         if not overwrite:
             raise FileExistsError(f"{target}: exists and is not empty; pass --overwrite to replace it")
         if not (target / f"{name}.py").is_file():
-            raise FileExistsError(f"{target}: is not a copy of the {metric} metric; --overwrite only replaces one")
-        shutil.rmtree(target)
-    shutil.copytree(source, target, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    if name != metric:
-        (target / f"{metric}.py").rename(target / f"{name}.py")
+            raise FileExistsError(f"{target}: is not a copy of the {metric} metric (no {name}.py); "
+                                  "--overwrite only replaces an earlier copy")
+        foreign = _foreign_files(target, metric, name)
+        if foreign:
+            shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+            raise FileExistsError(f"{target}: is not a copy of the {metric} metric: it holds {shown}; "
+                                  "--overwrite only replaces an earlier copy")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    staging = out_dir / f".{name}.partial-{uuid.uuid4().hex[:8]}"
+    try:
+        files = _copy_files(metric, staging, name)
+        if manifest:
+            (staging / COPY_MANIFEST).write_text(json.dumps({"metric": metric, "files": files}, indent=1) + "\n",
+                                                 encoding="utf-8")
+        _swap_in(staging, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return target
+
+
+def _copy_files(metric: str, staging: Path, name: str) -> list[str]:
+    import shutil
+
+    shutil.copytree(registry.metric_dir(metric), staging, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    if name != metric:
+        (staging / f"{metric}.py").rename(staging / f"{name}.py")
+    return sorted(p.relative_to(staging).as_posix() for p in staging.rglob("*") if p.is_file())
+
+
+def _foreign_files(target: Path, metric: str, name: str) -> list[str]:
+    """Files in ``target`` that no copy of ``metric`` writes (Python caches aside)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        known = set(_copy_files(metric, Path(tmp) / "copy", name))
+    known |= {COPY_MANIFEST, *_manifest_files(target / COPY_MANIFEST, metric)}
+    found = [p for p in target.rglob("*") if p.is_file() or p.is_symlink()]
+    rel = [p.relative_to(target).as_posix() for p in found]
+    return sorted(r for r in rel if r not in known and "__pycache__/" not in r and not r.endswith(".pyc"))
+
+
+def _manifest_files(manifest: Path, metric: str) -> list[str]:
+    try:
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    files = data.get("files") if isinstance(data, dict) and data.get("metric") == metric else None
+    return [f for f in files if isinstance(f, str)] if isinstance(files, list) else []
+
+
+def _swap_in(staging: Path, target: Path):
+    import shutil
+    import uuid
+
+    if not target.exists():
+        staging.rename(target)
+        return
+    old = target.parent / f".{target.name}.old-{uuid.uuid4().hex[:8]}"
+    target.rename(old)
+    staging.rename(target)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def _add_metric_copy(commands):
@@ -348,18 +548,51 @@ def _add_evaluate(commands):
     for name, module in scoring_modules().items():
         sub = metrics.add_parser(name, help=getattr(module, "HELP", None))
         module.add_arguments(sub)
-        sub.add_argument("--output", help="also write the result as JSON to this file")
+        sub.add_argument("--output", help="also write the result as JSON to this file (written whole or not at all)")
+        sub.add_argument("--overwrite", action="store_true", help="replace an existing --output / --per-question file")
         sub.set_defaults(func=_evaluate, scorer=module)
 
 
+# evaluate arguments that name files the command writes; every other argument naming a file is an input
+OUTPUT_ARGS = ("output", "per_question")
+# ...and files it reads and updates (the judge's cache): an output must not be one of these either
+UPDATED_ARGS = ("judge_cache",)
+
+
 def _evaluate(args) -> int:
-    """Print the scores; a scorer's ``exit_status(result)`` may flag an incomplete result (e.g. failed judge calls)."""
+    """Print the scores; a scorer's ``exit_status(result)`` may flag an incomplete result (e.g. failed judge calls).
+
+    Outputs are checked before any scoring: never one of the input files, never an existing file without
+    --overwrite; --output is written to a temporary file and renamed into place."""
+    from qahub.files import check_output, write_text_atomic
+
+    inputs = _input_paths(args)
+    for name in OUTPUT_ARGS:
+        if getattr(args, name, None):
+            check_output(getattr(args, name), inputs, args.overwrite, option="--" + name.replace("_", "-"))
+    written = [name for name in (*OUTPUT_ARGS, *UPDATED_ARGS) if getattr(args, name, None)]
+    paths = [os.path.realpath(getattr(args, name)) for name in written]
+    if len(set(paths)) < len(paths):
+        raise ValueError(f"{' and '.join('--' + n.replace('_', '-') for n in written)}: two of them name the same file")
     result = args.scorer.run(args)
     text = json.dumps(result, ensure_ascii=False, indent=2)
-    print(text)
     if args.output:
-        Path(args.output).write_text(text + "\n", encoding="utf-8")
+        write_text_atomic(args.output, text + "\n")
+    print(text)
     return getattr(args.scorer, "exit_status", lambda _: 0)(result)
+
+
+def _input_paths(args) -> list[str]:
+    """Every argument value (or list item) that names an existing file or folder, outputs aside."""
+    skip = {*OUTPUT_ARGS, "func", "scorer", "command", "metric"}
+    values = []
+    for name, value in vars(args).items():
+        if name in skip:
+            continue
+        for item in value if isinstance(value, (list, tuple)) else [value]:
+            if isinstance(item, (str, os.PathLike)) and str(item) and os.path.exists(item):
+                values.append(str(item))
+    return values
 
 
 def _add_list(commands):
@@ -395,6 +628,38 @@ def _demo(args) -> int:
 
     return run_demo(Path(args.out), overwrite=args.overwrite, evaluate=lambda argv: main(["--quiet", "evaluate", *argv]),
                     explain=explain)
+
+
+def _add_harness_tasks(commands):
+    p = commands.add_parser("harness-tasks", help="write lm-evaluation-harness tasks (lm_eval --include_path DIR)")
+    p.add_argument("--out", required=True, help="folder to write the tasks to")
+    p.add_argument("--dataset", action="append", required=True, metavar="CORPUS=LOCATION",
+                   help="a corpus and its exported folder or Hub dataset id (repeatable), e.g. limur=./limur")
+    p.add_argument("--judge", action="store_true",
+                   help="add the LLM-judge score where a task has one (the judge is read from $QAHUB_JUDGE_URL, "
+                        "$QAHUB_JUDGE_MODEL, $QAHUB_JUDGE_API_KEY when lm_eval runs)")
+    p.add_argument("--overwrite", action="store_true", help="replace an earlier task folder")
+    p.set_defaults(func=_harness_tasks)
+
+
+def _harness_tasks(args) -> int:
+    from qahub.harness import write_task_folder
+
+    locations = {}
+    for pair in args.dataset:
+        corpus, sep, location = pair.partition("=")
+        if not sep or not corpus or not location:
+            raise ValueError(f"--dataset {pair!r}: expected CORPUS=LOCATION (an exported folder or ORG/NAME)")
+        if corpus in locations:
+            raise ValueError(f"--dataset names {corpus} twice")
+        locations[corpus] = location
+    plan = write_task_folder(args.out, locations, judge=args.judge, overwrite=args.overwrite)
+    rows = [[name, e["location"], e["config"], e["split"], e["fewshot_split"] or "-"] for name, e in plan.items()]
+    _print_rows(["task", "dataset", "config", "split", "few-shot split"], rows)
+    groups = ",".join(sorted({f"qahub_{entry['corpus']}" for entry in plan.values()}))
+    print(f"\nwrote {len(plan)} tasks to {Path(args.out).absolute()}; run them with "
+          f"lm_eval --include_path {args.out} --tasks {groups} ...")
+    return 0
 
 
 def _print_rows(header, rows):

@@ -8,6 +8,7 @@ the corpus's metrics, as listed in the sample's ``demo.json``.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import datasets
@@ -44,9 +45,16 @@ def _check_out(out: Path, overwrite: bool):
         return
     if not overwrite:
         raise FileExistsError(f"{out}: not empty; pass --overwrite to replace the earlier demo output")
-    foreign = sorted(p.name for p in out.iterdir() if p.name not in registry.corpus_names())
+    foreign = sorted(p.name for p in out.iterdir() if not _is_demo_output(p.name))
     if foreign:
         raise FileExistsError(f"{out}: holds {', '.join(foreign)}, which is not demo output; choose another --out")
+
+
+def _is_demo_output(name: str) -> bool:
+    """A corpus folder, or the lock / work folder of a build of one (left by a killed demo; the next build of
+    that corpus removes it)."""
+    corpora = registry.corpus_names()
+    return name in corpora or bool(re.fullmatch(rf"\.({'|'.join(map(re.escape, corpora))})\.(lock|partial-.+|old-.+)", name))
 
 
 def _build_and_load(corpus: str, sample: Path, folder: Path, overwrite: bool):

@@ -10,12 +10,18 @@ The export is written to a temporary sibling folder and renamed into place only 
 from __future__ import annotations
 
 import math
+import os
 import shutil
-import tempfile
 import time
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # Windows: the lock file is created exclusively instead (a killed build's lock stays)
+    fcntl = None
 
 import datasets
 from datasets import DownloadConfig
@@ -32,6 +38,10 @@ REQUIRED_CARD_KEYS = ("license", "language", "pretty_name", "task_categories", "
 
 
 class ExportError(RuntimeError):
+    pass
+
+
+class OutputExistsError(ExportError):
     pass
 
 
@@ -56,6 +66,12 @@ class ExportReport:
     folder: Path
     configs: list[ConfigReport] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (config, why its source is unavailable)
+    missing: list[dict] = field(default_factory=list)  # parts of the corpus not built: {config, splits, reason}
+    leftovers: list[str] = field(default_factory=list)  # work folders of a killed earlier build, removed
+
+    @property
+    def partial(self) -> bool:
+        return bool(self.missing)
 
     @property
     def splits(self) -> list[SplitReport]:
@@ -71,38 +87,235 @@ def export(corpus: str, out=None, *, configs=None, data_dir=None, mirror_url=Non
     ``present_splits_only=True``). With ``skip_unavailable``, a config whose source files are missing or
     cannot be downloaded is left out and listed in ``report.skipped``; the export fails only when no config
     could be built. ``sample`` marks a build of qahub's bundled sample data in the card (tag ``qahub-sample``),
-    and ``qahub publish`` refuses such a folder.
+    and ``qahub publish`` refuses such a folder. A build without some configs or splits of the corpus is
+    marked partial in the card (``qahub_partial``), and ``qahub publish`` refuses it unless asked.
+
+    One build per ``out`` at a time (a lock file ``.<out>.lock`` beside it); the work folders
+    ``.<out>.partial-*`` beside it are removed on any error or interrupt, and those of a killed earlier build
+    are removed by the next build of the same ``out`` (``report.leftovers`` names them). A symlinked ``out``
+    is written through: the link stays a link.
     """
     builder_options = dict(builder_options or {})
-    out = Path(out or corpus).absolute()
+    given = Path(out or corpus).absolute()
+    out = _resolve_out(given)
     configs = list(configs or registry.config_names(corpus))
+    check_options(corpus, builder_options)
     for config in configs:
         registry.check_config(corpus, config, builder_options)  # unknown names and options fail before any work
-    _check_target(out, overwrite, corpus)
-    staging = out.parent / f".{out.name}.partial-{uuid.uuid4().hex[:8]}"
-    report = ExportReport(corpus, out)
+    _check_splits_option(corpus, configs, builder_options)
+    report = ExportReport(corpus, given)
     created = _first_missing(out.parent)
     try:
-        staging.mkdir(parents=True)
-        with tempfile.TemporaryDirectory(prefix="qahub-cache-") as scratch:
-            infos = {}
-            for config in configs:
-                # always a fresh build: datasets keys a prepared build by the data_dir path, not the file contents
-                builder = qahub.make_builder(corpus, config, data_dir=data_dir, mirror_url=mirror_url,
-                                             cache_dir=scratch, **builder_options)
-                try:
-                    infos[config] = _export_config(builder, staging, max_shard_bytes, report, downloads_in(cache_dir))
-                except (FileNotFoundError, ConnectionError) as err:
-                    if not skip_unavailable or (not infos and config == configs[-1]):
-                        raise
-                    report.skipped.append((config, str(err)))
-        write_card(corpus, staging, infos, default=_default_of(corpus, list(infos)), sample=sample)
-        _move_into_place(staging, out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with build_lock(out):
+            report.leftovers = _remove_leftovers(out)
+            _check_target(out, overwrite, corpus)
+            _build_into(corpus, out, configs, report, data_dir=data_dir, mirror_url=mirror_url, cache_dir=cache_dir,
+                        max_shard_bytes=max_shard_bytes, builder_options=builder_options,
+                        skip_unavailable=skip_unavailable, sample=sample)
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
         if created and not out.exists():
             _remove_empty(out.parent, created)
     return report
+
+
+def _build_into(corpus, out: Path, configs, report, *, data_dir, mirror_url, cache_dir, max_shard_bytes,
+                builder_options, skip_unavailable, sample):
+    work = f".{out.name}.partial-{uuid.uuid4().hex[:8]}"
+    staging, scratch = out.parent / work, out.parent / f"{work}-cache"
+    try:
+        staging.mkdir()
+        infos = {}
+        for config in configs:
+            # always a fresh build: datasets keys a prepared build by the data_dir path, not the file contents
+            builder = qahub.make_builder(corpus, config, data_dir=data_dir, mirror_url=mirror_url,
+                                         cache_dir=str(scratch), **builder_options)
+            try:
+                infos[config] = _export_config(builder, staging, max_shard_bytes, report, downloads_in(cache_dir))
+            except (FileNotFoundError, ConnectionError) as err:
+                if not skip_unavailable or (not infos and config == configs[-1]):
+                    raise
+                report.skipped.append((config, str(err)))
+        report.missing = missing_parts(corpus, report, builder_options)
+        write_card(corpus, staging, infos, default=_default_of(corpus, list(infos)), sample=sample,
+                   missing=report.missing)
+        _move_into_place(staging, out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _resolve_out(out: Path) -> Path:
+    """The real folder to write: symlinks and ``sub/../`` resolved, so a symlinked ``out`` stays a link."""
+    real = Path(os.path.realpath(out))
+    if out.is_symlink() and not real.exists():
+        raise ExportError(f"{out}: is a symlink to {real}, which does not exist; create that folder or choose "
+                          "another output folder")
+    return real
+
+
+class BuildLockedError(ExportError):
+    pass
+
+
+@contextmanager
+def build_lock(out: Path):
+    """Hold ``.<out>.lock`` beside ``out`` for the build; a second build of ``out`` fails at once."""
+    lock = out.parent / f".{out.name}.lock"
+    if fcntl is None:
+        yield from _exclusive_lock(out, lock)
+        return
+    while True:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "unknown process"
+            os.close(fd)
+            raise BuildLockedError(f"{out}: another qahub build is writing this folder ({holder}); wait for it to "
+                                   f"end, or choose another output folder (lock file {lock})") from None
+        if _same_file(fd, lock):  # else the previous holder removed it between our open and flock: retry
+            break
+        os.close(fd)
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"pid {os.getpid()}".encode(), 0)
+    try:
+        yield lock
+    finally:
+        lock.unlink(missing_ok=True)
+        os.close(fd)
+
+
+def _exclusive_lock(out: Path, lock: Path):
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        raise BuildLockedError(f"{out}: another qahub build is writing this folder, or one was killed; when none "
+                               f"runs, remove the lock file {lock}") from None
+    os.close(fd)
+    try:
+        yield lock
+    finally:
+        lock.unlink(missing_ok=True)
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        return os.path.samestat(os.fstat(fd), os.stat(path))
+    except FileNotFoundError:
+        return False
+
+
+def _remove_leftovers(out: Path) -> list[str]:
+    """Work folders of an earlier build of ``out`` that was killed (SIGKILL, power loss): with the lock held,
+    no live build owns them."""
+    found = sorted([*out.parent.glob(f".{out.name}.partial-*"), *out.parent.glob(f".{out.name}.old-*")])
+    for path in found:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+    return [str(path) for path in found]
+
+
+# BuilderConfig fields that are not builder options: what to use instead
+RESERVED_OPTIONS = {
+    "name": "--config CONFIG (configs=[...] in Python)",
+    "config_name": "--config CONFIG (configs=[...] in Python)",
+    "version": "nothing: the version is the builder's own",
+    "description": "nothing: the description is the builder's own",
+    "data_dir": "--data-dir DIR (data_dir=... in Python)",
+    "data_files": "--data-dir DIR: the builder finds its files there",
+    "mirror_url": "--mirror-url URL (mirror_url=... in Python)",
+    "cache_dir": "--cache-dir DIR (cache_dir=... in Python)",
+}
+# corpora whose splits are whichever files the source has (LIMUR): an absent split is not a missing part
+SPLITS_FROM_FILES = {"limur"}
+
+
+def option_kinds(corpus: str) -> dict[str, str]:
+    """The builder options of ``corpus`` and their kind: ``bool``, ``str`` or ``names`` (a tuple of names)."""
+    fields = getattr(registry.builder_class(corpus).BUILDER_CONFIG_CLASS, "__dataclass_fields__", {})
+    kinds = {}
+    for name, spec in fields.items():
+        if name in RESERVED_OPTIONS:
+            continue
+        text = str(spec.type)
+        kinds[name] = "bool" if spec.type in (bool, "bool") else "names" if "tuple" in text else "str"
+    return kinds
+
+
+def check_options(corpus: str, options: dict):
+    """Every key a builder option of ``corpus`` with a value of its kind; else a ValueError naming the key."""
+    kinds = option_kinds(corpus)
+    for key, value in options.items():
+        if key in RESERVED_OPTIONS:
+            raise ValueError(f"option {key!r} is not a builder option; use {RESERVED_OPTIONS[key]}")
+        if key not in kinds:
+            raise ValueError(f"{corpus} has no builder option {key!r}; its options: {', '.join(sorted(kinds)) or 'none'}")
+        kind = kinds[key]
+        if kind == "bool" and not isinstance(value, bool):
+            raise ValueError(f"option {key}: expected true or false, got {value!r}")
+        if kind == "str" and value is not None and not isinstance(value, str):
+            raise ValueError(f"option {key}: expected a string, got {value!r}")
+        if kind == "names" and value is not None and not _is_names(value):
+            raise ValueError(f"option {key}: expected one or more names (e.g. {key}=train,valid_freq), got {value!r}")
+
+
+def _is_names(value) -> bool:
+    items = [value] if isinstance(value, str) else value
+    return isinstance(items, (list, tuple)) and bool(items) and all(isinstance(x, str) and x for x in items)
+
+
+def requested_splits(builder_options: dict) -> list[str] | None:
+    splits = builder_options.get("splits")
+    return None if splits is None else [splits] if isinstance(splits, str) else list(splits)
+
+
+def _check_splits_option(corpus, configs, builder_options):
+    """``splits=...`` names splits every config built has, checked before any work."""
+    wanted = requested_splits(builder_options)
+    declared = getattr(registry.builder_module(corpus), "SPLITS", {})
+    for config in configs if wanted else []:
+        unknown = [s for s in wanted if config in declared and s not in declared[config]]
+        if unknown:
+            raise ValueError(f"{corpus}/{config} has no split {', '.join(unknown)}; its splits: "
+                             f"{', '.join(declared[config])}")
+
+
+def missing_parts(corpus: str, report: ExportReport, builder_options: dict) -> list[dict]:
+    """The configs and splits of the corpus this build lacks, each with why: ``{config, splits, reason}``."""
+    declared = getattr(registry.builder_module(corpus), "SPLITS", {})
+    wanted = requested_splits(builder_options)
+    built = {config.config: {s.split for s in config.splits} for config in report.configs}
+    missing = []
+    for config in registry.config_names(corpus):
+        if config not in built:
+            skipped = any(name == config for name, _ in report.skipped)
+            missing.append({"config": config, "splits": "all",
+                            "reason": "its source was unavailable" if skipped else "not requested: built with --config"})
+            continue
+        if corpus in SPLITS_FROM_FILES:
+            continue
+        absent = [s for s in declared.get(config, []) if s not in built[config]]
+        unasked = [s for s in absent if wanted is not None and s not in wanted]
+        if unasked:
+            missing.append({"config": config, "splits": unasked,
+                            "reason": f"not requested: built with splits={','.join(wanted)}"})
+        if len(absent) > len(unasked):
+            missing.append({"config": config, "splits": [s for s in absent if s not in unasked],
+                            "reason": "their source files were absent: built with present_splits_only"})
+    return missing
+
+
+def describe_missing(missing: list[dict]) -> str:
+    """One line: ``qa/train (their source files were absent ...); extended (its source was unavailable)``."""
+    parts = []
+    for entry in missing:
+        where = entry["config"] if entry["splits"] == "all" else \
+            ", ".join(f"{entry['config']}/{split}" for split in entry["splits"])
+        parts.append(f"{where} ({entry['reason']})")
+    return "; ".join(parts)
 
 
 def _first_missing(folder: Path) -> Path | None:
@@ -131,7 +344,7 @@ def _check_target(out: Path, overwrite: bool, corpus: str):
     if not out.is_dir() or not any(out.iterdir()):
         return
     if not overwrite:
-        raise ExportError(f"{out}: folder is not empty; pass --overwrite (overwrite=True) to replace it")
+        raise OutputExistsError(f"{out}: folder is not empty; pass --overwrite (overwrite=True) to replace it")
     if not looks_like_export(out, corpus):
         raise ExportError(f"{out}: holds files that are not an earlier export of {corpus}; "
                           "--overwrite only replaces one")
@@ -210,8 +423,15 @@ SAMPLE_NOTE = ("> **This folder was built from qahub's small bundled sample data
                "Its rows are invented examples in the corpus's format, for demos and tests.\n\n")
 
 
-def write_card(corpus: str, folder: Path, infos: dict, default: str, sample: bool = False) -> DatasetCard:
-    """README.md = the corpus card plus generated ``configs`` and ``dataset_info``, validated on re-read."""
+PARTIAL_KEY = "qahub_partial"
+
+
+def write_card(corpus: str, folder: Path, infos: dict, default: str, sample: bool = False,
+               missing: list | None = None) -> DatasetCard:
+    """README.md = the corpus card plus generated ``configs`` and ``dataset_info``, validated on re-read.
+
+    ``missing`` (see ``missing_parts``) marks a partial build: the YAML key ``qahub_partial`` lists the
+    missing configs and splits with the reason, and a note at the top of the text says the same."""
     template = registry.card_path(corpus)
     if not template.is_file():
         raise ExportError(f"{template}: the dataset card of {corpus!r} is missing")
@@ -229,6 +449,9 @@ def write_card(corpus: str, folder: Path, infos: dict, default: str, sample: boo
     ).to_dataset_card_data(data)
     DatasetInfosDict(infos).to_dataset_card_data(data)
     text = card.text.lstrip()
+    if missing:
+        setattr(data, PARTIAL_KEY, {"missing": missing})
+        text = (f"> **This is a partial build of the corpus.** Missing: {describe_missing(missing)}.\n\n") + text
     if sample:
         data.tags = [*(data.tags or []), SAMPLE_TAG]
         text = SAMPLE_NOTE + text
@@ -236,7 +459,15 @@ def write_card(corpus: str, folder: Path, infos: dict, default: str, sample: boo
     path = folder / "README.md"
     rendered.save(path)
     validate_card(path, infos)
+    if partial_of(path) != (missing or []):
+        raise ExportError(f"{path}: the {PARTIAL_KEY} list does not survive the YAML round trip")
     return rendered
+
+
+def partial_of(readme: Path) -> list[dict]:
+    """The missing parts a card records (``qahub_partial``); [] for a complete build."""
+    meta = DatasetCard.load(readme, repo_type="dataset").data.to_dict()
+    return (meta.get(PARTIAL_KEY) or {}).get("missing", [])
 
 
 def validate_card(path: Path, infos: dict):

@@ -32,9 +32,10 @@ class PublishPlan:
     card: str
 
 
-def plan(folder, repo_id: str, repo_type: str = "dataset") -> PublishPlan:
-    """What would be uploaded: a dataset folder must be an export (README.md plus Parquet files); a Space
-    folder a metric module (README.md, app.py, requirements.txt, <name>.py)."""
+def plan(folder, repo_id: str, repo_type: str = "dataset", allow_partial: bool = False) -> PublishPlan:
+    """What would be uploaded: a dataset folder must be an export (README.md plus Parquet files), and a
+    complete one unless ``allow_partial``; a Space folder a metric module (README.md, app.py,
+    requirements.txt, <name>.py)."""
     folder = Path(folder)
     validate_repo_id(repo_id)
     if not (folder / "README.md").is_file():
@@ -45,11 +46,22 @@ def plan(folder, repo_id: str, repo_type: str = "dataset") -> PublishPlan:
     if repo_type == "dataset" and "qahub-sample" in (DatasetCard.load(folder / "README.md").data.tags or []):
         raise PublishError(f"{folder}: built from qahub's bundled sample data (tag qahub-sample), not the corpus; "
                            "build the corpus itself to publish it")
+    if repo_type == "dataset" and not allow_partial:
+        _refuse_partial(folder)
     if repo_type == "space":
         needed = {"app.py", "requirements.txt", f"{repo_id.split('/')[-1]}.py"}
         if not needed <= set(files):
             raise PublishError(f"{folder}: a metric Space needs {', '.join(sorted(needed - set(files)))}")
     return PublishPlan(folder, repo_id, files, (folder / "README.md").read_text(encoding="utf-8"))
+
+
+def _refuse_partial(folder: Path):
+    from qahub.export import describe_missing, partial_of
+
+    missing = partial_of(folder / "README.md")
+    if missing:
+        raise PublishError(f"{folder}: a partial build, missing {describe_missing(missing)}; pass --allow-partial "
+                           "(allow_partial=True) to publish it as it is")
 
 
 def _configured_token():
@@ -72,9 +84,11 @@ def check_corpus(folder, corpus: str):
 
 
 def publish(folder, repo_id: str, *, private: bool = False, revision: str | None = None, token=None,
-            api: HfApi | None = None, repo_type: str = "dataset", commit_message: str | None = None) -> str:
-    """Create the repo if needed and upload ``folder`` in one commit; return the commit URL."""
-    plan(folder, repo_id, repo_type)  # refuses a folder that is not an export or a metric module
+            api: HfApi | None = None, repo_type: str = "dataset", commit_message: str | None = None,
+            allow_partial: bool = False) -> str:
+    """Create the repo if needed and upload ``folder`` in one commit; return the commit URL. A partial build
+    (the card's ``qahub_partial``) is refused unless ``allow_partial``."""
+    plan(folder, repo_id, repo_type, allow_partial)  # refuses a folder that is not an export or a metric module
     api = api or HfApi(token=token)
     message = commit_message or f"Upload {Path(folder).name} with qahub {qahub.__version__}"
     try:

@@ -1,0 +1,80 @@
+"""Reading the user's files strictly and writing outputs safely.
+
+``check_output`` refuses an output path that is one of the command's inputs (after resolving symlinks and
+``sub/../`` spellings) or that exists without ``overwrite``; ``write_text_atomic`` writes a temporary file
+beside the target and renames it into place, so a reader never sees half a file. ``loads_strict`` is
+``json.loads`` with duplicate object keys an error naming the key.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+
+class DuplicateKeyError(ValueError):
+    pass
+
+
+def check_output(path, inputs=(), overwrite: bool = False, option: str = "--output") -> Path:
+    """The resolved output path, or a ValueError/FileExistsError saying why it may not be written."""
+    target = Path(os.path.realpath(Path(path).expanduser()))
+    for given in inputs:
+        source = Path(os.path.realpath(Path(given).expanduser()))
+        if source == target:
+            raise ValueError(f"{option} {path}: is the input file {given}; choose another output file")
+        if source.is_dir() and target.is_relative_to(source) and target.exists():
+            raise ValueError(f"{option} {path}: is a file inside the input folder {given}; choose another output file")
+    if target.is_dir():
+        raise IsADirectoryError(f"{option} {path}: is a folder; name a file")
+    if not target.parent.is_dir():
+        raise FileNotFoundError(f"{option} {path}: the folder {target.parent} does not exist")
+    if target.exists() and not overwrite:
+        raise FileExistsError(f"{option} {path}: exists; pass --overwrite to replace it")
+    return target
+
+
+def write_text_atomic(path, text: str, encoding: str = "utf-8") -> Path:
+    """Write ``text`` to a temporary file in the target's folder, then rename it over ``path``.
+
+    A symlinked ``path`` is written through: the file it points to is replaced and the link stays a link.
+    """
+    target = Path(os.path.realpath(Path(path).expanduser()))
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding=encoding, errors="strict", newline="") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def reject_duplicate_keys(pairs):
+    """``object_pairs_hook`` for ``json.loads``: a key given twice in one object is an error."""
+    result = {}
+    for key, value in pairs:
+        if key in result:
+            raise DuplicateKeyError(f"key {key!r} appears twice in one JSON object")
+        result[key] = value
+    return result
+
+
+def loads_strict(text: str, where: str = "") -> object:
+    """``json.loads(text)`` that refuses duplicate keys (the last would silently win), naming ``where``."""
+    try:
+        return json.loads(text, object_pairs_hook=reject_duplicate_keys)
+    except DuplicateKeyError as err:
+        raise DuplicateKeyError(f"{where}: {err}" if where else str(err)) from None
