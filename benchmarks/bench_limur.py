@@ -26,10 +26,10 @@ def _sample_inputs(n):
     from qahub.scoring import limur as scoring
 
     folder = registry.samples_dir("limur")
-    references = scoring.load_references(folder / "test.jsonl")
+    rows = scoring.load_references(folder / "test.jsonl")
     replies = scoring.load_predictions(folder / "predictions.json")
-    refs = [{**references[i % len(references)], "id": i} for i in range(n)]
-    preds = [replies[references[i % len(references)]["id"]] for i in range(n)]
+    refs = [{**rows[i % len(rows)], "meta": {**rows[i % len(rows)]["meta"], "id": i}} for i in range(n)]
+    preds = [replies[rows[i % len(rows)]["meta"]["id"]] for i in range(n)]
     return preds, refs
 
 
@@ -57,8 +57,8 @@ def prepare_em_plain(n):
 def em_plain(answers, preds, refs):
     strict = lenient = 0
     for pred, ref in zip(preds, refs, strict=True):
-        strict += answers.read_letter(pred)[0] == ref["answer"]
-        lenient += answers.read_letter(pred, lenient=True)[0] == ref["answer"]
+        strict += answers.read_letter(pred)[0] == ref["outputs"]
+        lenient += answers.read_letter(pred, lenient=True)[0] == ref["outputs"]
     n = len(preds)
     return strict / n, lenient / n
 
@@ -85,7 +85,7 @@ def prepare_judge(n, concurrency):
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     preds, refs = _sample_inputs(n)
-    refs = [{**ref, "prompt": f"{ref['prompt']} #{i}"} for i, ref in enumerate(refs)]
+    refs = [{**ref, "instruction": ref["instruction"] + f" #{i}"} for i, ref in enumerate(refs)]
     url = f"http://127.0.0.1:{server.server_address[1]}"
     return registry.load_metric("limur"), preds, refs, url, concurrency
 

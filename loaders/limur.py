@@ -60,9 +60,10 @@ class LimurConfig(datasets.BuilderConfig):
 
 
 class Limur(datasets.GeneratorBasedBuilder):
-    """LIMUR records in the MERA layout (instruction, inputs, outputs, meta), with options and prompt."""
+    """LIMUR records in MERA's own schema (instruction, inputs, outputs, meta as MERA publishes them), with the
+    derived options, prompt and label (the answer as a ClassLabel)."""
 
-    VERSION = datasets.Version("1.0.0")
+    VERSION = datasets.Version("2.0.0")  # 2.0.0: MERA's own schema (outputs and meta types as strings), label added
     BUILDER_CONFIG_CLASS = LimurConfig
     BUILDER_CONFIGS = [
         LimurConfig(name="all", version=VERSION, description="Both task types."),
@@ -77,14 +78,15 @@ class Limur(datasets.GeneratorBasedBuilder):
             {
                 "instruction": string_value,
                 "inputs": {key: string_value for key in INPUT_KEYS},
-                "outputs": datasets.ClassLabel(names=LETTERS),
+                "outputs": string_value,
                 "meta": {
                     "id": datasets.Value("int32"),
-                    "task_type": datasets.ClassLabel(names=TASK_TYPES),
-                    "context_type": datasets.ClassLabel(names=CONTEXT_TYPES),
+                    "task_type": string_value,
+                    "context_type": string_value,
                 },
                 "options": datasets.List(string_value),
                 "prompt": string_value,
+                "label": datasets.ClassLabel(names=LETTERS),
             }
         )
         return datasets.DatasetInfo(
@@ -239,14 +241,15 @@ def parse_record(filepath, where, record):
     instruction = _string_field(filepath, where, record, "instruction")
     inputs = _parse_inputs(filepath, where, record)
     options = _options(filepath, where, inputs)
-    answer = _parse_answer(filepath, where, record, options)
+    label = _parse_answer(filepath, where, record, options)
     return {
         "instruction": instruction,
         "inputs": inputs,
-        "outputs": answer,
+        "outputs": record["outputs"],
         "meta": meta,
         "options": options,
         "prompt": _fill_prompt(filepath, where, instruction, inputs, len(options)),
+        "label": label,
     }
 
 
@@ -296,7 +299,8 @@ def _options(filepath, where, inputs):
 
 
 def _parse_answer(filepath, where, record, options):
-    """The answer letter; empty ``outputs`` (a closed test split) gives -1, ClassLabel's "no label"."""
+    """The answer's position (``label``); empty ``outputs`` (a closed test split) gives -1, ClassLabel's
+    "no label". ``outputs`` itself is kept as the source has it."""
     answer = _string_field(filepath, where, record, "outputs").strip()
     if not answer:
         return -1

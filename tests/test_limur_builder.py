@@ -1,6 +1,7 @@
 import json
 from pathlib import Path
 
+import datasets
 import pytest
 from qahub.loaders._sources import SourceDataError
 
@@ -52,21 +53,26 @@ def filled(instruction, inputs):
 
 
 def expected_row(record):
+    """MERA's own fields exactly as the source has them, plus the derived options, prompt and label."""
     options = [record["inputs"][f"option_{c}"] for c in "abcdefghi" if record["inputs"][f"option_{c}"]]
     return {
         "instruction": record["instruction"],
         "inputs": record["inputs"],
-        "outputs": LETTERS.index(record["outputs"]) if record["outputs"] else -1,
-        "meta": {"id": record["meta"]["id"], "task_type": ["rwsd", "kusdra"].index(record["meta"]["task_type"]),
-                 "context_type": ["текст", "диалог"].index(record["meta"]["context_type"])},
+        "outputs": record["outputs"],
+        "meta": {"id": record["meta"]["id"], "task_type": record["meta"]["task_type"],
+                 "context_type": record["meta"]["context_type"]},
         "options": options,
         "prompt": filled(record["instruction"], record["inputs"]),
+        "label": LETTERS.index(record["outputs"].strip()) if record["outputs"].strip() else -1,
     }
+
+
+SAMPLE_SPLITS = (("dev.jsonl", "validation"), ("test.jsonl", "test"), ("shots.jsonl", "shots"))
 
 
 def sample_counts(task_type=None):
     counts = {}
-    for name, split in (("dev.jsonl", "validation"), ("test.jsonl", "test")):
+    for name, split in SAMPLE_SPLITS:
         records = read_jsonl(SAMPLES / name)
         counts[split] = sum(task_type in (None, r["meta"]["task_type"]) for r in records)
     return counts
@@ -87,7 +93,7 @@ def test_samples_cover_what_the_issue_asks():
 def test_build_configs(tmp_path, config, task_type):
     dsd = testing.build("limur", config, SAMPLES, tmp_path)
     assert {split: len(ds) for split, ds in dsd.items()} == sample_counts(task_type)
-    for split, name in (("validation", "dev.jsonl"), ("test", "test.jsonl")):
+    for name, split in SAMPLE_SPLITS:
         records = [r for r in read_jsonl(SAMPLES / name) if task_type in (None, r["meta"]["task_type"])]
         assert dsd[split].to_list() == [expected_row(r) for r in records]
 
@@ -95,21 +101,23 @@ def test_build_configs(tmp_path, config, task_type):
 def test_seed_rows_exactly(tmp_path):
     test = testing.build("limur", "all", SAMPLES, tmp_path)["test"].to_list()
     row = by_id(test, 426)
-    assert row["outputs"] == 3 and row["options"][3] == "самолёты" and len(row["options"]) == 7
+    assert row["outputs"] == "Г" and row["label"] == 3 and row["options"][3] == "самолёты" and len(row["options"]) == 7
     assert row["prompt"].endswith("Е. небеса\nЁ. всёшеньки") and "{" not in row["prompt"]
     assert row["prompt"].startswith("Задача:\nПо контексту")
     assert "Референс:\nони\n" in row["prompt"]
     kusdra = by_id(test, 429)
-    assert kusdra["outputs"] == 2 and kusdra["inputs"]["reference"] == "‘-‘"
+    assert kusdra["outputs"] == "В" and kusdra["label"] == 2 and kusdra["inputs"]["reference"] == "‘-‘"
     assert kusdra["options"] == ["Три", "Два", "Нисколько", "Невозможно определить"]
-    assert kusdra["meta"] == {"id": 429, "task_type": 1, "context_type": 0}
+    assert kusdra["meta"] == {"id": 429, "task_type": "kusdra", "context_type": "текст"}
 
 
 def test_features(tmp_path):
     features = testing.build("limur", "all", SAMPLES, tmp_path)["test"].features
-    assert features["outputs"].names == LETTERS
-    assert features["meta"]["task_type"].names == ["rwsd", "kusdra"]
-    assert features["meta"]["context_type"].names == ["текст", "диалог"]
+    string = datasets.Value("string")
+    assert features["outputs"] == string and features["instruction"] == string
+    assert features["meta"] == {"id": datasets.Value("int32"), "task_type": string, "context_type": string}
+    assert features["label"].names == LETTERS
+    assert list(features) == ["instruction", "inputs", "outputs", "meta", "options", "prompt", "label"]
     assert list(features["inputs"]) == ["question", "context", "reference", *[f"option_{c}" for c in "abcdefghi"]]
 
 
@@ -151,7 +159,8 @@ def test_validation_jsonl_and_closed_test_answers(tmp_path):
     write_jsonl(folder / "test.jsonl", [{**r, "outputs": ""} for r in test])
     dsd = testing.build("limur", "all", folder, tmp_path / "cache")
     assert set(dsd) == {"validation", "test"}
-    assert dsd["test"]["outputs"] == [-1] * len(test)
+    assert dsd["test"]["outputs"] == [""] * len(test)
+    assert dsd["test"]["label"] == [-1] * len(test)
     assert dsd["validation"].to_list() == [expected_row(r) for r in test[:3]]
 
 
@@ -349,3 +358,17 @@ def test_empty_split_file(tmp_path):
     (tmp_path / "test.jsonl").write_text("\n", encoding="utf-8")
     with pytest.raises(SourceDataError, match="test.jsonl: record -: the test split holds no records"):
         testing.build("limur", "all", tmp_path, tmp_path / "cache")
+
+
+def test_outputs_kept_as_the_source_has_them(tmp_path):
+    """MERA's doc_to_target is "{{ outputs.strip() }}": outputs stays the source string, label is the position."""
+    test = read_jsonl(SAMPLES / "test.jsonl")
+    write_jsonl(tmp_path / "test.jsonl", [{**test[0], "outputs": " Г\n"}, {**test[1], "outputs": "  "}])
+    rows = testing.build("limur", "all", tmp_path, tmp_path / "cache")["test"].to_list()
+    assert [(r["outputs"], r["label"]) for r in rows] == [(" Г\n", 3), ("  ", -1)]
+
+
+def test_shots_split_is_the_few_shot_split(tmp_path):
+    shots = testing.build("limur", "all", SAMPLES, tmp_path)["shots"].to_list()
+    assert [(r["meta"]["id"], r["outputs"], r["label"]) for r in shots] == [(1, "Б", 1), (2, "В", 2), (3, "А", 0)]
+    assert [r["meta"]["task_type"] for r in shots] == ["rwsd", "kusdra", "kusdra"]

@@ -80,15 +80,17 @@ def test_scores_stay_in_their_ranges(metric, example):
     result = metric.compute(predictions=predictions, references=refs, judge=grader)
     n = len(refs)
     assert result["count"] == n
-    for key in ("exact_match", "exact_match_lenient"):
+    for key in ("exact_match", "exact_match_lenient", "exact_match_mera"):
         assert result[key] is None if n == 0 else 0 <= result[key] <= 1
     strict_right = round((result["exact_match"] or 0) * n)
     assert strict_right + result["unparseable"] + result["not_an_option"] <= n
     assert result["unparseable_lenient"] <= result["unparseable"] <= n
     info = result["judge"]
     assert info["judged"] + info["unparseable"] + info["failed"] == n
-    assert (result["judge_score"] is None) == (info["judged"] == 0)
-    assert result["judge_score"] is None or 0 <= result["judge_score"] <= 1
+    # the mean over all examples (failures count 0) is at most the mean over the judged ones
+    assert (result["judge_score"] is None) == (n == 0)
+    assert n == 0 or 0 <= result["judge_score"] <= result["judge_score_judged"] <= 1
+    assert n == 0 or result["judge_score"] * n == pytest.approx(result["judge_score_judged"] * info["judged"])
     assert info["coverage"] is None if n == 0 else info["coverage"] == info["judged"] / n
     for field in ("by_task_type", "by_context_type"):
         assert sum(group["count"] for group in result[field].values()) == n
@@ -102,6 +104,7 @@ def test_a_perfect_prediction_gets_the_maximum(metric, example, reasoning):
     predictions = [f"{reasoning}\nОтвет: {ref['answer']}" for ref in refs]
     result = metric.compute(predictions=predictions, references=refs, judge=lambda *args: "1")
     assert (result["exact_match"], result["exact_match_lenient"], result["judge_score"]) == (1.0, 1.0, 1.0)
+    assert result["exact_match_mera"] == 1.0
     assert (result["unparseable"], result["not_an_option"], result["judge"]["coverage"]) == (0, 0, 1.0)
 
 
@@ -141,19 +144,26 @@ def test_bad_references_fail_only_with_a_clear_error(metric, example, data):
 
 @FUZZ
 @given(examples(min_size=1), st.data())
-def test_predictions_that_are_not_text_fail_with_a_clear_error(metric, example, data):
+def test_predictions_that_are_not_text_are_unparseable(metric, example, data):
+    """A reply is never an error: one that is not text is unreadable and scores 0."""
     predictions, refs = example
     index = data.draw(st.integers(0, len(refs) - 1))
-    predictions[index] = data.draw(st.one_of(st.booleans(), st.integers(), st.floats(), st.lists(st.text(), max_size=2)))
-    with pytest.raises(ValueError, match=rf"^prediction {index}: expected a string \(or None\), got "):
-        metric.compute(predictions=predictions, references=refs)
+    predictions[index] = data.draw(st.one_of(st.booleans(), st.integers(), st.floats(), st.lists(st.text(), max_size=2),
+                                             st.binary(max_size=4)))
+    result = metric.compute(predictions=predictions, references=refs)
+    alone = metric.compute(predictions=[predictions[index]], references=[refs[index]])
+    assert (alone["exact_match"], alone["exact_match_mera"], alone["unparseable"]) == (0.0, 0.0, 1)
+    assert result["unparseable"] >= 1
 
 
-def test_lone_surrogate_is_a_clear_error(metric):
-    """A Python string that is not valid Unicode text cannot be stored by evaluate: the error says so."""
+def test_lone_surrogates(metric):
+    """A reply with a lone surrogate is read (the surrogate cannot be part of an answer); a reference with one
+    cannot be stored by evaluate: the error says so."""
     ref = {"id": 1, "answer": "Б", "options": ["a", "b"], "task_type": "rwsd", "context_type": "текст", "prompt": ""}
-    with pytest.raises(ValueError, match=r"^prediction 0: not valid Unicode text \(lone surrogate"):
-        metric.compute(predictions=["Ответ: Б\ud800"], references=[ref])
+    result = metric.compute(predictions=["Ответ: Б\ud800", "\udfff"], references=[ref, {**ref, "id": 2}])
+    assert (result["exact_match"], result["exact_match_mera"], result["unparseable"]) == (0.0, 0.0, 2)
+    result = metric.compute(predictions=["\ud800\nОтвет: Б"], references=[ref])
+    assert (result["exact_match"], result["exact_match_mera"], result["unparseable"]) == (1.0, 1.0, 0)
     with pytest.raises(ValueError, match=r"^reference 0 \(id 1\): prompt is not valid Unicode text"):
         metric.compute(predictions=["Ответ: Б"], references=[{**ref, "prompt": "\udfff"}])
 
@@ -245,7 +255,7 @@ def test_broken_judge_replies_are_failures_not_exceptions(metric, broken_judge):
                             judge_api_key=KEY, judge_timeout=5.0, judge_retries=0)
     info = result["judge"]
     assert (info["judged"], info["unparseable"], info["failed"]) == (0, 0, len(answers))
-    assert result["judge_score"] is None
+    assert result["judge_score"] == result["judge_score_judged"] == 0.0 and info["coverage"] == 0.0
     errors = " | ".join(info["errors"])
     assert "larger than 1048576 bytes" in errors and "malformed response body" in errors and "HTTP 418" in errors
     assert KEY not in json.dumps(result, ensure_ascii=False)
@@ -253,7 +263,7 @@ def test_broken_judge_replies_are_failures_not_exceptions(metric, broken_judge):
 
 # ---------------------------------------------------------------- the builder on damaged copies of its samples
 
-SAMPLE_FILES = ["dev.jsonl", "test.jsonl"]
+SAMPLE_FILES = ["dev.jsonl", "test.jsonl", "shots.jsonl"]
 ENCODINGS = ["cp1251", "utf-16", "utf-16-le", "shift_jis", "koi8-r", "latin-1"]
 
 
@@ -357,7 +367,9 @@ def test_damaged_samples_build_or_fail_cleanly(tmp_path, mutation, seed):
             assert not _leftovers(cache), f"{config}: a half-written cache was left: {_leftovers(cache)}"
         else:
             for split, rows in built.items():
-                assert all(row["outputs"] < len(row["options"]) for row in rows), split
+                assert all(row["label"] < len(row["options"]) for row in rows), split
+                assert all(row["outputs"].strip() == ("" if row["label"] < 0 else LETTERS[row["label"]])
+                           for row in rows), split
                 assert all("{" not in row["prompt"] or "{" in "".join(row["inputs"].values()) for row in rows)
 
 
@@ -437,3 +449,53 @@ def test_our_code_never_executes_or_unpickles_data():
                 owner = getattr(getattr(node.func, "value", None), "id", None)
                 if name in FORBIDDEN_CALLS:  # only the JSON parser and compiled regular expressions
                     assert (owner, name) in ALLOWED_CALLS, (path, node.lineno, owner, name)
+
+
+# ---------------------------------------------------------------- the harness scorer on any reply
+
+
+def _task_api():
+    import importlib
+
+    return importlib.import_module("qahub.metrics.limur.task_api")
+
+
+SAMPLE_DOCS = [json.loads(line) for name in ("dev.jsonl", "test.jsonl", "shots.jsonl")
+               for line in (SAMPLES / name).read_text(encoding="utf-8").splitlines()]
+ANY_REPLY = st.one_of(REPLIES, st.text(max_size=80), st.binary(max_size=8), st.integers(), st.floats(),
+                      st.lists(st.text(max_size=3), max_size=2), st.dictionaries(st.text(max_size=2), st.integers()))
+
+
+@FUZZ
+@given(ANY_REPLY, st.sampled_from(SAMPLE_DOCS))
+def test_task_score_never_raises_and_agrees_with_the_metric(metric, reply, doc):
+    values = _task_api().score(reply, doc)
+    assert set(values) == {"exact_match", "exact_match_mera", "unparseable"}
+    assert all(v in (0, 1) for v in values.values())
+    assert not (values["exact_match"] and values["unparseable"])
+    if isinstance(reply, str) and not re.search("[\ud800-\udfff]", reply):
+        result = metric.compute(predictions=[reply], references=[doc])
+        assert (result["exact_match"], result["exact_match_mera"], result["unparseable"]) == (
+            values["exact_match"], values["exact_match_mera"], values["unparseable"])
+
+
+ROW_FIELDS = ["outputs", "meta", "meta.id", "meta.task_type", "meta.context_type", "options", "instruction", "inputs",
+              "prompt"]
+
+
+@FUZZ
+@given(st.sampled_from(SAMPLE_DOCS), st.sampled_from(ROW_FIELDS), st.one_of(st.just("<deleted>"), JUNK), REPLIES)
+def test_damaged_rows_fail_only_with_a_clear_error(metric, doc, field, value, reply):
+    row = json.loads(json.dumps(doc))
+    parent, _, key = field.rpartition(".")
+    target = row[parent] if parent else row
+    if value == "<deleted>":
+        target.pop(key, None)
+    else:
+        target[key] = value
+    try:
+        result = metric.compute(predictions=[reply], references=[row])
+    except ValueError as err:
+        assert re.match(r"reference 0 \(id .*\): \S", str(err)), str(err)
+    else:
+        assert result["count"] == 1 and 0 <= result["exact_match_mera"] <= 1

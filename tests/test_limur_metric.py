@@ -63,7 +63,10 @@ TABLE = [
     ("Ответ: Е", "Ё", 7, 0, 0),
     ("Ответ: А\nНет, перечитаю текст.\nОтвет: Б", "Б", 4, 1, 1),
     ("Ответ: А\nНет, перечитаю текст.\nОтвет: Б", "А", 4, 0, 0),
-    ("Б", "Б", 4, "?", "?"),
+    ("Б", "Б", 4, 1, 1),
+    ("**Б.**", "Б", 4, 1, 1),
+    ("B", "В", 4, "?", 1),
+    ("Б потому что", "Б", 4, "?", "?"),
     ("Правильный ответ — Б, потому что…", "Б", 4, "?", "?"),
     ("Правильный ответ — Б", "Б", 4, 1, 1),
     ("Ответы: Б", "Б", 4, "?", "?"),
@@ -83,8 +86,7 @@ def test_exact_match_table(metric, reply, gold, n_options, strict, lenient):
         assert result[f"exact_match{suffix}"] == (1.0 if expected == 1 else 0.0), mode
         assert result[f"unparseable{suffix}"] == int(expected == "?"), mode
         assert result[f"not_an_option{suffix}"] == int(expected == "x"), mode
-    assert "exact_match_mera" not in result
-    assert result["count"] == 1
+    assert result["count"] == 1 and result["closed"] == 0
 
 
 def test_table_as_one_batch(metric):
@@ -109,16 +111,20 @@ def sample_args(**overrides):
 
 # the sample predictions, worked by hand (id: reply → strict, lenient):
 # 426 «Ответ: Г» ✓✓ · 429 verbose, «**Ответ:** В» ✓✓ · 103 Latin A for А: ?✓ · 104 two markers, last Б ✓✓
-# 202 bare «В», no marker: ?? · 204 «З» with 7 options: xx · 205 «Ответ - Д.» ✓✓ · 207 «ответ: в» (gold Б): ??
+# 202 bare «В», no marker (a bare letter is read): ✓✓ · 204 «З» with 4 options: xx · 205 «Ответ - Д.» ✓✓
+# 207 «ответ: в» (gold Б): ??
+# MERA (best of the whole reply and the text after the last «Ответ:», SQuAD-normalised): 426 ✓ · 429 «** В» ✓
+# 103 Latin «A» is the article "a": ✗ · 104 ✓ · 202 ✓ · 204 ✗ · 205 no «Ответ:» («Ответ -»), «ответ д» ✗ · 207 ✗
 def test_cli_on_samples():
     result = scoring.run(sample_args())
-    assert (result["exact_match"], result["exact_match_lenient"]) == (4 / 8, 5 / 8)
-    assert (result["unparseable"], result["unparseable_lenient"], result["not_an_option"]) == (3, 2, 1)
+    assert (result["exact_match"], result["exact_match_lenient"], result["exact_match_mera"]) == (5 / 8, 6 / 8, 4 / 8)
+    assert (result["unparseable"], result["unparseable_lenient"], result["not_an_option"]) == (2, 1, 1)
+    assert result["closed"] == 0
     rwsd, kusdra = result["by_task_type"]["rwsd"], result["by_task_type"]["kusdra"]
     assert (rwsd["count"], rwsd["exact_match"], rwsd["exact_match_lenient"]) == (3, 2 / 3, 1.0)
-    assert (kusdra["count"], kusdra["exact_match"], kusdra["unparseable"]) == (5, 2 / 5, 2)
+    assert (kusdra["count"], kusdra["exact_match"], kusdra["unparseable"]) == (5, 3 / 5, 1)
     text, dialogue = result["by_context_type"]["текст"], result["by_context_type"]["диалог"]
-    assert (text["count"], text["exact_match"]) == (5, 4 / 5)
+    assert (text["count"], text["exact_match"]) == (5, 1.0)
     assert (dialogue["count"], dialogue["exact_match"], dialogue["exact_match_lenient"]) == (3, 0.0, 1 / 3)
     assert result["judge_score"] is None
     assert result["judge"]["computed"] is False and "no judge configured" in result["judge"]["reason"]
@@ -164,8 +170,14 @@ def test_cli_closed_test_split(tmp_path):
     first = json.loads(lines[0])
     (tmp_path / "test.jsonl").write_text(json.dumps({**first, "outputs": ""}, ensure_ascii=False) + "\n",
                                          encoding="utf-8")
-    with pytest.raises(ValueError, match=r"test.jsonl: record id 426: no gold answer"):
-        scoring.run(sample_args(references=str(tmp_path)))
+    result = scoring.run(sample_args(references=str(tmp_path), predictions=str(_one_prediction(tmp_path))))
+    assert (result["count"], result["closed"], result["exact_match"], result["exact_match_mera"]) == (1, 1, 0.0, 0.0)
+
+
+def _one_prediction(tmp_path):
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({"426": "Ответ: Г"}, ensure_ascii=False), encoding="utf-8")
+    return path
 
 
 def test_bad_reference_record(metric):
@@ -191,9 +203,12 @@ def test_callable_judge_cache_and_unparseable(metric):
             ref("В", prompt="Задание 3"), ref("Г", prompt="Задание 4")]
     preds = ["Ответ: Б", "Ответ: Б", "Ответ: А", "я рассуждаю… Ответ: В", "ошибка"]
     result = metric.compute(predictions=preds, references=refs, judge=judge)
-    assert result["judge_score"] == (1 + 1 + 0) / 3
+    # over all five: the unparseable and the failed judgement count 0; over the three judged: 2/3
+    assert result["judge_score"] == (1 + 1 + 0 + 0 + 0) / 5
+    assert result["judge_score_judged"] == (1 + 1 + 0) / 3
     info = result["judge"]
     assert (info["computed"], info["judged"], info["unparseable"], info["failed"]) == (True, 3, 1, 1)
+    assert info["coverage"] == 3 / 5 and info["prompt"] == "seed"
     assert (info["requests"], info["cache_hits"]) == (4, 1)
     assert calls[("Задание 1", "Ответ: Б")] == 1 and sum(calls.values()) == 4
     assert info["unparseable_replies"] == ["Думаю, ответ скорее верный"]
@@ -207,8 +222,9 @@ def test_callable_judge_cache_and_unparseable(metric):
 ])
 def test_judge_reply_parsing(metric, reply, score):
     result = metric.compute(predictions=["Ответ: Б"], references=[ref("Б")], judge=lambda *_: reply)
-    assert result["judge_score"] == score
+    assert result["judge_score"] == result["judge_score_judged"] == (0.0 if score is None else score)
     assert result["judge"]["unparseable"] == int(score is None)
+    assert result["judge"]["coverage"] == (0.0 if score is None else 1.0)
 
 
 class FakeJudge(http.server.ThreadingHTTPServer):
@@ -227,6 +243,7 @@ class FakeJudge(http.server.ThreadingHTTPServer):
         self.lock = threading.Lock()
         self.requests = Counter()
         self.headers_seen = []
+        self.bodies = []
         self.inflight = self.max_inflight = 0
         self.status = status
         self.delay = delay
@@ -250,8 +267,12 @@ class JudgeHandler(http.server.BaseHTTPRequestHandler):
         server = self.server
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         user = body["messages"][-1]["content"]
-        answer = user.split("### Ответ модели:\n", 1)[1].split("\n\n### ", 1)[0]
-        reference = user.split("### Эталонный ответ:\n", 1)[1].split(".", 1)[0]
+        self.mera = "### Ответ для оценки:\n" in user  # MERA's prompt: the grade is 0, 1 or 2
+        marker = "### Ответ для оценки:\n" if self.mera else "### Ответ модели:\n"
+        answer = user.split(marker, 1)[1].split("\n\n### ", 1)[0]
+        reference = user.split("### Эталонный ответ:\n", 1)[1].split("\n\n### ", 1)[0].split(".", 1)[0]
+        with server.lock:
+            server.bodies.append(body)
         with server.lock:
             server.requests[answer] += 1
             seen = server.requests[answer]
@@ -294,6 +315,8 @@ class JudgeHandler(http.server.BaseHTTPRequestHandler):
         grade = "Пожалуй, неплохо" if "RAMBLE" in answer else ("1" if reference in answer else "0")
         if "FAIL-ONCE" in answer:
             grade = "0.5"
+        if self.mera and grade in ("0", "1", "0.5"):
+            grade = "1" if "FAIL-ONCE" in answer or "PARTIAL" in answer else ("2" if grade == "1" else "0")
         completion = {"id": "c1", "object": "chat.completion", "model": body["model"],
                       "choices": [{"index": 0, "message": {"role": "assistant", "content": grade},
                                    "finish_reason": "stop"}]}
@@ -372,7 +395,8 @@ def test_endpoint_judge(metric, fake_judge, caplog, capsys):
         result = metric.compute(predictions=preds, references=refs, **endpoint_kwargs(server))
     info = result["judge"]
     # judged: Б, Б (cached), А, slow-then-fine В, 500-then-0.5 Г → 1, 1, 0, 1, 0.5
-    assert result["judge_score"] == (1 + 1 + 0 + 1 + 0.5) / 5
+    assert result["judge_score"] == (1 + 1 + 0 + 1 + 0.5) / 9  # the 4 failed or unparseable count 0
+    assert result["judge_score_judged"] == (1 + 1 + 0 + 1 + 0.5) / 5
     assert (info["judged"], info["unparseable"], info["failed"], info["cache_hits"]) == (5, 1, 3, 1)
     assert info["unparseable_replies"] == ["Пожалуй, неплохо"]
     assert server.requests["Ответ: Б"] == 1, "the same (question, answer) was judged twice"
@@ -687,7 +711,8 @@ def test_explicit_callable_wins_over_the_environment(metric, monkeypatch):
     (1, {"task_type": "winograd"}, "task_type is 'winograd'"),
     (0, {"context_type": "стих"}, "context_type is 'стих', expected one of текст, диалог"),
     (1, {"prompt": None}, "prompt must be a string, got NoneType"),
-    (1, {"answer": None}, "gold answer None is not one of the letters"),
+    (1, {"answer": None}, "gold answer must be a string, got None"),
+    (1, {"answer": "Ы"}, "gold answer 'Ы' is not one of the letters"),
     (0, {"answer": "Ё"}, r"gold answer 'Ё' names no option \(it has 4\)"),
     (1, {"options": [1, 2]}, "options must be a list of strings"),
     (1, {"id": "7"}, "id must be an integer, got '7'"),
@@ -707,7 +732,7 @@ def test_bad_references_name_the_record(metric, index, change, problem):
 
 
 def test_bad_reference_of_another_kind(metric):
-    with pytest.raises(ValueError, match="reference 1: expected a dict, got str"):
+    with pytest.raises(ValueError, match=r"reference 1: expected a dict \(a dataset row\), got str"):
         metric.compute(predictions=["Ответ: Б", "Ответ: Б"], references=[ref("Б"), "Б"])
 
 
@@ -723,10 +748,11 @@ def test_none_prediction_is_an_empty_reply(metric, position):
 
 @pytest.mark.parametrize("position", [0, 1])
 def test_prediction_that_is_not_text(metric, position):
+    """A reply that is not text is no error: it is unreadable and scores 0."""
     preds = ["Ответ: Б", "Ответ: Б"]
     preds[position] = 5
-    with pytest.raises(ValueError, match=rf"prediction {position}: expected a string \(or None\), got int"):
-        metric.compute(predictions=preds, references=[ref("Б"), ref("Б")])
+    result = metric.compute(predictions=preds, references=[ref("Б"), ref("Б")])
+    assert (result["exact_match"], result["exact_match_mera"], result["unparseable"]) == (0.5, 0.5, 1)
 
 
 def test_add_and_add_batch_check_too(metric):
@@ -746,10 +772,11 @@ def test_grades_of_any_type_are_cached_whole(metric, tmp_path, grade, score):
     cache = tmp_path / "jc.jsonl"
     kwargs = {"judge_name": "typed", "judge_cache_file": str(cache)}
     result = metric.compute(predictions=["Ответ: Б"], references=[ref("Б", record_id=1)], judge=lambda *a: grade, **kwargs)
-    assert result["judge_score"] == score and result["judge"]["unparseable"] == int(score is None)
+    expected = 0.0 if score is None else score
+    assert result["judge_score"] == expected and result["judge"]["unparseable"] == int(score is None)
     assert [path.name for path in tmp_path.iterdir()] == ["jc.jsonl"], "a temporary cache file was left"
     again = metric.compute(predictions=["Ответ: Б"], references=[ref("Б", record_id=1)], judge=lambda *a: "0", **kwargs)
-    assert again["judge"]["requests"] == 0 and again["judge_score"] == score
+    assert again["judge"]["requests"] == 0 and again["judge_score"] == expected
 
 
 def test_failed_cache_write_leaves_no_temporary_file(tmp_path):
@@ -782,7 +809,8 @@ def test_judge_score_is_over_judged_examples_and_coverage_is_reported(metric):
 
     result = metric.compute(predictions=list("abcde"), references=[ref("Б", prompt=c) for c in "abcde"], judge=judge)
     info = result["judge"]
-    assert result["judge_score"] == (1 + 0.5 + 0) / 3
+    assert result["judge_score"] == (1 + 0.5 + 0 + 0 + 0) / 5
+    assert result["judge_score_judged"] == (1 + 0.5 + 0) / 3
     assert (info["judged"], info["unparseable"], info["failed"], info["coverage"]) == (3, 1, 1, 3 / 5)
 
 
@@ -793,11 +821,471 @@ def test_cli_exit_status_says_when_judge_calls_failed(tmp_path, capsys):
     assert limur_cli.exit_status({"judge": {"computed": False, "reason": "no judge"}}) == 0
     assert limur_cli.exit_status({"judge": {"computed": True, "failed": 0}}) == 0
     assert limur_cli.exit_status({"judge": {"computed": True, "failed": 3}}) == 1
-    assert "3 judge call(s) failed" in capsys.readouterr().err
+    assert "3 example(s) could not be judged" in capsys.readouterr().err
     sample = registry.samples_dir("limur")
     dead = "http://127.0.0.1:9/v1"  # nothing listens on the discard port: every call fails
     code = cli.main(["--quiet", "evaluate", "limur", "--predictions", str(sample / "predictions.json"),
                      "--references", str(sample / "test.jsonl"), "--judge-url", dead, "--judge-model", "m",
                      "--judge-retries", "0"])
     assert code == 1
-    assert "judge call(s) failed" in capsys.readouterr().err
+    assert "8 example(s) could not be judged" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- MERA's recipe (exact_match_mera)
+# MERA-Evaluation/MERA 62309eb, benchmark_tasks/limur/utils.py: candidates = answer_candidates(reply) (the whole
+# reply stripped, plus the text after its LAST "Ответ:" — case-sensitive, colon attached — when that differs and
+# is not empty); the score is the best SQuAD compute_exact(gold, candidate) after deleting «»‹›„“”‟‘’‚‛—–‒―‐‑−…
+# (answer_norm.py). SQuAD's normalize_answer: lower → delete string.punctuation (ASCII only) → the words
+# a/an/the become a space → whitespace collapsed. So the Latin "A" of a reply becomes the article "a" and vanishes.
+MERA_TABLE = [
+    # (reply, gold, exact_match_mera, why)
+    ("Б", "Б", 1, "the whole reply is the letter"),
+    ("б", "Б", 1, "lower-cased on both sides"),
+    ("Ответ: Б", "Б", 1, "the tail after the marker"),
+    ("Ответ: Б.", "Б", 1, "ASCII period deleted"),
+    ("Ответ: Б!", "Б", 1, "ASCII ! deleted"),
+    ("Ответ: Б?", "Б", 1, "ASCII ? deleted"),
+    ("Ответ: «Б»", "Б", 1, "guillemets are typographic punctuation"),
+    ("Ответ: „Б“", "Б", 1, "German quotes too"),
+    ("Ответ: ‹Б›", "Б", 1, "single guillemets too"),
+    ("Ответ: ‘Б’", "Б", 1, "curly single quotes too"),
+    ("Ответ: \"Б\"", "Б", 1, "ASCII quotes are string.punctuation"),
+    ("Ответ: 'Б'", "Б", 1, "ASCII apostrophes too"),
+    ("«Б»", "Б", 1, "quotes around the whole reply"),
+    ("Ответ: **Б**", "Б", 1, "markdown asterisks are ASCII punctuation"),
+    ("**Ответ:** Б", "Б", 1, "tail «** Б»"),
+    ("**Ответ: Б**", "Б", 1, "tail «Б**»"),
+    ("`Б`", "Б", 1, "backticks deleted"),
+    ("Ответ: [Б]", "Б", 1, "brackets deleted"),
+    ("Ответ: (Б)", "Б", 1, "parentheses deleted"),
+    ("Ответ: Б)", "Б", 1, "a closing parenthesis deleted"),
+    ("Ответ: Б_", "Б", 1, "underscore is ASCII punctuation"),
+    ("Ответ: —Б—", "Б", 1, "em dashes are typographic punctuation"),
+    ("Ответ: Б…", "Б", 1, "the ellipsis character"),
+    ("Ответ: Б...", "Б", 1, "three ASCII periods"),
+    ("Ответ: Б−", "Б", 1, "the minus sign U+2212 is in MERA's list"),
+    ("Ответ: Б‐", "Б", 1, "the hyphen U+2010 too"),
+    ("Ответ:Б", "Б", 1, "no space after the marker"),
+    ("Ответ:\tБ", "Б", 1, "a tab after the marker"),
+    ("Ответ: Б\u00a0", "Б", 1, "str.strip removes the no-break space"),
+    ("\n\nОтвет: Б\n", "Б", 1, "surrounding whitespace stripped first"),
+    ("Ответ: Ответ: Б", "Б", 1, "split at the last marker"),
+    ("Б\nОтвет: Б", "Б", 1, "the tail is Б"),
+    ("Ответ: А\nНет.\nОтвет: Б", "Б", 1, "«Ответ:» twice: the last one counts"),
+    ("Ответ: А\nНет.\nОтвет: Б", "А", 0, "…and the first one does not"),
+    ("Ответ: the Б", "Б", 1, "the English article is deleted"),
+    ("Ответ: a Б", "Б", 1, "so is «a»"),
+    ("Ответ: an Б", "Б", 1, "and «an»"),
+    ("Ответ: б", "Б", 1, "lower case letter"),
+    ("Ответ: A", "А", 0, "Latin A → article «a» → empty, not «а»"),
+    ("A", "А", 0, "the same without the marker"),
+    ("Ответ: B", "В", 0, "Latin B lowercases to «b», not Cyrillic «в»"),
+    ("Ответ: Ё", "Е", 0, "Ё is not Е"),
+    ("Ответ: Б", "Г", 0, "wrong letter"),
+    ("", "Б", 0, "empty reply"),
+    ("   \n", "Б", 0, "whitespace only"),
+    ("Ответ:", "Б", 0, "nothing after the marker: only the whole reply, «ответ»"),
+    ("ответ: Б", "Б", 0, "the marker is case-sensitive: «ответ б» as a whole"),
+    ("Ответ - Б", "Б", 0, "no «Ответ:» marker"),
+    ("Ответ : Б", "Б", 0, "a space before the colon is no marker"),
+    ("Правильный ответ: Б", "Б", 0, "lower-case «ответ:» inside a sentence"),
+    ("Ответ: Б — коробка", "Б", 0, "the option text follows the letter"),
+    ("Ответ: Б. коробка", "Б", 0, "likewise after a period"),
+    ("Ответ: (Б) коробка", "Б", 0, "likewise in parentheses"),
+    ("Ответ: Б\n\nПояснение: коробка", "Б", 0, "the tail runs to the end of the reply"),
+    ("Ответ: ББ", "Б", 0, "two letters"),
+    ("Ответ: Б Б", "Б", 0, "two words"),
+    ("<b>Б</b>", "Б", 0, "HTML: the tag letters «b» stay"),
+    ("Ответ: ❝Б❞", "Б", 0, "ornamental quotes are not in MERA's list"),
+    ("Ответ: Б\ud800", "Б", 0, "a lone surrogate stays a character"),
+]
+
+
+@pytest.mark.parametrize("reply, gold, expected, why", MERA_TABLE, ids=[row[3] for row in MERA_TABLE])
+def test_exact_match_mera_table(metric, reply, gold, expected, why):
+    assert len(MERA_TABLE) >= 40
+    result = metric.compute(predictions=[reply], references=[ref(gold, 7)])
+    assert result["exact_match_mera"] == float(expected), why
+    assert TASK_API.score(reply, mera_doc(gold))["exact_match_mera"] == expected, why
+
+
+def test_exact_match_mera_table_as_one_batch(metric):
+    result = metric.compute(predictions=[r[0] for r in MERA_TABLE], references=[ref(r[1], 7) for r in MERA_TABLE])
+    assert result["exact_match_mera"] == sum(r[2] for r in MERA_TABLE) / len(MERA_TABLE)
+
+
+MERA = _metric_helper("mera")
+
+
+def squad_normalize_answer(s):
+    """transformers' squad_metrics.normalize_answer, as written there (the reference for mera.py)."""
+    import string
+
+    def remove_articles(text):
+        return re.sub(re.compile(r"\b(a|an|the)\b", re.UNICODE), " ", text)
+
+    def white_space_fix(text):
+        return " ".join(text.split())
+
+    def remove_punc(text):
+        exclude = set(string.punctuation)
+        return "".join(ch for ch in text if ch not in exclude)
+
+    return white_space_fix(remove_articles(remove_punc(s.lower())))
+
+
+@given(st.lists(st.sampled_from(["A", "a", "the", " an ", "Б", "б", ".", "«", "»", "—", " ", "\n", "Ответ:",
+                                 "**", "ё", "Ё", "-", "…"]), max_size=8).map("".join) | st.text(max_size=20))
+def test_normalisation_is_squads(text):
+    assert MERA.normalize_answer(text) == squad_normalize_answer(text)
+
+
+def test_against_transformers_when_importable():
+    """transformers is not installed here: the table above and the transcription test stand in for it."""
+    try:
+        from transformers.data.metrics import squad_metrics
+    except ImportError:
+        squad_metrics = None
+    for reply, gold, expected, _ in MERA_TABLE:
+        assert MERA.exact_match_mera(reply, gold) == expected
+        if squad_metrics is not None:
+            strip = MERA.strip_typographic
+            got = max(squad_metrics.compute_exact(strip(gold), strip(c)) for c in MERA.answer_candidates(reply))
+            assert got == expected
+
+
+def test_mera_helpers_edge_cases():
+    assert MERA.answer_candidates(None) == [""] and MERA.answer_candidates("  ") == [""]
+    assert MERA.answer_candidates("x Ответ: ") == ["x Ответ:"]
+    assert MERA.answer_candidates("Ответ: Б") == ["Ответ: Б", "Б"]
+    assert MERA.best_score(len, []) == 0.0
+    assert MERA.compute_exact("A", "") == 1  # a Latin A gold would equal an empty reply
+    assert MERA.exact_match_mera("Б", "") == 0  # empty gold: 0, not compared
+    assert MERA.exact_match_mera("", " ") == 1  # MERA tests `not gold` on the raw string: " " is compared
+
+
+# ---------------------------------------------------------------- dataset rows as references
+
+
+@pytest.fixture(scope="module")
+def sample_rows(tmp_path_factory):
+    from qahub import testing
+
+    dsd = testing.build("limur", "all", SAMPLES, tmp_path_factory.mktemp("limur-rows"))
+    return dsd
+
+
+def test_dataset_rows_are_references(metric, sample_rows):
+    test = sample_rows["test"]
+    replies = json.loads((SAMPLES / "predictions.json").read_text(encoding="utf-8"))
+    preds = [replies[str(row["meta"]["id"])] for row in test]
+    from_dataset = metric.compute(predictions=preds, references=test)
+    from_list = metric.compute(predictions=preds, references=test.to_list())
+    from_cli = scoring.run(sample_args())
+    for result in (from_dataset, from_list):
+        assert (result["exact_match"], result["exact_match_lenient"], result["exact_match_mera"]) == (5 / 8, 6 / 8, 4 / 8)
+        assert result == {k: v for k, v in from_cli.items() if k not in ("predictions", "references")}
+
+
+def test_closed_rows_score_zero_and_are_counted(metric, sample_rows):
+    rows = sample_rows["test"].to_list()
+    closed = [{**row, "outputs": "", "label": -1} for row in rows[:3]]
+    oracle = [f"Ответ: {row['outputs']}" for row in rows[3:]]
+    calls = []
+    result = metric.compute(predictions=["Ответ: А"] * 3 + oracle, references=closed + rows[3:],
+                            judge=lambda *a: calls.append(a) or "1")
+    n = len(rows)
+    assert result["closed"] == 3 and result["count"] == n
+    for key in ("exact_match", "exact_match_lenient", "exact_match_mera", "judge_score"):
+        assert result[key] == (n - 3) / n, key
+    assert result["judge_score_judged"] == 1.0 and result["judge"]["closed"] == 3
+    assert len(calls) == n - 3, "a closed answer is never sent to the judge"
+
+
+def test_rows_of_an_older_export_with_class_labels(metric, sample_rows):
+    rows = sample_rows["validation"].to_list()
+    old = [{**row, "outputs": row["label"], "meta": {**row["meta"], "task_type": ["rwsd", "kusdra"].index(
+        row["meta"]["task_type"]), "context_type": ["текст", "диалог"].index(row["meta"]["context_type"])}}
+        for row in rows]
+    preds = [f"Ответ: {row['outputs']}" for row in rows]
+    assert metric.compute(predictions=preds, references=old) == metric.compute(predictions=preds, references=rows)
+
+
+@pytest.mark.parametrize("change, problem", [
+    ({"outputs": None}, "outputs must be a string, got None"),
+    ({"outputs": "Ы"}, "gold answer 'Ы' is not one of the letters"),
+    ({"meta": {"id": 7, "task_type": "rwsd"}}, "lacks meta.context_type"),
+    ({"meta": None}, "meta must be a dict"),
+    ({"outputs": "З"}, r"gold answer 'З' names no option"),
+])
+def test_bad_rows_name_the_record(metric, sample_rows, change, problem):
+    rows = sample_rows["validation"].to_list()[:2]
+    rows[1] = {**rows[1], **change}
+    with pytest.raises(ValueError, match=rf"reference 1 \(id .*\): {problem}"):
+        metric.compute(predictions=["x", "y"], references=rows)
+
+
+def test_row_without_options_or_prompt(metric, sample_rows):
+    row = sample_rows["validation"].to_list()[0]
+    slim = {key: row[key] for key in ("instruction", "inputs", "outputs", "meta")}
+    assert metric.compute(predictions=["Ответ: Я"], references=[slim])["not_an_option"] == 0
+    assert metric.compute(predictions=[f"Ответ: {row['outputs']}"], references=[slim])["exact_match"] == 1.0
+    del slim["instruction"]
+    with pytest.raises(ValueError, match=r"reference 0 \(id 101\): lacks prompt \(or instruction and inputs\)"):
+        metric.compute(predictions=["x"], references=[slim])
+
+
+# ---------------------------------------------------------------- MERA's judge prompt
+
+
+def test_mera_prompt_text_and_best_candidate(metric):
+    seen = []
+
+    def judge(task, reference, answer):
+        seen.append((task, reference, answer))
+        return "2" if answer == "Б" else "0"
+
+    row = {"instruction": "Вопрос {question}?\nА. {option_a}\nБ. {option_b}\n(А, Б)", "outputs": "Б",
+           "inputs": {"question": "{x}", "option_a": "кубок", "option_b": "коробка"},
+           "meta": {"id": 1, "task_type": "rwsd", "context_type": "текст"}}
+    result = metric.compute(predictions=["Думаю, А. Ответ: Б"], references=[row], judge=judge, judge_prompt="mera")
+    assert result["judge_score"] == 1.0 and result["judge"]["prompt"] == "mera"
+    task = "Вопрос {x}?\nА. кубок\nБ. коробка\n(А, Б)"
+    assert sorted(seen) == sorted([(task, "Б", "Думаю, А. Ответ: Б"), (task, "Б", "Б")])
+    text = JUDGE.mera_prompt(task, "Б", "{answer}")
+    assert text == ("### Задание для оценки:\n" + task + "\n\n### Эталонный ответ:\nБ\n\n### Ответ для оценки:\n"
+                    "{answer}\n\n### Критерий оценки:\nПравильность ответа\n\n### Шкала оценивания по критерию:\n"
+                    "0: Дан неправильный ответ или ответ отсутствует.\n\n1: Ответ модели неполный (не на все вопросы "
+                    "задания получен ответ, в формулировке ответа отсутствует часть информации).\n\n2: Ответ модели "
+                    "совпадает с эталонным или эквивалентен ему.")
+
+
+@pytest.mark.parametrize("reply, score", [
+    ("2", 1.0), ("1", 0.5), ("0", 0.0), (" 2 ", 1.0), ("2.", 1.0), ("Оценка: 1", 0.5), ("2.0", 1.0), ("1,5", 0.75),
+    ("3", 1.0), ("-1", 0.0), (2, 1.0), (Decimal("1"), 0.5), (numpy.int64(2), 1.0),
+    ("два", None), ("", None), ("2 — ответ верный", None), (float("nan"), None), (True, None), (None, None),
+])
+def test_mera_grades(metric, reply, score):
+    """0/1/2 divided by 2; out of the scale clamped as MERA's normalize_score does; anything else unparseable."""
+    result = metric.compute(predictions=["Ответ: Б"], references=[ref("Б")], judge=lambda *_: reply,
+                            judge_prompt="mera")
+    assert result["judge_score"] == (0.0 if score is None else score)
+    assert result["judge"]["unparseable"] == int(score is None)
+
+
+def test_mera_prompt_errors_count_zero(metric):
+    def judge(task, reference, answer):
+        if "ошибка" in answer:
+            raise ConnectionError("judge offline")
+        return "мусор" if "мусор" in answer else "2"
+
+    preds = ["Ответ: Б", "ошибка", "мусор", "ошибка Ответ: Б"]  # the last: the whole reply fails, its tail «Б» is judged
+    result = metric.compute(predictions=preds, references=[ref("Б") for _ in preds], judge=judge, judge_prompt="mera")
+    assert result["judge_score"] == 2 / 4 and result["judge_score_judged"] == 1.0
+    info = result["judge"]
+    assert (info["judged"], info["failed"], info["unparseable"], info["coverage"]) == (2, 1, 1, 0.5)
+
+
+def test_unknown_judge_prompt_is_refused(metric):
+    with pytest.raises(JUDGE.JudgeConfigError.__base__, match="judge_prompt must be one of seed, mera"):
+        metric.compute(predictions=["Ответ: Б"], references=[ref("Б")], judge=lambda *_: "1", judge_prompt="gpt")
+
+
+def test_endpoint_with_mera_prompt(metric, fake_judge):
+    server = fake_judge()
+    preds = ["Ответ: Б", "Ответ: А", "PARTIAL Б", "RAMBLE", "ALWAYS-500", "MALFORMED", "FAIL-ONCE Б"]
+    result = metric.compute(predictions=preds, references=[ref("Б", prompt=f"З{i}") for i in range(len(preds))],
+                            judge_prompt="mera", **endpoint_kwargs(server))
+    # 2→1, «Ответ: А» 0, PARTIAL 1→0.5, RAMBLE unparseable 0, 500 failed 0, malformed failed 0, FAIL-ONCE 1→0.5
+    assert result["judge_score"] == (1 + 0 + 0.5 + 0 + 0 + 0 + 0.5) / 7
+    assert result["judge_score_judged"] == (1 + 0 + 0.5 + 0.5) / 4
+    info = result["judge"]
+    assert (info["judged"], info["unparseable"], info["failed"]) == (4, 1, 2)
+    assert all(len(body["messages"]) == 1 and body["messages"][0]["role"] == "user" for body in server.bodies)
+    assert all("### Шкала оценивания по критерию:\n0: Дан неправильный" in b["messages"][0]["content"]
+               for b in server.bodies)
+    # «Ответ: Б» and «Ответ: А» are judged twice each: the whole reply and the letter after the marker
+    assert server.requests["Б"] == 1 and server.requests["Ответ: Б"] == 1 and server.requests["А"] == 1
+
+
+# ---------------------------------------------------------------- the lm-evaluation-harness task (task_api)
+
+
+def _task_api():
+    """task_api imported as the package the harness imports it from (its siblings by relative import)."""
+    import importlib
+
+    return importlib.import_module("qahub.metrics.limur.task_api")
+
+
+TASK_API = _task_api()
+
+
+def mera_doc(gold, n_options=7):
+    options = {f"option_{c}": (f"вариант {i}" if i < n_options else "") for i, c in enumerate("abcdefghi")}
+    return {"instruction": "{question}\nОтвет: <буква>", "inputs": {"question": "Что?", "context": "",
+            "reference": "", **options}, "outputs": gold, "meta": {"id": 1, "task_type": "rwsd",
+            "context_type": "текст"}}
+
+
+def test_task_entry():
+    task = TASK_API.TASKS["qahub_limur"]
+    assert (task["configs"], task["splits"], task["fewshot_split"]) == (["all"], ["test", "validation"], "shots")
+    assert set(task["metrics"]) == {"exact_match", "exact_match_mera", "unparseable"}
+    assert task["judge_metrics"] == {"judge_score": ("mean", True)} and callable(task["judge_score"])
+    assert task["until"] == ["\n\n"]
+
+
+def test_task_on_sample_rows_oracle_and_garbage(sample_rows):
+    task = TASK_API.TASKS["qahub_limur"]
+    docs = [doc for split in ("validation", "test", "shots") for doc in sample_rows[split].to_list()]
+    for doc in docs:
+        assert task["usable"](doc)
+        assert task["prompt"](doc) == doc["instruction"].format(**doc["inputs"])
+        assert task["prompt"](doc).strip() == doc["prompt"]
+        target = task["target"](doc)
+        assert target == doc["outputs"].strip() and not any(stop in target for stop in task["until"])
+        assert task["score"](target, doc) == {"exact_match": 1, "exact_match_mera": 1, "unparseable": 0}
+        assert task["score"](f"Ответ: {target}", doc) == {"exact_match": 1, "exact_match_mera": 1, "unparseable": 0}
+        for garbage in GARBAGE:
+            values = task["score"](garbage, doc)
+            assert values["exact_match"] == values["exact_match_mera"] == 0 and values["unparseable"] == 1
+    assert not task["usable"]({**docs[0], "outputs": ""})
+
+
+GARBAGE = ["", "   ", None, 5, ["Б"], "x" * 10_000, "{\"answer\": ", "\ud800", "**жирный** _курсив_", b"\xd0\x91"]
+
+
+def test_task_score_matches_the_metric(metric, sample_rows):
+    rows = sample_rows["test"].to_list()
+    replies = json.loads((SAMPLES / "predictions.json").read_text(encoding="utf-8"))
+    preds = [replies[str(r["meta"]["id"])] for r in rows]
+    values = [TASK_API.score(p, r) for p, r in zip(preds, rows)]
+    result = metric.compute(predictions=preds, references=rows)
+    for key in ("exact_match", "exact_match_mera"):
+        assert result[key] == sum(v[key] for v in values) / len(values)
+    assert result["unparseable"] == sum(v["unparseable"] for v in values)
+
+
+def test_task_judge_score_from_the_environment(fake_judge, monkeypatch, sample_rows):
+    doc = sample_rows["test"].to_list()[0]  # gold Г
+    assert TASK_API.judge_score("Ответ: Г", doc) == 0.0  # no judge configured
+    server = fake_judge()
+    monkeypatch.setenv("QAHUB_JUDGE_URL", server.url)
+    monkeypatch.setenv("QAHUB_JUDGE_MODEL", "judge-7b")
+    assert TASK_API.judge_score("Ответ: Г", doc) == 1.0  # MERA's prompt by default
+    assert TASK_API.judge_score("PARTIAL Г", doc) == 0.5
+    assert TASK_API.judge_score("Ответ: А", doc) == 0.0
+    assert TASK_API.judge_score("RAMBLE", doc) == 0.0 and TASK_API.judge_score("MALFORMED", doc) == 0.0
+    assert TASK_API.judge_score(None, doc) == 0.0
+    assert TASK_API.judge_score("Ответ: Г", {**doc, "outputs": ""}) == 0.0
+    assert all(len(b["messages"]) == 1 for b in server.bodies)
+    monkeypatch.setenv("QAHUB_JUDGE_PROMPT", "seed")
+    assert TASK_API.judge_score("Ответ: Г", doc) == 1.0
+    assert "### Эталонный ответ:\nГ. самолёты" in server.bodies[-1]["messages"][-1]["content"]
+    monkeypatch.setenv("QAHUB_JUDGE_PROMPT", "gpt")
+    assert TASK_API.judge_score("Ответ: Г", doc) == 0.0
+    monkeypatch.setenv("QAHUB_JUDGE_PROMPT", "mera")
+    monkeypatch.setenv("QAHUB_JUDGE_URL", "http://127.0.0.1:9")  # nothing listens: failed → 0.0
+    monkeypatch.setenv("QAHUB_JUDGE_RETRIES", "0")
+    assert TASK_API.judge_score("Ответ: Г", doc) == 0.0
+
+
+MARKER_PIECES = ["ответ", "ОТВЕТ", "Ответ", "ᲂтвет", "оᲄвеᲅ", "оᲅᲀет", "İ", "ẞ", "ŉ", ":", " ", "**", "—", "-", "не",
+                 "Б", "\n", "ﬃ"]
+
+
+@given(st.lists(st.sampled_from(MARKER_PIECES), max_size=14).map("".join) | st.text(max_size=40))
+def test_marker_search_from_the_end_is_the_last_regex_match(reply):
+    """The fast search for the last marker agrees with the marker pattern's last match, also where lower-casing
+    changes the length (İ, ŉ, ﬃ) or re.IGNORECASE matches other characters (ᲂ ᲄ ᲅ ᲀ)."""
+    matches = list(ANSWERS._MARKER.finditer(reply))
+    assert ANSWERS.last_marker_end(reply) == (matches[-1].end() if matches else None)
+
+
+def test_many_markers_without_a_colon():
+    reply = "ответ " * 50 + "Ответ: Б" + "\nответ" * 50  # more than 4 «ответ» after the marker: the linear scan
+    assert ANSWERS.read_letter(reply) == ("Б", None)
+    assert ANSWERS.last_marker_end(reply) == len("ответ " * 50 + "Ответ:")
+    assert ANSWERS.read_letter("ответ " * 50 + "Б")[0] is None
+
+
+def test_task_judge_entry_gives_a_values_dict(sample_rows):
+    doc = sample_rows["test"].to_list()[0]
+    assert TASK_API.TASKS["qahub_limur"]["judge"]("Ответ: Г", doc) == {"judge_score": 0.0}  # no judge configured
+
+
+# ---------------------------------------------------------------- MERA's own task on a qahub export
+
+MERA_YAML = """\
+dataset_path: {location}
+task: mera_limur_on_qahub
+test_split: test
+fewshot_split: shots
+output_type: generate_until
+doc_to_text: !function utils.doc_to_text
+doc_to_target: "{{{{ outputs.strip() }}}}"
+process_results: !function utils.process_results
+metric_list:
+  - metric: exact_match
+    aggregation: mean
+    higher_is_better: true
+num_fewshot: 0
+metadata:
+  version: 1.0
+"""
+# MERA's benchmark_tasks/limur/utils.py without the judge; answer_candidates / best_score / compute_exact come from
+# MERA's lm-eval fork and answer_norm.py there, from qahub's reimplementation here; the strip stands in for the
+# fork's remove_whitespace_and_nones filter
+MERA_UTILS = """\
+from qahub.metrics.limur.mera import answer_candidates, best_score, compute_exact
+
+
+def process_results(doc, results):
+    candidates = answer_candidates((results[0] or "").strip() if results else "")
+    gold = doc.get("outputs") or ""
+    if not gold:
+        return {"exact_match": 0}
+    return {"exact_match": best_score(lambda c: compute_exact(gold, c), candidates)}
+
+
+def doc_to_text(doc):
+    return doc["instruction"].format(**doc["inputs"])
+"""
+
+
+def test_meras_task_runs_on_a_qahub_export(tmp_path):
+    """MERA's limur.yaml with only dataset_path changed (stock lm-eval, see MERA_UTILS): the export's default
+    config, test split, shots split and ``{{ outputs.strip() }}`` work, and the numbers are exact_match_mera's."""
+    lm_eval = pytest.importorskip("lm_eval")
+    from lm_eval.api.model import LM
+    from lm_eval.tasks import TaskManager
+
+    from qahub.export import export
+
+    export("limur", tmp_path / "limur", data_dir=SAMPLES, cache_dir=tmp_path / "cache")
+    folder = tmp_path / "tasks" / "mera_limur"
+    folder.mkdir(parents=True)
+    (folder / "limur.yaml").write_text(MERA_YAML.format(location=tmp_path / "limur"), encoding="utf-8")
+    (folder / "utils.py").write_text(MERA_UTILS, encoding="utf-8")
+    manager = TaskManager(include_path=str(tmp_path / "tasks"))
+    replies = json.loads((SAMPLES / "predictions.json").read_text(encoding="utf-8"))
+
+    class Replies(LM):
+        def __init__(self, oracle):
+            super().__init__()
+            self.oracle = oracle
+
+        def generate_until(self, requests):
+            return [r.doc["outputs"].strip() if self.oracle else replies[str(r.doc["meta"]["id"])] for r in requests]
+
+        def loglikelihood(self, requests):
+            raise NotImplementedError
+
+        def loglikelihood_rolling(self, requests):
+            raise NotImplementedError
+
+    for oracle, expected in ((True, 1.0), (False, 4 / 8)):  # 4 / 8: exact_match_mera of test_cli_on_samples
+        results = lm_eval.simple_evaluate(model=Replies(oracle), tasks=["mera_limur_on_qahub"], task_manager=manager)
+        row = results["results"]["mera_limur_on_qahub"]
+        assert (row["exact_match,none"], row["sample_len"]) == (expected, 8)

@@ -1,8 +1,10 @@
 """The LLM judge of the ``limur`` metric: prompt, reply parsing, an OpenAI-compatible client and a cache.
 
 Standard library only. The judge sees the task as the model saw it, the reference answer and the model's
-answer, and must reply 1, 0.5 or 0 (the seed's rubric). A reply that is not one of those is *unparseable*:
-it is counted and reported, never scored. A request that fails after its retries is *failed*, likewise.
+answer. Two prompts: ``seed`` (qahub's; the judge replies 1, 0.5 or 0) and ``mera`` (MERA's
+``benchmark_tasks/mera_judge.py``: criterion «Правильность ответа», rubric 0/1/2, the grade divided by 2 and
+clamped to [0, 1]). A reply that is not a grade is *unparseable*, a request that fails after its retries is
+*failed*: both are counted and reported, and score 0 in the mean over all examples.
 The API key is sent in the Authorization header only, never to another address (redirects are not
 followed) and never over plain http to a host that is not loopback unless asked; it is masked in every
 message this module produces.
@@ -51,13 +53,43 @@ USER_TEMPLATE = """\
 ### Критерий оценки:
 {rubric}"""
 
+# MERA-Evaluation/MERA benchmark_tasks/mera_judge.py (commit 62309eb): the prompt is sent as one user message
+MERA_CRITERIA_NAME = "Правильность ответа"
+MERA_CRITERIA_RUBRICS = """0: Дан неправильный ответ или ответ отсутствует.
+
+1: Ответ модели неполный (не на все вопросы задания получен ответ, в формулировке ответа отсутствует часть информации).
+
+2: Ответ модели совпадает с эталонным или эквивалентен ему."""
+MERA_JUDGE_PROMPT = """### Задание для оценки:
+{instruction}
+
+### Эталонный ответ:
+{reference_answer}
+
+### Ответ для оценки:
+{answer}
+
+### Критерий оценки:
+{criteria_name}
+
+### Шкала оценивания по критерию:
+{criteria_rubrics}"""
+MERA_MAX_SCORE = 2.0
+PROMPTS = ("seed", "mera")
+
 _SCORE = re.compile(r"(?:(?:оценка|score)\s*(?:[:=]\s*)?)?(1(?:[.,]0*)?|0(?:[.,]5|[.,]0*)?|[.,]5)\.?", re.IGNORECASE)
 _RETRY_STATUS = {408, 429, 500, 502, 503, 504}
 _FATAL_STATUS = {401, 403, 404}
 MAX_BODY = 1 << 20  # a chat completion of a few tokens is far smaller
 MAX_RETRY_AFTER = 60.0
 # cache entries of the endpoint judge are keyed on the prompt too: changing it invalidates them
-PROMPT_ID = hashlib.sha256(json.dumps([SYSTEM_PROMPT, RUBRIC, USER_TEMPLATE]).encode()).hexdigest()[:16]
+PROMPT_IDS = {
+    "seed": hashlib.sha256(json.dumps([SYSTEM_PROMPT, RUBRIC, USER_TEMPLATE]).encode()).hexdigest()[:16],
+    "mera": hashlib.sha256(json.dumps([MERA_JUDGE_PROMPT, MERA_CRITERIA_NAME, MERA_CRITERIA_RUBRICS]).encode()).hexdigest()[:16],
+}
+PROMPT_ID = PROMPT_IDS["seed"]
+# a MERA grade: a number, optionally after «Оценка:», optionally with a period after it
+_MERA_GRADE = re.compile(r"(?:(?:оценка|score)\s*(?:[:=]\s*)?)?([+-]?(?:\d{1,6}(?:[.,]\d{1,6})?|[.,]\d{1,6}))\.?", re.IGNORECASE)
 
 
 class JudgeConfigError(RuntimeError):
@@ -68,9 +100,41 @@ class JudgeRequestError(RuntimeError):
     """One judge request failed after its retries, or its reply was not a chat completion."""
 
 
-def judge_messages(task, reference, answer):
+def check_prompt(prompt):
+    if prompt not in PROMPTS:
+        raise JudgeConfigError(f"judge_prompt must be one of {', '.join(PROMPTS)}, got {prompt!r}")
+    return prompt
+
+
+def judge_messages(task, reference, answer, prompt="seed"):
+    if prompt == "mera":
+        return [{"role": "user", "content": mera_prompt(task, reference, answer)}]
     user = USER_TEMPLATE.format(task=task, reference=reference, answer=answer, rubric=RUBRIC)
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+
+
+def mera_prompt(instruction, reference, answer):
+    """MERA's judge prompt filled in one pass, so braces in the texts are never read as placeholders."""
+    values = {"instruction": instruction, "reference_answer": reference, "answer": answer,
+              "criteria_name": MERA_CRITERIA_NAME, "criteria_rubrics": MERA_CRITERIA_RUBRICS}
+    return re.sub(r"\{(\w+)\}", lambda m: values[m.group(1)], MERA_JUDGE_PROMPT)
+
+
+def parse_mera_grade(reply):
+    """MERA's rubric grade (0, 1, 2) as a score: the number divided by 2, clamped to [0, 1] as MERA's
+    ``normalize_score`` does; None when the reply is not a number."""
+    if isinstance(reply, str):
+        match = _MERA_GRADE.fullmatch(reply.strip())
+        value = float(match.group(1).replace(",", ".")) if match else None
+    else:
+        value = _as_float(reply)
+    if value is None or not math.isfinite(value):
+        return None
+    return min(max(value / MERA_MAX_SCORE, 0.0), 1.0)
+
+
+def grade_parser(prompt):
+    return parse_mera_grade if prompt == "mera" else parse_score
 
 
 def parse_score(reply):
@@ -134,7 +198,7 @@ class Endpoint:
     """
 
     def __init__(self, base_url, model, api_key=None, timeout=60.0, retries=3, backoff=1.0, max_tokens=16,
-                 allow_insecure_http=False, sleep=time.sleep):
+                 allow_insecure_http=False, sleep=time.sleep, prompt="seed"):
         parts = urllib.parse.urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise JudgeConfigError(f"judge URL must start with http:// or https:// and name a host, "
@@ -142,6 +206,7 @@ class Endpoint:
         if api_key and parts.scheme == "http" and not is_loopback(parts.hostname) and not allow_insecure_http:
             raise JudgeConfigError(f"refusing to send the API key over plain http to {parts.hostname}: use https, "
                                    "or pass judge_allow_insecure_http=True (--judge-allow-insecure-http)")
+        self.prompt = check_prompt(prompt)
         self.url = chat_completions_url(base_url)
         self.model = model
         self._api_key = api_key or None
@@ -151,13 +216,13 @@ class Endpoint:
         self.max_tokens = max_tokens
         self.sleep = sleep
         self.name = f"{model} at {public_url(self.url)}"
-        self.identity = json.dumps(["endpoint", self.url, model, max_tokens, PROMPT_ID])
+        self.identity = json.dumps(["endpoint", self.url, model, max_tokens, PROMPT_IDS[self.prompt]])
 
     def __repr__(self):
         return f"Endpoint({self.name!r})"
 
     def __call__(self, task, reference, answer):
-        body = {"model": self.model, "messages": judge_messages(task, reference, answer),
+        body = {"model": self.model, "messages": judge_messages(task, reference, answer, self.prompt),
                 "temperature": 0, "max_tokens": self.max_tokens}
         data = json.dumps(body, ensure_ascii=False).encode("utf-8")
         for attempt in range(self.retries + 1):
@@ -323,11 +388,12 @@ def save_cache(path, cache):
         raise
 
 
-def judge_all(items, judge, identity, concurrency=4, cache=None):
+def judge_all(items, judge, identity, concurrency=4, cache=None, parse=parse_score):
     """Score ``items`` = [(task, reference, answer)] with ``judge``; each distinct item is asked at most once.
 
-    ``identity`` names the judge in the cache keys. Returns ``(scores, stats)``: one score or None per item,
-    and the counts of the run. When the judge cannot work at all (``JudgeConfigError``) the replies already
+    ``identity`` names the judge in the cache keys; ``parse`` reads a grade from a reply. Returns
+    ``(scores, stats)``: one score or None per item (``stats["failures"]``: the indices of failed items), and
+    the counts of the run. When the judge cannot work at all (``JudgeConfigError``) the replies already
     received are in ``cache`` before the error is raised.
     """
     cache = {} if cache is None else cache
@@ -339,7 +405,7 @@ def judge_all(items, judge, identity, concurrency=4, cache=None):
     failures = _ask(judge, todo, cache, concurrency)
     scores, unparseable = [], []
     for key in keys:
-        score = None if key in failures else parse_score(cache[key])
+        score = None if key in failures else parse(cache[key])
         if score is None and key not in failures:
             unparseable.append(_mask(judge, str(cache[key]))[:100])
         scores.append(score)
@@ -353,6 +419,7 @@ def judge_all(items, judge, identity, concurrency=4, cache=None):
         "cache_hits": len(keys) - len(todo),
         "unparseable_replies": sorted(set(unparseable))[:5],
         "errors": sorted(set(failures.values()))[:5],
+        "failures": [index for index, key in enumerate(keys) if key in failures],
     }
     return scores, stats
 

@@ -1,13 +1,26 @@
-"""LIMUR metric: exact match of the answer letter (strict and lenient readings) and an LLM judge score."""
+"""LIMUR metric: exact match of the answer letter (seed strict and lenient readings, MERA's recipe) and an LLM
+judge score."""
 
 import os
 
 import datasets
 import evaluate
 
-from .answers import LETTERS, read_letter
-from .judge import Endpoint, JudgeConfigError, judge_all, load_cache, private_identity, save_cache
-from .references import check_predictions, check_references
+from .answers import LETTERS
+from .judge import (
+    Endpoint,
+    JudgeConfigError,
+    check_prompt,
+    grade_parser,
+    judge_all,
+    load_cache,
+    private_identity,
+    save_cache,
+)
+from .mera import answer_candidates
+from .references import check_predictions, check_references, normalise_references
+from .score import score_reply
+from .task_api import TASKS
 
 _CITATION = """\
 @misc{limur,
@@ -19,21 +32,26 @@ _CITATION = """\
 
 _DESCRIPTION = """\
 Scores answers to LIMUR, a Russian multiple-choice task (options lettered А Б В Г Д Е Ё Ж З) whose prompts ask
-the model to end with «Ответ: <буква>». Exact match reads the letter after the last «Ответ:» marker:
-`strict` accepts only the nine capital Cyrillic letters, `lenient` also reads Latin look-alike capitals
-(A→А, B→В, E→Е, Ë→Ё). The LLM judge score is the mean of the judge's 1 / 0.5 / 0 grades over the judged
-examples (unparseable replies and failed requests are counted and reported, not scored); the judge is a
-Python callable or an OpenAI-compatible chat-completions endpoint.
+the model to end with «Ответ: <буква>». `exact_match` reads the letter after the last «Ответ:» marker (or a
+reply that is the letter alone) and accepts only the nine capital Cyrillic letters; `exact_match_lenient` also
+reads Latin look-alike capitals (A→А, B→В, E→Е, Ë→Ё); `exact_match_mera` is MERA's own recipe (the better of
+the whole reply and the text after its last «Ответ:», SQuAD exact match after removing typographic
+punctuation). The LLM judge score is the mean over all examples of the judge's grade (a failed or unreadable
+judgement counts 0), with the seed's 1 / 0.5 / 0 prompt or MERA's 0 / 1 / 2 prompt (divided by 2); the judge
+is a Python callable or an OpenAI-compatible chat-completions endpoint.
 """
 
 _KWARGS_DESCRIPTION = """
 Args:
-    predictions: list of the model's replies (strings; None is read as an empty reply).
-    references: list of records, one per prediction, with
-        `id` (int, unique), `answer` (the gold letter), `options` (the non-empty option texts, in letter order),
-        `task_type` ("rwsd" or "kusdra"), `context_type` ("текст" or "диалог"),
-        `prompt` (the task text shown to the model; the judge sees it).
-    judge: optional callable `judge(task, reference, answer) -> reply` (text or number; must be 1, 0.5 or 0).
+    predictions: list of the model's replies: any object; None, a non-string and a lone surrogate are read,
+        never an error (what holds no answer is unparseable and scores 0).
+    references: the rows of the `limur` dataset as `load_dataset(...)[split]` yields them (a Dataset or a list
+        of dicts: `outputs` (the gold letter, "" when closed), `meta` {`id`, `task_type`, `context_type`},
+        `options`, `instruction` + `inputs` and/or `prompt`), or the older flat records (`id`, `answer`,
+        `options`, `task_type`, `context_type`, `prompt`). A closed answer ("") scores 0 and is counted.
+    judge: optional callable `judge(task, reference, answer) -> reply` (text or number; a grade of the prompt).
+    judge_prompt: "seed" (default; grades 1, 0.5, 0) or "mera" (MERA's prompt and 0/1/2 rubric, divided by 2;
+        the best grade over MERA's answer candidates).
     judge_name: names a callable judge in cache keys; needed to use judge_cache / judge_cache_file with one.
     judge_url, judge_model: an OpenAI-compatible endpoint (`http://host:port`, `.../v1` or
         `.../v1/chat/completions`) and model name; default `$QAHUB_JUDGE_URL`, `$QAHUB_JUDGE_MODEL`
@@ -43,23 +61,27 @@ Args:
     judge_concurrency (4), judge_timeout (60 s for a whole request), judge_retries (3), judge_backoff (1 s, doubling).
     judge_cache: a dict reused across calls; judge_cache_file: a JSON Lines file read and written back.
 Returns:
-    exact_match, exact_match_lenient: fractions in [0, 1] (None when there are no examples);
-    count; unparseable, unparseable_lenient: replies with no readable letter;
+    exact_match, exact_match_lenient, exact_match_mera: fractions in [0, 1] (None when there are no examples);
+    count; closed: references without a gold answer (scored 0);
+    unparseable, unparseable_lenient: replies with no readable letter;
     not_an_option, not_an_option_lenient: letters read that name no option of the example;
     by_task_type, by_context_type: the same scores per group;
-    judge_score: the mean judge grade over the judged examples (in [0, 1]), or None;
-    judge: whether the judge ran and its counts (judged, unparseable, failed, coverage, requests, cache_hits).
+    judge_score: the mean judge score over all examples (failed, unreadable and closed count 0), or None
+        without a judge; judge_score_judged: the mean over the judged examples;
+    judge: whether the judge ran, its prompt and counts (judged, unparseable, failed, coverage, requests, cache_hits).
 Raises:
-    ValueError naming the record: a prediction that is not a string or None, a reference that lacks a field
-    or holds a wrong value, two references with one id, predictions and references of different lengths.
+    ValueError naming the record: a reference that lacks a field or holds a wrong value, two references with
+    one id, predictions and references of different lengths.
     JudgeConfigError (a RuntimeError): the judge cannot work at all (configuration, HTTP 401/403/404, a redirect).
 Examples:
     >>> limur = evaluate.load("limur")
-    >>> refs = [{"id": 1, "answer": "Б", "options": ["кубок", "коробка", "стол", "шкаф"],
-    ...          "task_type": "rwsd", "context_type": "текст", "prompt": "..."}]
-    >>> result = limur.compute(predictions=["**Ответ:** Б."], references=refs)
-    >>> result["exact_match"], result["unparseable"], result["judge"]["computed"]
-    (1.0, 0, False)
+    >>> row = {"instruction": "{question}\\nА. {option_a}\\nБ. {option_b}\\nОтвет: (А, Б)",
+    ...        "inputs": {"question": "Что?", "option_a": "кубок", "option_b": "коробка"},
+    ...        "outputs": "Б", "meta": {"id": 1, "task_type": "rwsd", "context_type": "текст"},
+    ...        "options": ["кубок", "коробка"]}
+    >>> result = limur.compute(predictions=["**Ответ:** Б."], references=[row])
+    >>> result["exact_match"], result["exact_match_mera"], result["unparseable"], result["judge"]["computed"]
+    (1.0, 1.0, 0, False)
 """
 
 _NO_JUDGE = ("no judge configured: pass judge=<callable>, or judge_url and judge_model "
@@ -90,28 +112,31 @@ class Limur(evaluate.Metric):
         )
 
     def add_batch(self, *, predictions=None, references=None, **kwargs):
-        """Add a batch of predictions and references, checked first so that any error names the record."""
+        """Add a batch: replies made storable, references (dataset rows) checked and flattened first."""
         if predictions is not None:
             predictions = check_predictions(predictions)
         if references is not None:
-            check_references(references, unique=False)
+            references = normalise_references(references)
         return super().add_batch(predictions=predictions, references=references, **kwargs)
 
     def add(self, *, prediction=None, reference=None, **kwargs):
-        """Add one prediction and reference, checked first so that any error names the record."""
+        """Add one prediction and reference, the reference checked first so that any error names the record."""
         if prediction is not None or reference is not None:
             prediction = check_predictions([prediction])[0]
-            check_references([reference], unique=False)
+            reference = normalise_references([reference])[0]
         return super().add(prediction=prediction, reference=reference, **kwargs)
 
-    def _compute(self, predictions, references, judge=None, judge_name=None, judge_url=None, judge_model=None,
-                 judge_api_key=None, judge_allow_insecure_http=False, judge_concurrency=4, judge_timeout=60.0,
-                 judge_retries=3, judge_backoff=1.0, judge_cache=None, judge_cache_file=None):
+    def _compute(self, predictions, references, judge=None, judge_prompt="seed", judge_name=None, judge_url=None,
+                 judge_model=None, judge_api_key=None, judge_allow_insecure_http=False, judge_concurrency=4,
+                 judge_timeout=60.0, judge_retries=3, judge_backoff=1.0, judge_cache=None, judge_cache_file=None):
         check_references(references, unique=True)
         predictions = check_predictions(predictions)
-        rows = [_score_one(pred, ref) for pred, ref in zip(predictions, references, strict=True)]
+        rows = [score_reply(pred, ref["answer"], len(ref["options"]))
+                for pred, ref in zip(predictions, references, strict=True)]
+        check_prompt(judge_prompt)
         endpoint = {"url": judge_url, "model": judge_model, "api_key": judge_api_key, "timeout": judge_timeout,
-                    "retries": judge_retries, "backoff": judge_backoff, "allow_insecure_http": judge_allow_insecure_http}
+                    "retries": judge_retries, "backoff": judge_backoff, "allow_insecure_http": judge_allow_insecure_http,
+                    "prompt": judge_prompt}
         judge, name, identity = _make_judge(judge, judge_name, endpoint)
         if judge is None:
             judge_info = {"computed": False, "reason": _NO_JUDGE}
@@ -121,25 +146,15 @@ class Limur(evaluate.Metric):
                     raise JudgeConfigError("judge_cache / judge_cache_file with a callable judge need judge_name=..., "
                                            "the name its replies are cached under (two callables cannot be told apart)")
                 identity = private_identity()
-            judge_info = _run_judge(rows, predictions, references, judge, (name, identity),
+            identity = f"{identity}|{judge_prompt}" if judge_prompt != "seed" else identity
+            judge_info = _run_judge(rows, predictions, references, judge, (name, identity, judge_prompt),
                                     judge_concurrency, judge_cache, judge_cache_file)
         result = _summary(rows)
         result["by_task_type"] = _groups(rows, references, "task_type")
         result["by_context_type"] = _groups(rows, references, "context_type")
-        result.pop("judged", None)
-        result["judge_score"] = result.pop("judge_score", None)
+        result.pop("judged", None)  # in judge_info
         result["judge"] = judge_info
         return result
-
-
-def _score_one(prediction, ref):
-    row = {}
-    for mode, lenient in (("strict", False), ("lenient", True)):
-        letter, _ = read_letter(prediction, lenient=lenient)
-        row[f"{mode}_letter"] = letter
-        row[f"{mode}_offered"] = letter is not None and LETTERS.index(letter) < len(ref["options"])
-        row[mode] = int(letter == ref["answer"])
-    return row
 
 
 def _make_judge(judge, judge_name, endpoint):
@@ -160,29 +175,59 @@ def _make_judge(judge, judge_name, endpoint):
         raise JudgeConfigError("judge_url is set but no judge model: pass judge_model or set QAHUB_JUDGE_MODEL")
     key = endpoint["api_key"] or os.environ.get("QAHUB_JUDGE_API_KEY")
     client = Endpoint(url, model, api_key=key, timeout=endpoint["timeout"], retries=endpoint["retries"],
-                      backoff=endpoint["backoff"], allow_insecure_http=endpoint["allow_insecure_http"])
+                      backoff=endpoint["backoff"], allow_insecure_http=endpoint["allow_insecure_http"],
+                      prompt=endpoint["prompt"])
     return client, client.name, client.identity
 
 
 def _run_judge(rows, predictions, references, judge, naming, concurrency, cache, cache_file):
-    name, identity = naming
+    """Judge every example with an answer; each row gets ``judge`` (a score, or None) and ``judge_status``."""
+    name, identity, prompt = naming
+    items, owners = _judge_items(predictions, references, prompt)
     cache = load_cache(cache_file) if cache is None and cache_file else cache
     cache = {} if cache is None else cache
-    items = [(ref["prompt"], _reference_text(ref), pred) for pred, ref in zip(predictions, references, strict=True)]
     try:
-        scores, stats = judge_all(items, judge, identity, concurrency=concurrency, cache=cache)
+        scores, stats = judge_all(items, judge, identity, concurrency=concurrency, cache=cache,
+                                  parse=grade_parser(prompt))
     finally:  # what was judged before a fatal error is kept
         if cache_file:
             save_cache(cache_file, cache)
-    for row, score in zip(rows, scores, strict=True):
-        row["judge"] = score
-    return {"computed": True, "judge": name, **stats}
+    failed = set(stats.pop("failures"))
+    for row in rows:
+        row["judge"], row["judge_status"] = None, "closed" if row["closed"] else "unparseable"
+    for index, (owner, score) in enumerate(zip(owners, scores, strict=True)):
+        row = rows[owner]
+        if score is not None:
+            row["judge"], row["judge_status"] = max(score, row["judge"] or 0.0), "judged"
+        elif index in failed and row["judge_status"] != "judged":
+            row["judge_status"] = "failed"
+    count = len(rows)
+    judged = sum(row["judge_status"] == "judged" for row in rows)
+    return {"computed": True, "judge": name, "prompt": prompt, "judged": judged,
+            "unparseable": sum(row["judge_status"] == "unparseable" for row in rows),
+            "failed": sum(row["judge_status"] == "failed" for row in rows),
+            "closed": sum(row["judge_status"] == "closed" for row in rows),
+            "coverage": judged / count if count else None,
+            "requests": stats["requests"], "cache_hits": stats["cache_hits"],
+            "unparseable_replies": stats["unparseable_replies"], "errors": stats["errors"]}
 
 
-def _reference_text(ref):
-    """The gold letter with its option text, e.g. «Г. самолёты»."""
-    letter = ref["answer"]
-    return f"{letter}. {ref['options'][LETTERS.index(letter)]}"
+def _judge_items(predictions, references, prompt):
+    """``([(task, reference answer, answer)], [example index of each])``: the seed prompt judges the whole
+    reply against «letter. option text»; MERA's judges each answer candidate against ``outputs``."""
+    items, owners = [], []
+    for index, (pred, ref) in enumerate(zip(predictions, references, strict=True)):
+        letter = ref["answer"].strip()
+        if not letter:
+            continue
+        if prompt == "mera":
+            answers, reference = answer_candidates(pred), ref["answer"]
+        else:
+            answers, reference = [pred], f"{letter}. {ref['options'][LETTERS.index(letter)]}"
+        for answer in answers:
+            items.append((ref["prompt"], reference, answer))
+            owners.append(index)
+    return items, owners
 
 
 def _summary(rows):
@@ -190,15 +235,21 @@ def _summary(rows):
     summary = {
         "exact_match": _mean([row["strict"] for row in rows]),
         "exact_match_lenient": _mean([row["lenient"] for row in rows]),
+        "exact_match_mera": _mean([row["mera"] for row in rows]),
         "count": count,
+        "closed": sum(row["closed"] for row in rows),
         "unparseable": sum(row["strict_letter"] is None for row in rows),
         "unparseable_lenient": sum(row["lenient_letter"] is None for row in rows),
         "not_an_option": sum(row["strict_letter"] is not None and not row["strict_offered"] for row in rows),
         "not_an_option_lenient": sum(row["lenient_letter"] is not None and not row["lenient_offered"] for row in rows),
     }
-    if any("judge" in row for row in rows):
-        summary["judge_score"] = _mean([row["judge"] for row in rows if row["judge"] is not None])
-        summary["judged"] = sum(row["judge"] is not None for row in rows)
+    if any("judge_status" in row for row in rows):
+        judged = [row["judge"] for row in rows if row["judge_status"] == "judged"]
+        summary["judge_score"] = _mean([row["judge"] or 0.0 for row in rows])
+        summary["judge_score_judged"] = _mean(judged) if judged else 0.0
+        summary["judged"] = len(judged)
+    else:
+        summary["judge_score"] = None
     return summary
 
 
@@ -209,3 +260,7 @@ def _groups(rows, references, field):
 
 def _mean(values):
     return sum(values) / len(values) if values else None
+
+
+# the harness task scores with the same code (score_reply); imported here so that evaluate copies task_api
+_TASKS = TASKS

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 from qahub import registry
+from qahub.files import loads_strict
 from qahub.loaders.limur import (
-    LETTERS,
     TASK_FILE,
     TASK_SPLITS,
     find_sources,
@@ -17,7 +17,7 @@ from qahub.loaders.limur import (
     read_rows,
 )
 
-HELP = "LIMUR: exact match of the answer letter (strict and lenient) and an optional LLM judge score"
+HELP = "LIMUR: exact match of the answer letter (strict, lenient, MERA's recipe) and an optional LLM judge score"
 
 
 class PredictionsError(ValueError):
@@ -29,8 +29,8 @@ def exit_status(result) -> int:
     judge = result.get("judge", {})
     failed = judge.get("failed", 0) if judge.get("computed", True) else 0
     if failed:
-        print(f"qahub evaluate limur: {failed} judge call(s) failed; judge_score covers the judged examples only",
-              file=sys.stderr)
+        print(f"qahub evaluate limur: {failed} example(s) could not be judged (counted 0 in judge_score; "
+              "judge_score_judged covers the judged examples only)", file=sys.stderr)
     return 1 if failed else 0
 
 
@@ -45,6 +45,8 @@ def add_arguments(parser):
     parser.add_argument("--task-type", choices=["rwsd", "kusdra"], help="score only this task type")
     parser.add_argument("--judge-url", help="OpenAI-compatible endpoint (default $QAHUB_JUDGE_URL)")
     parser.add_argument("--judge-model", help="judge model name (default $QAHUB_JUDGE_MODEL)")
+    parser.add_argument("--judge-prompt", choices=["seed", "mera"], default="seed",
+                        help="seed: qahub's prompt, grades 1/0.5/0; mera: MERA's prompt, grades 0/1/2 divided by 2")
     parser.add_argument("--judge-api-key-env", default="QAHUB_JUDGE_API_KEY",
                         help="name of the environment variable holding the API key (never pass the key itself)")
     parser.add_argument("--judge-allow-insecure-http", action="store_true",
@@ -66,6 +68,7 @@ def run(args) -> dict:
         references=references,
         judge_url=args.judge_url,
         judge_model=args.judge_model,
+        judge_prompt=getattr(args, "judge_prompt", "seed"),
         judge_api_key=os.environ.get(args.judge_api_key_env),
         judge_allow_insecure_http=args.judge_allow_insecure_http,
         judge_concurrency=args.judge_concurrency,
@@ -78,32 +81,18 @@ def run(args) -> dict:
 
 
 def load_references(path, split="test", task_type=None) -> list[dict]:
-    """The metric's reference records from a LIMUR file or folder, validated as the builder validates."""
+    """The dataset rows of a LIMUR file or folder (validated as the builder validates), the metric's references.
+
+    Closed answers (``outputs`` "") are kept: the metric scores them 0 and counts them (``closed``)."""
     split = TASK_SPLITS.get(split, split)
     filepath = _reference_file(Path(path), split)
-    references = []
-    for row in read_rows(str(filepath), split):  # validated, ids unique
-        if task_type and row["meta"]["task_type"] != task_type:
-            continue
-        if row["outputs"] < 0:
-            raise ValueError(f"{filepath}: record id {row['meta']['id']}: no gold answer (closed test split?)")
-        references.append(reference_of(row))
+    rows = read_rows(str(filepath), split)  # validated, ids unique
+    references = [row for row in rows if not task_type or row["meta"]["task_type"] == task_type]
+    closed = sum(not row["outputs"].strip() for row in references)
+    if closed:
+        print(f"qahub evaluate limur: {filepath}: {closed} of {len(references)} record(s) have no gold answer "
+              "(closed test split?): scored 0, counted in 'closed'", file=sys.stderr)
     return references
-
-
-def reference_of(row) -> dict:
-    """A builder row (letters as strings or ClassLabel ids) as the metric's reference record."""
-    answer = row["outputs"] if isinstance(row["outputs"], str) else LETTERS[row["outputs"]]
-    meta = row["meta"]
-    return {
-        "id": meta["id"],
-        "answer": answer,
-        "options": list(row["options"]),
-        "task_type": meta["task_type"] if isinstance(meta["task_type"], str) else ["rwsd", "kusdra"][meta["task_type"]],
-        "context_type": meta["context_type"] if isinstance(meta["context_type"], str)
-        else ["текст", "диалог"][meta["context_type"]],
-        "prompt": row["prompt"],
-    }
 
 
 def _reference_file(path: Path, split: str) -> Path:
@@ -169,7 +158,7 @@ def _from_mapping(path, data) -> dict[int, str]:
 
 def _json_line(path, number, line):
     try:
-        return json.loads(line)
+        return loads_strict(line, f"{path}: line {number}")
     except (ValueError, RecursionError) as err:
         raise PredictionsError(f"{path}: line {number}: not valid JSON ({json_problem(err)})") from None
 
@@ -205,7 +194,7 @@ def _text_of(path, where, value) -> str:
 
 def match(path, by_id: dict[int, str], references: list[dict], allow_extra=False) -> list[str]:
     """The replies in reference order; every reference needs one, and (unless ``allow_extra``) nothing else."""
-    ids = [ref["id"] for ref in references]
+    ids = [ref["meta"]["id"] if "meta" in ref else ref["id"] for ref in references]
     missing = [i for i in ids if i not in by_id]
     if missing:
         raise PredictionsError(f"{path}: no prediction for {len(missing)} of {len(ids)} records (ids {_some(missing)})")
