@@ -128,7 +128,6 @@ HOSTILE = [
     (lambda q: {**q, "derivations": [["s", "r", ["o", None]]]}, r"qid 'q0': objects of derivation step"),
     (lambda q: {**q, "derivations": [["s", "r"]]}, r"qid 'q0': derivation step .* must be"),
     (lambda q: {**q, "answer": "x\ud800"}, r"prediction for qid 'q0': answer .* holds a lone surrogate"),
-    (lambda q: "q0", r"prediction 0: expected a record"),
 ]
 
 
@@ -154,6 +153,82 @@ def test_none_answer_or_reference_values(metric, metric_cache, data, part):
     with pytest.raises(ValueError, match=rf"reference for qid 'q0': '?{part}'? must be"):
         metric.compute(predictions=preds, references=[{**refs[0], part: None}, *refs[1:]], **CORE)
     assert arrow_files(metric_cache) == []
+
+
+# --- replies: any object a model (or a harness) may hand over ------------------------------------------------
+
+with_surrogate = st.builds(lambda a, b: a + "\ud800" + b, short_text, short_text)
+reply_text = st.one_of(
+    text, with_surrogate,
+    st.builds(lambda a, s: f"回答: {a}\n導出: {json.dumps(s, ensure_ascii=False)}", short_text, steps),
+    st.builds(lambda a, s: f"**回答**：{a}\n導出:\n```json\n{json.dumps(s)[:-1]}", short_text, steps),  # cut JSON
+    st.sampled_from(["", " ", "\n\n", "導出: [[", "回答:", "導出: [[\"a\", \"b\", [1e999]]]"]),
+)
+replies = st.one_of(reply_text, reply_text, st.none(), st.integers(), st.floats(), st.lists(st.integers(), max_size=2),
+                    st.binary(max_size=5))
+UNIT_SCORES = [("a", "em"), ("a", "score")] + [(d, n) for d in ("e", "r", "er") for n in ("prec", "recall", "f1")]
+
+
+@st.composite
+def replies_and_references(draw):
+    refs, _ = draw(questions())
+    return refs, [draw(replies) for _ in refs]
+
+
+@pytest.fixture(scope="module")
+def task_api():
+    import importlib
+
+    return importlib.import_module("qahub.metrics.jemhopqa.task_api")
+
+
+@PROPERTY
+@given(replies_and_references())
+def test_replies_never_raise_and_scores_stay_in_0_1(metric, metric_cache, data):
+    refs, preds = data
+    result = metric.compute(predictions=preds, references=refs, per_question=True, **CORE)
+    for part, name in UNIT_SCORES:
+        assert 0.0 <= result[part][name] <= 1.0, (part, name, result[part][name])
+    assert all(0.0 <= result["llm_jp_eval"][name] <= 1.0 for name in ("exact_match", "char_f1"))
+    assert result["replies"] == len(preds)
+    assert 0 <= result["unparseable"] <= result["derivations_unreadable"] + len(preds)
+    assert result["derivations_unreadable"] <= len(preds)
+    not_text = sum(not isinstance(p, str) for p in preds)
+    assert result["unparseable"] >= not_text and result["derivations_unreadable"] >= not_text
+    assert arrow_files(metric_cache) == []
+
+
+@PROPERTY
+@given(replies_and_references())
+def test_task_scores_never_raise_and_equal_the_metric(metric, task_api, data):
+    refs, preds = data
+    result = metric.compute(predictions=preds, references=refs, per_question=True, **task_api.configuration())
+    for reply, ref, row in zip(preds, refs, result["per_question"], strict=True):
+        answer = task_api.score_answer(reply, ref)
+        derivations = task_api.score_derivations(reply, ref)
+        assert (answer["exact_match"], answer["char_f1"]) == (row["exact_match"], row["char_f1"])
+        assert (derivations["a_em"], derivations["a_score"], derivations["er_f1"]) == (
+            row["a_em"], row["a_score"], row["er_f"])
+        assert all(0.0 <= value <= 1.0 for value in [*answer.values(), *derivations.values()])
+
+
+@PROPERTY
+@given(questions())
+def test_target_reads_back_as_the_gold(metric, task_api, data):
+    refs, _ = data
+    parse = helper_module(metric, "replies").parse_reply
+    for ref in refs:
+        target = task_api.derivations_target(ref)
+        assert "\n\n" not in target and "\n\n" not in task_api.answer_target(ref)
+        read = parse(target)
+        answer = " ".join(ref["answer"].splitlines()).strip()
+        if not re.fullmatch(r"(\*\*|__)(.+)\1", answer):
+            assert read.answer == (answer or None)
+        assert (read.derivations, read.derivations_read) == (ref["derivations"], True)
+
+
+def helper_module(metric, name):
+    return sys.modules[type(metric).__module__.rsplit(".", 1)[0] + "." + name]
 
 
 # --- the builder: damaged copies of the sample files -----------------------------------------------------------

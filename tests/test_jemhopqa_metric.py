@@ -233,7 +233,6 @@ def test_ignore_missing(metric):
     ({"qid": "q1", "answer": "x", "derivations": [["A", "B", "C"]]}, r"qid 'q1': objects of derivation step .* list of str"),
     ({"qid": "q1", "answer": "x", "derivations": [["A", "B", ["C", None]]]}, r"qid 'q1': objects of derivation step"),
     ({"qid": 7, "answer": "x"}, r"prediction 0: 'qid' must be a string, got 7"),
-    (["q1", "x", []], r"prediction 0: expected a record"),
 ])
 def test_bad_predictions(metric, pred, message):
     with pytest.raises(ValueError, match=message):
@@ -352,6 +351,11 @@ _ISOLATED = textwrap.dedent("""
     metric = evaluate.load(sys.argv[1])
     row = {"qid": "q1", "answer": "794年", "derivations": [["平安京", "遷都された年", ["794年"]]]}
     result = metric.compute(predictions=[row], references=[row], dictionary="core", synonyms="none")
+    replies = metric.compute(predictions=['回答: 794年\\n導出: [["平安京", "遷都された年", ["794年"]]]', None],
+                             references=[row, row], dictionary="core", synonyms="none")
+    assert (replies["a"]["em"], replies["unparseable"], replies["llm_jp_eval"]["exact_match"]) == (0.5, 1, 0.0)
+    task_api = sys.modules[type(metric).__module__.rsplit(".", 1)[0] + ".task_api"]
+    assert task_api.score_derivations(task_api.derivations_target(row), row)["er_f1"] == 1.0
     assert not any(name.split(".")[0] == "qahub" for name in sys.modules)
     print(json.dumps(result))
 """)
@@ -411,7 +415,9 @@ def test_cli_ignore_missing_partial_file(tmp_path):
 
 
 @pytest.mark.parametrize("text, message", [
-    ('[{"qid": "x"}]', "not a JEMHopQA prediction file"),
+    ('[{"qid": "x"}]', r"predicted qid\(s\) are not in the references: 'x'"),
+    ('["a", "b", "c", "d"]', r"prediction 3 is a reply .* only 3 references"),
+    ('["a", ', "not valid JSON"),
     ('{"answer": {}}', r"not the official prediction format: .* got \['answer'\]"),
     ('{"answer": {}, "derivations": {', "not valid JSON"),
     ('{"answer": {"s1000000000000000000000000000001": "x"}, "derivations": '
@@ -429,9 +435,9 @@ def test_cli_tsv_unreadable_step_is_dropped(tmp_path, capsys):
     pred = tmp_path / "pred.tsv"
     pred.write_text(f"qid\tpredicted_answer\tpredicted_derivations\n{Q1}\t星の歌\t(星の歌, 発売日, 2001年4月1日); 月の歌は発売日\n",
                     encoding="utf-8")
-    records_read = cli.read_predictions(pred)
+    with pytest.warns(UserWarning, match="row 1: qid 's1000000000000000000000000000001': derivation step '月の歌は発売日'"):
+        records_read = cli.read_predictions(pred)
     assert records_read == [{"qid": Q1, "answer": "星の歌", "derivations": [["星の歌", "発売日", ["2001年4月1日"]]]}]
-    assert "row 1: qid 's1000000000000000000000000000001': derivation step '月の歌は発売日'" in capsys.readouterr().err
 
 
 def test_cli_command_reports_errors_without_traceback(tmp_path):
@@ -768,3 +774,299 @@ def test_requirements_match_the_package_extras():
     wanted = {*extras["jemhopqa"], *extras["ilp"], "evaluate>=0.4.3,<0.5"}
     listed = (registry.metric_dir("jemhopqa") / "requirements.txt").read_text(encoding="utf-8").split()
     assert wanted <= set(listed), wanted - set(listed)
+
+
+# --- llm-jp-eval's scores (v1.3.0: utils.py get_evaluation_result, datasets/jemhopqa.py) -------------------
+
+
+def llm_jp_eval_reference(output, answer):
+    """llm-jp-eval v1.3.0's per-example recipe, with the real fuzzywuzzy (python-Levenshtein installed)."""
+    import unicodedata
+
+    from fuzzywuzzy import fuzz
+
+    y_pred = unicodedata.normalize("NFKC", output.split("\n\n")[0].strip())
+    y_true = unicodedata.normalize("NFKC", answer)
+    return {"exact_match": 1.0 if y_pred == y_true else 0.0, "char_f1": fuzz.token_sort_ratio(y_pred, y_true) / 100.0}
+
+
+def test_fuzzywuzzy_here_uses_python_levenshtein():
+    from fuzzywuzzy import fuzz
+
+    assert fuzz.SequenceMatcher.__module__ == "fuzzywuzzy.StringMatcher"  # not difflib's SequenceMatcher
+
+
+@pytest.mark.parametrize("output, answer, exact_match, char_f1", [
+    ("東京都", "東京", 0.0, 0.8),                 # one token each: Indel distance 1 over 5 characters
+    ("東京\n\n東京は首都です。", "東京", 1.0, 1.0),  # only the first paragraph is read
+    ("  ＹＥＳ \n", "YES", 1.0, 1.0),             # stripped, then NFKC (full-width letters)
+    ("yes", "YES", 0.0, 1.0),                    # exact match is case-sensitive, char_f1 lower-cases
+    ("café", "cafe", 0.0, 0.86),                 # é (U+00E9) is removed: "caf" vs "cafe" = 6/7 -> 86
+    ("Zoë", "Zoe", 0.0, 0.8),                    # "zo" vs "zoe" = 4/5
+    ("b a", "a b", 0.0, 1.0),                    # tokens sorted
+    ("!!!", "???", 0.0, 1.0),                    # both process to "": equal strings score 100
+    ("", "東京", 0.0, 0.0),                       # one empty string: 0
+    ("abcdefgh", "abcdexyz", 0.0, 0.62),         # 10/16 = 62.5: Python's round() gives 62, not 63
+    ("abcdefgh", "abcdefgz", 0.0, 0.88),         # 14/16 = 87.5 -> 88
+    ("x_y", "x y", 0.0, 0.67),                   # "_" is a word character: one token "x_y" vs "x y" = 4/6
+    ("㍻", "平成", 1.0, 1.0),                     # NFKC
+    ("1922年", "1921年", 0.0, 0.8),
+])
+def test_llm_jp_eval_scores_by_hand(metric, output, answer, exact_match, char_f1):
+    llm = helper(metric, "llm_jp_eval")
+    assert llm.example_scores(output, answer) == {"exact_match": exact_match, "char_f1": char_f1}
+    assert llm_jp_eval_reference(output, answer) == {"exact_match": exact_match, "char_f1": char_f1}
+
+
+LATIN1_JAPANESE = "aAbBzZ09_ -.,!?éÉüÿ×÷·°²½ßİıǅ東京都大阪年月日はいいえ「」（）ＡＢ１２　\t\n\u00a0\u3000"
+mixed_text = st.one_of(st.text(max_size=30), st.text(alphabet=LATIN1_JAPANESE, max_size=30),
+                       st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x3FF), max_size=30))
+
+
+@settings(max_examples=1000, deadline=None)
+@given(mixed_text, mixed_text)
+def test_token_sort_ratio_equals_fuzzywuzzy(metric, a, b):
+    from fuzzywuzzy import fuzz
+
+    assert helper(metric, "llm_jp_eval").token_sort_ratio(a, b) == fuzz.token_sort_ratio(a, b)
+
+
+@settings(max_examples=500, deadline=None)
+@given(mixed_text, mixed_text)
+def test_llm_jp_eval_example_scores_equal_the_recipe(metric, output, answer):
+    assert helper(metric, "llm_jp_eval").example_scores(output, answer) == llm_jp_eval_reference(output, answer)
+
+
+@settings(max_examples=500, deadline=None)
+@given(mixed_text, mixed_text)
+def test_rapidfuzz_ratio_equals_levenshtein_ratio(a, b):
+    import Levenshtein
+    from rapidfuzz import fuzz
+
+    assert fuzz.ratio(a, b) == 100 * Levenshtein.ratio(a, b)
+
+
+def test_llm_jp_eval_in_the_result(metric):
+    rows = sample_rows()
+    preds = [{**records(json.loads((SAMPLE / "predictions.json").read_text("utf-8")))[i]} for i in range(3)]
+    result = metric.compute(predictions=preds, references=rows, per_question=True, **CORE)
+    # 星の歌 = 星の歌; 1921年 vs 1922年: 0.8; いいえ vs NO: 0 (no word in common, different lengths)
+    assert [r["char_f1"] for r in result["per_question"]] == [1.0, 0.8, 0.0]
+    assert result["llm_jp_eval"] == {"exact_match": pytest.approx(1 / 3), "char_f1": pytest.approx(0.6)}
+    assert (result["replies"], result["unparseable"], result["derivations_unreadable"]) == (0, 0, 0)
+
+
+# --- replies: free-form model output --------------------------------------------------------------------------
+
+ABC_STEP = [["a", "b", ["c"]]]
+
+
+@pytest.mark.parametrize("reply, answer, derivations, read", [
+    ('回答: 東京\n導出: [["a", "b", ["c"]]]', "東京", ABC_STEP, True),
+    ('**回答**：東京\n**導出**:\n```json\n[["a", "b", "c"]]\n```', "東京", ABC_STEP, True),  # markdown, one object
+    ('導出: [["a", "b", ["c"]]]\n回答: 東京', "東京", ABC_STEP, True),
+    ('東京\n導出: [["a", "b", ["c"]]]', "東京", ABC_STEP, True),          # no answer marker: text before 導出
+    ("東京です。\n\n理由: ...", "東京です。", [], False),                  # plain reply: its first paragraph
+    ("  東京  ", "東京", [], False),
+    ("回答: **東京**", "東京", [], False),
+    ("回答: *東京", "*東京", [], False),
+    ('回答: 東京\n導出: [["a", "b"]]', "東京", [], False),                # a step of two: unreadable
+    ('回答: 東京\n導出: [["a", "b", [null]]]', "東京", [], False),
+    ('回答: 東京\n導出: [["a", "b", ["c"]', "東京", [], False),           # broken JSON
+    ('回答: 東京\n導出: {"a": 1}', "東京", [], False),
+    ('回答: 東京\n導出: 東京は首都 [["a", "b", ["c"]]]', "東京", [], False),  # text before the list
+    ("導出: []", None, [], True),
+    ('導出: [{"subject": "a", "relation": "b", "objects": ["c"]}, ["x", 1, [2.5]]]', None,
+     [["a", "b", ["c"]], ["x", "1", ["2.5"]]], True),
+    ("回答: \ud800東京", "\ufffd東京", [], False),                          # lone surrogate replaced
+    ('導出: [["\\ud800", "b", ["c"]]]', None, [["\ufffd", "b", ["c"]]], True),
+    ("", None, [], False),
+    (" \n\n ", None, [], False),
+    (None, None, [], False),
+    (42, None, [], False),
+    (["回答: 東京"], None, [], False),
+])
+def test_reply_parser(metric, reply, answer, derivations, read):
+    parsed = helper(metric, "replies").parse_reply(reply)
+    assert (parsed.answer, parsed.derivations, parsed.derivations_read) == (answer, derivations, read)
+
+
+def test_replies_as_predictions_with_a_dataset_as_references(metric, tmp_path):
+    built = qahub.load("jemhopqa", "v1.2", data_dir=SAMPLE, cache_dir=str(tmp_path))["validation"]
+    task = helper(metric, "task_api")
+    targets = [task.derivations_target(doc) for doc in built]
+    result = metric.compute(predictions=targets, references=built, **CORE)
+    assert all(result[part] == {"prec": 1.0, "recall": 1.0, "f1": 1.0} for part in ("e", "r", "er"))
+    assert result["a"] == {"em": 1.0, "score": 1.0}
+    assert (result["replies"], result["unparseable"], result["derivations_unreadable"]) == (3, 0, 0)
+    # llm-jp-eval reads the whole first paragraph of a reply: the derivations format is not its format
+    assert result["llm_jp_eval"]["exact_match"] == 0.0
+    plain = metric.compute(predictions=["星の歌", "1921年\n\n理由", None], references=built, per_question=True, **CORE)
+    assert plain["llm_jp_eval"] == {"exact_match": pytest.approx(1 / 3), "char_f1": pytest.approx(0.6)}
+    assert plain["a"] == {"em": pytest.approx(1 / 3), "score": pytest.approx(1 / 3)}
+    assert plain["er"] == {"prec": 0.0, "recall": 0.0, "f1": 0.0}
+    assert (plain["replies"], plain["unparseable"], plain["derivations_unreadable"]) == (3, 1, 3)
+
+
+def test_records_and_replies_mix_by_qid_and_position(metric):
+    rows = sample_rows()
+    record = {"qid": Q3, "answer": "NO", "derivations": rows[2]["derivations"]}
+    result = metric.compute(predictions=["星の歌", 7, record], references=rows, per_question=True, **CORE)
+    assert [r["a_em"] for r in result["per_question"]] == [1.0, 0.0, 1.0]
+    assert [r["er_f"] for r in result["per_question"]] == [0, 0, 1.0]
+    assert (result["replies"], result["unparseable"]) == (2, 1)
+    with pytest.raises(ValueError, match=rf"1 qid\(s\) predicted by both a reply and a record: '{Q1}'"):
+        metric.compute(predictions=["星の歌", {**record, "qid": Q1}], references=rows, **CORE)
+    with pytest.raises(ValueError, match=r"prediction 3 is a reply .* only 3 references"):
+        metric.compute(predictions=["a", "b", "c", "d"], references=rows, **CORE)
+    with pytest.raises(ValueError, match=r"reference for qid 'q1': missing derivations"):
+        metric.compute(predictions=["a"], references=[{"qid": "q1", "answer": "x"}], **CORE)
+
+
+def test_replies_repeat_qids_of_the_references(metric):
+    result = metric.compute(predictions=["794年", "x"], references=[row(), row()], per_question=True, **CORE)
+    assert [r["a_em"] for r in result["per_question"]] == [1.0, 0.0]
+
+
+def test_replies_added_in_batches_pair_by_overall_position(metric):
+    rows = sample_rows()
+    whole = metric.compute(predictions=["星の歌", "x", "NO"], references=rows, **CORE)
+    metric.add_batch(predictions=["星の歌"], references=rows[:2])
+    metric.add_batch(predictions=["x", "NO"], references=rows[2:])
+    assert metric.compute(**CORE) == whole
+    assert whole["a"]["em"] == pytest.approx(2 / 3)
+
+
+# --- lm-evaluation-harness tasks (task_api) -------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def task_api():
+    import importlib
+
+    return importlib.import_module("qahub.metrics.jemhopqa.task_api")  # as the generated utils.py imports it
+
+
+@pytest.fixture(scope="module")
+def sample_splits(tmp_path_factory):
+    cache = tmp_path_factory.mktemp("jemhopqa-cache")
+    return {config: qahub.load("jemhopqa", config, data_dir=SAMPLE, cache_dir=str(cache))
+            for config in ("v1.0", "v1.1", "v1.2")}
+
+
+def test_task_table(task_api):
+    assert set(task_api.TASKS) == {"qahub_jemhopqa", "qahub_jemhopqa_derivations"}
+    for spec in task_api.TASKS.values():
+        assert (spec["configs"], spec["splits"], spec["fewshot_split"], spec["until"]) == (
+            ["v1.2", "v1.1", "v1.0"], ["validation"], "train", ["\n\n"])
+        assert spec["target_delimiter"] == ""  # the answer right after "### 応答:\n", as llm-jp-eval
+    assert set(task_api.TASKS["qahub_jemhopqa"]["metrics"]) == {"exact_match", "char_f1", "unparseable"}
+    assert set(task_api.TASKS["qahub_jemhopqa_derivations"]["metrics"]) == {
+        "a_em", "a_score", "e_f1", "r_f1", "er_f1", "unparseable"}
+    assert task_api.mean([]) == 0.0 and task_api.mean([0.5, 1.0]) == 0.75
+
+
+def test_answer_prompt_is_llm_jp_evals(task_api, sample_splits):
+    doc = sample_splits["v1.2"]["validation"][0]
+    assert task_api.answer_prompt(doc) == (
+        "以下は、タスクを説明する指示と、文脈のある入力の組み合わせです。要求を適切に満たす応答を書きなさい。\n\n"
+        "### 指示:\n質問を入力とし、回答を出力してください。回答の他には何も含めないことを厳守してください。"
+        "回答が'はい'と'いいえ'で答えることができる場合、'YES'と'NO'で答えてください。\n\n"
+        "### 入力:\n質問：『星の歌』と『月の歌』、発売日が早いのはどちら？\n\n### 応答:\n")
+    assert "導出: " in task_api.derivations_prompt(doc) and "回答: " in task_api.derivations_prompt(doc)
+    assert task_api.derivations_target(doc) == (
+        '回答: 星の歌\n導出: [["星の歌", "発売日", ["2001年4月1日"]], ["月の歌", "発売日", ["2003年9月9日"]]]')
+
+
+@pytest.mark.parametrize("name", ["qahub_jemhopqa", "qahub_jemhopqa_derivations"])
+def test_oracle_gets_the_top_score_on_every_sample_doc(task_api, sample_splits, name):
+    spec = task_api.TASKS[name]
+    for config, splits in sample_splits.items():
+        for split, docs in splits.items():
+            for doc in docs:
+                target = spec["target"](doc)
+                assert "\n\n" not in target
+                scores = spec["score"](target, doc)
+                assert scores.pop("unparseable") == 0.0
+                assert all(value == 1.0 for value in scores.values()), (config, split, doc["qid"], scores)
+
+
+GARBAGE = ["", " ", "\n\n", "x" * 10_000, "# 回答\n- **東京**", '{"answer": ', "```json\n[[\"a\"", "\ud800", "回答:",
+           "導出: [[1, 2, 3]", None, 42, 1.5, ["回答: 星の歌"], {"answer": "星の歌"}, b"bytes"]
+
+
+@pytest.mark.parametrize("name", ["qahub_jemhopqa", "qahub_jemhopqa_derivations"])
+def test_garbage_replies_score_low_and_are_counted(task_api, sample_splits, name):
+    spec = task_api.TASKS[name]
+    docs = list(sample_splits["v1.2"]["validation"])
+    values = [spec["score"](reply, doc) for reply in GARBAGE for doc in docs]
+    for metric_name, (aggregation, _) in spec["metrics"].items():
+        items = [v[metric_name] for v in values]
+        total = sum(items) / len(items) if aggregation == "mean" else aggregation(items)
+        assert math.isfinite(total) and 0.0 <= total <= 1.0
+        if metric_name != "unparseable":
+            assert total < 0.1, (metric_name, total)
+    unreadable = sum(v["unparseable"] for v in values) / len(values)
+    # answer task: unreadable = an empty first paragraph (3), a lone surrogate (1) or not a string (6);
+    # derivations: all 16
+    assert unreadable == (10 / 16 if name == "qahub_jemhopqa" else 1.0)
+
+
+def test_harness_and_metric_give_the_same_numbers(metric, task_api, sample_splits):
+    docs = sample_splits["v1.2"]["validation"]
+    replies = ['回答: 星の歌\n導出: [["星の歌", "発売日", ["2001年4月1日"]], ["月の歌", "発売", ["2003年"]]]',
+               "1922年\n\n東山大学の創設者は田中次郎", None]
+    config = task_api.TASKS["qahub_jemhopqa_derivations"]["configuration"]()
+    assert config == {"dictionary": helper(metric, "tokens").pick_dictionary(None), "synonyms": "none"}
+    result = metric.compute(predictions=replies, references=docs, per_question=True, **config)
+    columns = {"a_em": "a_em", "a_score": "a_score", "e_f1": "e_f", "r_f1": "r_f", "er_f1": "er_f"}
+    for reply, doc, row_scores in zip(replies, docs, result["per_question"], strict=True):
+        derivations = task_api.score_derivations(reply, doc)
+        assert {key: derivations[key] for key in columns} == {key: row_scores[c] for key, c in columns.items()}
+        answer = task_api.score_answer(reply, doc)
+        assert (answer["exact_match"], answer["char_f1"]) == (row_scores["exact_match"], row_scores["char_f1"])
+    first = task_api.score_derivations(replies[0], docs[0])
+    assert first["a_em"] == 1.0 and 0.0 < first["er_f1"] < 1.0 and first["unparseable"] == 0.0
+
+
+def test_cli_reads_a_json_list_of_replies(metric, tmp_path):
+    pred = tmp_path / "replies.json"
+    replies = ['回答: 星の歌\n導出: [["星の歌", "発売日", ["2001年4月1日"]], ["月の歌", "発売日", ["2003年9月9日"]]]',
+               "1922年", None]
+    pred.write_text(json.dumps(replies, ensure_ascii=False), encoding="utf-8")
+    result = cli.run(cli_args(predictions=str(pred)))
+    assert result == metric.compute(predictions=replies, references=sample_rows(), **CORE)
+    assert result["a"]["em"] == pytest.approx(2 / 3)
+    assert (result["replies"], result["unparseable"], result["derivations_unreadable"]) == (3, 1, 2)
+    # llm-jp-eval reads the first reply whole (one paragraph); 1922年 is exact; None reads as ""
+    first = llm_jp_eval_reference(replies[0], "星の歌")["char_f1"]
+    assert first == 0.12
+    assert result["llm_jp_eval"] == {"exact_match": pytest.approx(1 / 3), "char_f1": pytest.approx((first + 1) / 3)}
+
+
+def test_references_straight_from_load_dataset_of_an_export(metric, tmp_path):
+    import datasets
+
+    from qahub.export import export
+
+    folder = tmp_path / "export" / "jemhopqa"
+    export("jemhopqa", folder, configs=["v1.2"], data_dir=SAMPLE, cache_dir=str(tmp_path / "cache"))
+    dev = datasets.load_dataset(str(folder), "v1.2", cache_dir=str(tmp_path / "hf"))["validation"]
+    assert isinstance(dev, datasets.Dataset) and isinstance(dev[0]["derivations"][0], dict)
+    preds = records(json.loads((SAMPLE / "predictions.json").read_text(encoding="utf-8")))
+    assert metric.compute(predictions=preds, references=dev, **CORE) == metric.compute(
+        predictions=preds, references=sample_rows(), **CORE)
+    replies = [helper(metric, "task_api").derivations_target(doc) for doc in dev]
+    assert metric.compute(predictions=replies, references=dev, **CORE)["er"]["f1"] == 1.0
+
+
+@pytest.mark.parametrize("relpath", ["corpus/dev.json", "corpus_ver1.1/dev_ver1.1.json", "corpus_ver1.2/dev_ver1.2.json",
+                                     "corpus_ver1.2/train_ver1.2.json"])
+def test_oracle_top_on_the_real_data(task_api, relpath):
+    rows = real_rows(relpath)
+    for name, spec in task_api.TASKS.items():
+        for doc in rows:
+            target = spec["target"](doc)
+            assert "\n\n" not in target
+            scores = spec["score"](target, doc)
+            assert scores.pop("unparseable") == 0.0 and set(scores.values()) == {1.0}, (name, doc["qid"], scores)

@@ -7,9 +7,15 @@ import os
 import datasets
 import evaluate
 
+# evaluate copies only the helpers imported here: so also replies (used by records) and task_api (harness tasks)
+from .llm_jp_eval import aggregate, example_scores
 from .records import JemhopqaInputError, check_prediction, check_reference, pair
+from .replies import parse_reply
 from .scoring import Similarity, score_questions, summarize
+from .task_api import TASKS
 from .tokens import get_tokenizer
+
+__all__ = ["Jemhopqa", "JemhopqaInputError", "TASKS", "parse_reply"]
 
 _CITATION = """\
 @inproceedings{ishii-etal-2024-jemhopqa-dataset,
@@ -27,14 +33,19 @@ The scores of the official JEMHopQA evaluation script (evaluate.py of aiishii/JE
 match after normalization and a token-level similarity (Sudachi mode C tokens, synonyms, Levenshtein ratio);
 for derivations, triples (one per object) are aligned one-to-one to maximise the summed similarity, giving
 precision, recall and F1 for entities (e), relations (r) and both (er). Each score is a mean over questions.
+Beside them, llm-jp-eval v1.3.0's JEMHopQA scores of the answers: exact_match and char_f1 (fuzzywuzzy's
+token_sort_ratio / 100 after NFKC). Predictions may be records or a model's free-form replies.
 """
 
 _KWARGS_DESCRIPTION = """
 Args:
-    predictions: list of records {"qid": str, "answer": str, "derivations": [[subject, relation, [objects]]]}.
-        Leave "answer" or "derivations" out when that part is missing. Empty or non-string answers score 0.
-    references: list of JEMHopQA rows {"qid", "answer", "derivations", ...} (upstream nested derivations or the
-        qahub builder's records {"subject", "relation", "objects"}).
+    predictions: list of records {"qid": str, "answer": str, "derivations": [[subject, relation, [objects]]]},
+        paired with the references by qid (leave "answer" or "derivations" out when that part is missing;
+        empty or non-string answers score 0), or of model replies (a string, None or any non-dict object),
+        paired with the reference at the same position and read as "回答: ...\\n導出: [[s, r, [o...]], ...]"
+        (a plain answer is read too); what cannot be read scores 0 and is counted, a reply never raises.
+    references: list (or datasets.Dataset) of JEMHopQA rows {"qid", "answer", "derivations", ...} (upstream
+        nested derivations or the qahub builder's records {"subject", "relation", "objects"}).
     ignore_missing: score only the predicted questions (default False: missing questions are an error).
     per_question: also return "per_question", one row per reference question with the official -o columns.
     dictionary: Sudachi dictionary "full", "core" or "small" (default: the best one installed).
@@ -48,13 +59,22 @@ Returns:
     e, r, er: {"prec", "recall", "f1"}: derivation scores for entities, relations and both.
     dictionary, synonyms: the Sudachi dictionary and the synonym source that were used.
     official_configuration: True when they are the official ones (full dictionary, chikkarpy + user.dic).
-    per_question (on request): list of {"qid", "a_em", "a_score", "e_p", ..., "er_f"}; None for ignored parts.
+    llm_jp_eval: {"exact_match", "char_f1"}: llm-jp-eval v1.3.0's scores of the answers (of a reply: its
+        first paragraph, as llm-jp-eval reads a model output; of a record: its answer).
+    replies: the number of predictions that were replies; unparseable: replies without a readable answer;
+        derivations_unreadable: replies without readable derivations.
+    per_question (on request): list of {"qid", "a_em", "a_score", "e_p", ..., "er_f", "exact_match",
+        "char_f1"}; None for ignored parts.
 Examples:
     >>> metric = evaluate.load("jemhopqa")
     >>> row = {"qid": "q1", "answer": "794年", "derivations": [["平安京", "遷都された年", ["794年"]]]}
     >>> results = metric.compute(predictions=[row], references=[row], synonyms="none")
-    >>> results["a"], results["er"]
-    ({'em': 1.0, 'score': 1.0}, {'prec': 1.0, 'recall': 1.0, 'f1': 1.0})
+    >>> results["a"], results["er"], results["llm_jp_eval"]
+    ({'em': 1.0, 'score': 1.0}, {'prec': 1.0, 'recall': 1.0, 'f1': 1.0}, {'exact_match': 1.0, 'char_f1': 1.0})
+    >>> reply = '回答: 794年\\n導出: [["平安京", "遷都", ["794年"]]]'
+    >>> results = metric.compute(predictions=[reply, None], references=[row, row], synonyms="none")
+    >>> results["a"], results["unparseable"], results["derivations_unreadable"]
+    ({'em': 0.5, 'score': 0.5}, 1, 1)
 """
 
 
@@ -104,10 +124,12 @@ class Jemhopqa(evaluate.Metric):
         self.file_paths = self.filelocks = self.cache_file_name = self.filelock = None
 
     def add_batch(self, *, predictions=None, references=None, **kwargs):
-        """Check and add a batch of prediction records and reference rows (their numbers may differ)."""
+        """Check and add a batch of predictions (records or replies) and reference rows (their numbers may
+        differ; replies are paired by position over all batches)."""
         predictions = [check_prediction(p, i) for i, p in enumerate(_as_list(predictions, "predictions"))]
         references = [check_reference(r, i) for i, r in enumerate(_as_list(references, "references"))]
-        encoded = {"predictions": [json.dumps(predictions, ensure_ascii=False)],
+        # ASCII JSON: a reply may hold lone surrogates, which Arrow cannot store as text
+        encoded = {"predictions": [json.dumps(predictions)],
                    "references": [json.dumps(references, ensure_ascii=False)]}
         super().add_batch(**encoded, **kwargs)
 
@@ -123,12 +145,27 @@ class Jemhopqa(evaluate.Metric):
         questions = pair(preds, refs, ignore_missing)
         tokenizer = get_tokenizer(dictionary, synonyms, user_dic, cache)
         rows = score_questions(questions, Similarity(tokenizer, cache), solver)
+        for row, (_, gold, pred) in zip(rows, questions, strict=True):
+            row.update(_llm_jp_eval_row(pred, gold))
         out = summarize(rows)
-        out.update({"dictionary": tokenizer.dictionary, "synonyms": tokenizer.synonyms.description,
+        out["llm_jp_eval"] = aggregate([row for row in rows if row["exact_match"] is not None])
+        replies = [pred for _, _, pred in questions if "reply" in pred]
+        out.update({"replies": len(replies), "unparseable": sum(p["unparseable"] for p in replies),
+                    "derivations_unreadable": sum(p["derivations_unreadable"] for p in replies),
+                    "dictionary": tokenizer.dictionary, "synonyms": tokenizer.synonyms.description,
                     "official_configuration": tokenizer.official})
         if per_question:
             out["per_question"] = rows
         return out
+
+
+def _llm_jp_eval_row(pred: dict, gold: dict) -> dict:
+    """llm-jp-eval's scores of a reply as a model output, or of a record's answer; None when not predicted."""
+    if "reply" in pred:
+        return example_scores(pred["reply"], gold["answer"])
+    if "answer" in pred:
+        return example_scores(pred["answer"], gold["answer"])
+    return {"exact_match": None, "char_f1": None}
 
 
 def _check_solver(solver):
@@ -141,6 +178,6 @@ def _as_list(values, name):
         return []
     if isinstance(values, (str, bytes, dict)):
         hint = " (convert the official {answer: {qid: ...}, derivations: {qid: ...}} format to records)"
-        raise JemhopqaInputError(f"{name} must be a list of records, got {type(values).__name__}"
+        raise JemhopqaInputError(f"{name} must be a list (of records or replies), got {type(values).__name__}"
                                  + (hint if isinstance(values, dict) else ""))
     return list(values)

@@ -1,7 +1,9 @@
 """Checking and pairing the inputs of the JEMHopQA metric.
 
-Predictions are records ``{"qid", "answer", "derivations"}`` (either key may be left out: that part is
-missing); references are dataset rows ``{"qid", "answer", "derivations", ...}``. Derivations are in the
+A prediction is either a record ``{"qid", "answer", "derivations"}`` (either key may be left out: that part is
+missing), paired with the reference of its qid and checked strictly, or a model's reply (a string, None or any
+other object), paired with the reference at its position and read by ``replies.parse_reply``, which never
+fails. References are dataset rows ``{"qid", "answer", "derivations", ...}``. Derivations are in the
 upstream nested form ``[[subject, relation, [object, ...]], ...]``; the record form of the qahub builder
 (``[{"subject", "relation", "objects"}, ...]``, or its dict-of-lists variant) is accepted too.
 """
@@ -10,6 +12,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+
+from .replies import parse_reply
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -70,10 +74,10 @@ def _clip(text: str, limit: int = 60) -> str:
 
 
 def check_prediction(record, index: int) -> dict:
-    """A prediction record with its derivations in upstream form; keys absent stay absent (= missing)."""
+    """A prediction record with its derivations in upstream form (keys absent stay absent: missing), or
+    ``{"reply": text}`` for a reply (``text`` None when the reply is not a string)."""
     if not isinstance(record, dict):
-        raise JemhopqaInputError(f"prediction {index}: expected a record {{qid, answer, derivations}}, "
-                                 f"got {type(record).__name__}")
+        return {"reply": record if isinstance(record, str) else None}
     qid = record.get("qid")
     if not isinstance(qid, str):
         raise JemhopqaInputError(f"prediction {index}: 'qid' must be a string, got {qid!r}")
@@ -107,9 +111,12 @@ def check_reference(record, index: int) -> dict:
 
 
 def pair(predictions: list[dict], references: list[dict], ignore_missing: bool) -> list[tuple]:
-    """``(qid, reference, prediction)`` in reference order. Unknown or repeated prediction qids are errors;
-    so are questions without an answer or derivations unless ``ignore_missing`` (then that part is skipped)."""
-    counts = Counter(p["qid"] for p in predictions)
+    """``(qid, reference, prediction)`` in reference order: records by qid, replies by position. Unknown or
+    repeated record qids, and a question given both a reply and a record, are errors; so are questions
+    without an answer or derivations unless ``ignore_missing`` (then that part is skipped)."""
+    records = [p for p in predictions if "reply" not in p]
+    by_position = {i: _from_reply(p, i, references) for i, p in enumerate(predictions) if "reply" in p}
+    counts = Counter(p["qid"] for p in records)
     repeated = [qid for qid, n in counts.items() if n > 1]
     if repeated:
         raise JemhopqaInputError(f"{len(repeated)} qid(s) predicted more than once: {_shorten(repeated)}")
@@ -117,11 +124,26 @@ def pair(predictions: list[dict], references: list[dict], ignore_missing: bool) 
     unknown = [qid for qid in counts if qid not in known]
     if unknown:
         raise JemhopqaInputError(f"{len(unknown)} predicted qid(s) are not in the references: {_shorten(unknown)}")
-    by_qid = {p["qid"]: p for p in predictions}
-    questions = [(r["qid"], r, by_qid.get(r["qid"], {})) for r in references]
+    twice = [p["qid"] for p in by_position.values() if p["qid"] in counts]
+    if twice:
+        raise JemhopqaInputError(f"{len(twice)} qid(s) predicted by both a reply and a record: {_shorten(twice)}")
+    by_qid = {p["qid"]: p for p in records}
+    questions = [(r["qid"], r, by_position.get(i) or by_qid.get(r["qid"], {})) for i, r in enumerate(references)]
     if not ignore_missing:
         _check_complete(questions)
     return questions
+
+
+def _from_reply(prediction: dict, index: int, references: list[dict]) -> dict:
+    """A reply as a prediction record for the reference at its position; what could not be read scores 0:
+    an unread answer is None, unread derivations are empty."""
+    if index >= len(references):
+        raise JemhopqaInputError(f"prediction {index} is a reply (not a record with a qid), but there are only "
+                                 f"{len(references)} references: replies are paired with references by position")
+    read = parse_reply(prediction["reply"])
+    return {"qid": references[index]["qid"], "answer": read.answer, "derivations": read.derivations,
+            "reply": prediction["reply"], "unparseable": read.answer is None,
+            "derivations_unreadable": not read.derivations_read}
 
 
 def _check_complete(questions):

@@ -14,6 +14,7 @@ DIMENSIONS = ("e", "r", "er")
 COLUMNS = ("a_em", "a_score", "e_p", "e_r", "e_f", "r_p", "r_r", "r_f", "er_p", "er_r", "er_f")
 _BRACKETED = re.compile(r"\s*[\(（].+?[\)）]\s*")
 _QUOTES = re.compile(r"[『』「」]")
+CACHE_LIMIT = 500_000  # cached similarities
 
 
 def normalize_answer(text: str) -> str:
@@ -101,6 +102,8 @@ class Similarity:
         key = (pred, gold)
         found = self._cache.get(key)
         if found is None:
+            if len(self._cache) >= CACHE_LIMIT:  # a long run (harness, training) should not grow it without end
+                self._cache.clear()
             found = self._cache[key] = self._compute(pred, gold)
         return found
 
@@ -205,21 +208,23 @@ def derivation_scores(sim: Similarity, pred: list, gold: list, solver: str) -> d
     return out
 
 
+def question_row(sim: Similarity, pred: dict, gold: dict, solver: str = "assignment") -> dict:
+    """The official -o columns (COLUMNS) of one question; a part absent from ``pred`` (ignored) is None."""
+    row = {}
+    if "answer" in pred:
+        row["a_em"], row["a_score"] = answer_scores(sim, pred["answer"], gold["answer"])
+    else:
+        row["a_em"] = row["a_score"] = None
+    if "derivations" in pred:
+        row.update(derivation_scores(sim, pred["derivations"], gold["derivations"], solver))
+    else:
+        row.update({column: None for column in COLUMNS[2:]})
+    return row
+
+
 def score_questions(questions, sim: Similarity, solver: str) -> list[dict]:
     """One row per reference question (``qid`` + COLUMNS); a part with no prediction (ignored) is None."""
-    rows = []
-    for qid, gold, pred in questions:
-        row = {"qid": qid}
-        if "answer" in pred:
-            row["a_em"], row["a_score"] = answer_scores(sim, pred["answer"], gold["answer"])
-        else:
-            row["a_em"] = row["a_score"] = None
-        if "derivations" in pred:
-            row.update(derivation_scores(sim, pred["derivations"], gold["derivations"], solver))
-        else:
-            row.update({column: None for column in COLUMNS[2:]})
-        rows.append(row)
-    return rows
+    return [{"qid": qid, **question_row(sim, pred, gold, solver)} for qid, gold, pred in questions]
 
 
 def summarize(rows: list[dict]) -> dict:

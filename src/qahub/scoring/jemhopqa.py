@@ -1,9 +1,10 @@
 """``qahub evaluate jemhopqa``: the official JEMHopQA scores of a prediction file.
 
 Predictions: the official format ``{"answer": {qid: answer}, "derivations": {qid: [[s, r, [o...]], ...]}}``,
-or the official TSV form (columns ``qid, predicted_answer, predicted_derivations``; derivations written
+the official TSV form (columns ``qid, predicted_answer, predicted_derivations``; derivations written
 ``(subject, relation, object1、object2); (...)``), read with pandas and converted as the upstream
-``tsv_to_pred_json.py`` does.
+``tsv_to_pred_json.py`` does, or a JSON list of model replies (strings, paired with the references by
+position, read by the metric's reply parser) and/or records ``{qid, answer, derivations}``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import sys
 import warnings
 from pathlib import Path
 
+from qahub.files import loads_strict, write_text_atomic
+
 HELP = "JEMHopQA answer and derivation scores, as the official evaluate.py"
 COLUMNS = ("a_em", "a_score", "e_p", "e_r", "e_f", "r_p", "r_r", "r_f", "er_p", "er_r", "er_f")
 TSV_HEADER = ("qid", "predicted_answer", "predicted_derivations")
@@ -25,7 +28,8 @@ _TRIPLE = re.compile(r"[（\(]\s*(.+?)\s*[,，]\s*(.+?)\s*[,，]\s*(.+?)\s*[）\
 
 def add_arguments(parser):
     parser.add_argument("--predictions", required=True,
-                        help="official prediction JSON ({answer: {qid: ...}, derivations: {qid: ...}}) or TSV form")
+                        help="official prediction JSON ({answer: {qid: ...}, derivations: {qid: ...}}), its TSV "
+                             "form, or a JSON list of model replies (paired with the references by position)")
     refs = parser.add_mutually_exclusive_group(required=True)
     refs.add_argument("--references", help="gold file in the upstream layout (e.g. corpus_ver1.2/dev_ver1.2.json)")
     refs.add_argument("--config", help="build the references with qahub.load('jemhopqa', CONFIG)")
@@ -105,20 +109,31 @@ def fetch_user_dic(mirror_url=None, cache_dir=None) -> str:
                            {"user.dic": USER_DIC_SHA256})["user_dic"]
 
 
-def read_predictions(path: Path) -> list[dict]:
-    """Prediction records ``{qid, answer?, derivations?}`` from the official JSON format or its TSV form."""
+def read_predictions(path: Path) -> list:
+    """Prediction records ``{qid, answer?, derivations?}`` from the official JSON format or its TSV form, or
+    the items of a JSON list (replies and/or records) as they are."""
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as err:
         raise ValueError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
-    if text.lstrip("\ufeff \t\r\n").startswith("{"):
+    start = text.lstrip("\ufeff \t\r\n")[:1]
+    if start == "{":
         return _from_official(path, text)
+    if start == "[":
+        return _from_list(path, text.lstrip("\ufeff"))
     return _from_tsv(path)
+
+
+def _from_list(path: Path, text: str) -> list:
+    try:
+        return loads_strict(text, str(path))
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: not valid JSON ({err.msg} at line {err.lineno} column {err.colno})") from None
 
 
 def _from_official(path: Path, text: str) -> list[dict]:
     try:
-        data = json.loads(text)
+        data = loads_strict(text, str(path))
     except json.JSONDecodeError as err:
         raise ValueError(f"{path}: not valid JSON ({err.msg} at line {err.lineno} column {err.colno})") from None
     if not (isinstance(data, dict) and isinstance(data.get("answer"), dict) and isinstance(data.get("derivations"), dict)):
@@ -143,8 +158,8 @@ def _from_tsv(path: Path) -> list[dict]:
         if not isinstance(qid, str):
             raise ValueError(f"{path}: row {number}: qid must be text, got {qid!r}")
         if qid in records:
-            print(f"{path}: row {number}: qid {qid!r} appears again: this row replaces the earlier one "
-                  "(as tsv_to_pred_json.py)", file=sys.stderr)
+            warnings.warn(f"{path}: row {number}: qid {qid!r} appears again: this row replaces the earlier one "
+                          "(as tsv_to_pred_json.py)", stacklevel=2)
         answer, cell = row["predicted_answer"], row["predicted_derivations"]
         derivations = _tsv_derivations(path, number, qid, cell) if isinstance(cell, str) else []
         records[qid] = {"qid": qid, "answer": answer if isinstance(answer, str) else None, "derivations": derivations}
@@ -161,8 +176,8 @@ def _read_table(path: Path):
     missing = [column for column in TSV_HEADER if column not in frame.columns]
     if missing:
         raise ValueError(f"{path}: not a JEMHopQA prediction file: expected the official JSON "
-                         '{"answer": {qid: answer}, "derivations": {qid: derivations}} or a TSV with columns '
-                         f"{', '.join(TSV_HEADER)} (missing {', '.join(missing)})")
+                         '{"answer": {qid: answer}, "derivations": {qid: derivations}}, a TSV with columns '
+                         f"{', '.join(TSV_HEADER)}, or a JSON list of replies (missing {', '.join(missing)})")
     return frame
 
 
@@ -172,8 +187,8 @@ def _tsv_derivations(path, number, qid, cell: str) -> list:
     for part in cell.split(";"):
         found = _TRIPLE.findall(part)
         if not found:
-            print(f"{path}: row {number}: qid {qid!r}: derivation step {part.strip()!r} is not "
-                  "(subject, relation, objects): dropped (as tsv_to_pred_json.py)", file=sys.stderr)
+            warnings.warn(f"{path}: row {number}: qid {qid!r}: derivation step {part.strip()!r} is not "
+                          "(subject, relation, objects): dropped (as tsv_to_pred_json.py)", stacklevel=2)
             continue
         subject, relation, objects = found[0]
         steps.append([subject, relation, objects.split("、")])
@@ -186,7 +201,7 @@ def _references(args):
     if args.references:
         path = Path(args.references)
         try:
-            rows = json.loads(path.read_text(encoding="utf-8"))
+            rows = loads_strict(path.read_text(encoding="utf-8"), str(path))
         except (UnicodeDecodeError, json.JSONDecodeError) as err:
             raise ValueError(f"{path}: not a JEMHopQA JSON file ({err})") from None
         if not isinstance(rows, list):
@@ -203,7 +218,7 @@ def _references(args):
 def _synonyms(value: str):
     if value.endswith(".json"):
         try:
-            return json.loads(Path(value).read_text(encoding="utf-8"))
+            return loads_strict(Path(value).read_text(encoding="utf-8"), value)
         except json.JSONDecodeError as err:
             raise ValueError(f"synonym file {value}: not valid JSON ({err.msg} at line {err.lineno})") from None
         except UnicodeDecodeError as err:
@@ -217,7 +232,7 @@ def write_per_question(path: Path, rows: list[dict]):
     lines = ["\t".join(("qid", *COLUMNS))]
     for row in rows:
         lines.append("\t".join([row["qid"]] + ["" if row[c] is None else str(row[c]) for c in COLUMNS]))
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_text_atomic(path, "\n".join(lines) + "\n")
 
 
 def _json_safe(value):
