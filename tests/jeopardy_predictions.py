@@ -17,3 +17,19 @@ def perturb(answers, seed=0):
             words = rng.choice(answers).split()
         out.append(" ".join(words).lower() if rng.random() < 0.5 else " ".join(words))
     return out
+
+
+# What models reply when nothing goes right: blank, a 10,000-character ramble, markdown, broken JSON, a lone
+# surrogate, no reply at all.
+GARBAGE = ["", "   \n\t", "слово " * 1700, "**Ответ:** *Рим*", '{"answer": "Ри', "\ud800", None]
+FORMS = ["{}", " {}", "Ответ: {}", "**Ответ:** {}", "«{}».", "{}\nПояснение: это известный факт.", "Ответ: Пас"]
+
+
+def replies(answers, seed=0, garbage=0.0):
+    """Model-like replies to ``answers``: ``perturb``'s answers in the forms chat models use, and a share
+    ``garbage`` of the replies from ``GARBAGE``."""
+    rng = random.Random(seed)
+    out = []
+    for answer in perturb(answers, seed):
+        out.append(rng.choice(GARBAGE) if rng.random() < garbage else rng.choice(FORMS).format(answer))
+    return out

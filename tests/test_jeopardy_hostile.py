@@ -3,6 +3,7 @@ of the builder's sample files (truncated, mutated, wrongly encoded), and a scan 
 unpickled."""
 
 import ast
+import math
 import random
 import re
 import shutil
@@ -16,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from qahub.loaders import jeopardy
 from qahub.loaders._sources import SourceDataError
+from qahub.metrics.jeopardy_meteor import task_api
 
 from qahub import registry
 from qahub.export import export
@@ -75,7 +77,10 @@ def test_results_stay_in_their_documented_ranges(metric, examples):
     assert all(0.0 <= value <= 1.0 for value in result["meteor_per_example"])
     assert result["num_answered"] + result["num_abstained"] == n
     assert result["num_correct"] + result["num_wrong"] == result["num_answered"]
-    assert result["abstained"] == [p is None or not p.strip() for p, _, _ in examples]
+    statuses = [task_api.parse_reply(p)[1] for p, _, _ in examples]
+    assert result["status"] == statuses
+    assert result["abstained"] == [status != "answer" for status in statuses]
+    assert result["num_unparseable"] == statuses.count("unparseable") == sum(p is None for p, _, _ in examples)
     assert result["correct"] == [not a and m > THRESHOLD
                                  for m, a in zip(result["meteor_per_example"], result["abstained"], strict=True)]
     assert result["max_score"] == sum(number for _, _, number in examples)
@@ -86,9 +91,13 @@ def test_results_stay_in_their_documented_ranges(metric, examples):
 @SETTINGS
 @given(references=st.lists(gold, min_size=1, max_size=8))
 def test_a_perfect_prediction_gets_the_maximum(metric, tokenizer, references):
+    # gold answers as the reply parser leaves them: no abstention phrase, one line, no enclosing quotes
+    references = [task_api.target({"answer": ref}) for ref in references]
+    references = [ref for ref in references if task_api.parse_reply(ref)[0] == ref] or ["Рим"]
     tokenize = _tokenize(tokenizer)
     numbers = [1 + i % 5 for i in range(len(references))]
-    result = metric.compute(predictions=references, references=references, question_numbers=numbers,
+    predictions = [task_api.target({"answer": ref}) for ref in references]
+    result = metric.compute(predictions=predictions, references=references, question_numbers=numbers,
                             tokenizer=tokenizer)
     # a gold answer with no token (only punctuation, e.g. "?!") cannot be matched; any other is matched fully
     assert result["correct"] == [bool(tokenize(ref)) for ref in references]
@@ -108,8 +117,7 @@ def test_the_order_of_examples_does_not_change_corpus_scores(metric, data, examp
 
 
 DOCUMENTED = re.compile(
-    r"^(prediction \d+: expected a string or None, got"
-    r"|reference \d+: expected a string, got"
+    r"^(reference \d+: expected a gold answer \(str\) or a row \(dict\), got"
     r"|reference \d+: the gold answer is empty$)"
 )
 junk = st.one_of(st.none(), any_text, st.integers(), st.floats(), st.booleans(), st.lists(st.text(), max_size=2))
@@ -124,13 +132,39 @@ def test_wrong_types_and_none_give_only_the_documented_errors(metric, prediction
     except (TypeError, ValueError) as err:
         message = str(err)
         assert DOCUMENTED.match(message), message
-        index = int(message.split()[1].rstrip(":"))
-        bad = (predictions if message.startswith("prediction") else references)[index]
+        bad = references[int(message.split()[1].rstrip(":"))]
         assert bad is None or not isinstance(bad, str) or not bad.strip()
-    else:
-        assert all(p is None or isinstance(p, str) for p in predictions)
+    else:  # replies are never an error: what is not text is counted
         assert all(isinstance(r, str) and r.strip() for r in references)
         assert 0.0 <= result["meteor"] <= 1.0
+        assert result["num_unparseable"] == sum(not isinstance(p, str) for p in predictions)
+
+
+ROW_ERRORS = re.compile(
+    r"^reference \d+( \(question_id .+\))?: (the row has no 'answer' field \(fields: .*\)"
+    r"|'answer' must be a string, got |the gold answer is empty$|question_number must be an integer, got "
+    r"|no question_number, while reference \d+ has one: )",
+    re.S,
+)
+row_values = st.one_of(st.none(), any_text, st.integers(-3, 7), st.floats(), st.booleans())
+rows = st.dictionaries(st.sampled_from(["question_id", "question_number", "answer", "question", "topic"]),
+                       row_values, max_size=5)
+
+
+@SETTINGS
+@given(references=st.lists(rows, min_size=1, max_size=5))
+def test_wrong_rows_give_only_the_documented_errors(metric, references):
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # question numbers outside 1-5
+            result = metric.compute(predictions=["Рим"] * len(references), references=references)
+    except ValueError as err:
+        assert ROW_ERRORS.match(str(err)), str(err)
+    else:
+        assert all(isinstance(row.get("answer"), str) and row["answer"].strip() for row in references)
+        numbered = [row.get("question_number") is not None for row in references]
+        assert ("score" in result) == all(numbered)
+        assert all(math.isfinite(v) for v in result.values() if isinstance(v, float))
 
 
 number_junk = st.one_of(st.integers(-10**30, 10**30), st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=3),
@@ -178,7 +212,30 @@ def test_thresholds_are_finite_numbers_or_a_documented_error(metric, threshold):
 def test_very_long_answers(metric, text):
     result = metric.compute(predictions=[text, text[: len(text) // 2] or None], references=[text, text])
     assert all(0.0 <= value <= 1.0 for value in result["meteor_per_example"])
-    assert result["correct"][0] == bool(_tokenize("auto")(text))
+    if task_api.parse_reply(text)[0] == text:  # one line the parser leaves as it is: the gold answer itself
+        assert result["correct"][0] == bool(_tokenize("auto")(text))
+
+
+# any object, any text: the reply parser and the harness scorer never raise
+replies = st.one_of(junk, st.text(), st.binary(max_size=8), st.dictionaries(st.text(max_size=3), st.text(max_size=3)),
+                    st.text(alphabet=st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF), min_size=1,
+                            max_size=3).map("Ответ: Рим".__add__),
+                    st.lists(st.sampled_from(["Ответ:", "**", "«", "»", "\n", "Пас", "Рим", ".", " ", "#"]),
+                             max_size=8).map("".join))
+
+
+@SETTINGS
+@given(reply=replies, number=st.integers(1, 5))
+def test_any_reply_scores_in_range_and_never_raises(reply, number):
+    answer, status = task_api.parse_reply(reply)
+    assert status in ("answer", "abstained", "unparseable") and isinstance(answer, str)
+    assert (answer != "") == (status == "answer")
+    values = task_api.score(reply, {"question": "?", "answer": "Рим", "question_number": number})
+    assert set(values) == set(task_api.TASKS["qahub_jeopardy"]["metrics"])
+    assert all(isinstance(v, float) and math.isfinite(v) for v in values.values())
+    assert values["game_score"] in (-number, 0, number) and 0.0 <= values["meteor"] <= 1.0
+    assert values["unparseable"] == float(status == "unparseable")
+    assert values["abstained"] == float(status != "answer")
 
 
 def test_a_100000_character_answer(metric):
@@ -364,4 +421,4 @@ def test_the_code_neither_executes_nor_unpickles_data(path):
 
 def test_the_scan_covers_the_metric_helpers():
     assert {p.name for p in CODE} >= {"jeopardy.py", "jeopardy_meteor.py", "game.py", "russian_meteor.py",
-                                      "spacy_like.py"}
+                                      "spacy_like.py", "replies.py", "references.py", "examples.py", "task_api.py"}

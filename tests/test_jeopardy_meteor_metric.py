@@ -1,6 +1,7 @@
 import argparse
 import csv
 import json
+import math
 import os
 import subprocess
 import sys
@@ -8,7 +9,8 @@ from pathlib import Path
 
 import evaluate
 import pytest
-from jeopardy_predictions import perturb
+from jeopardy_predictions import GARBAGE, perturb, replies
+from qahub.metrics.jeopardy_meteor import task_api
 
 from qahub import cli, registry
 from qahub.scoring import jeopardy_meteor as scoring
@@ -164,11 +166,13 @@ def test_abstention_game_score_and_counts(metric):
         question_numbers=[4, 2, 1, 3, 5],
     )
     assert result["abstained"] == [False, False, True, True, False]
+    assert result["status"] == ["answer", "answer", "unparseable", "abstained", "answer"]
     assert result["correct"] == [True, False, False, False, True]
     assert result["meteor_per_example"][2:4] == [0.0, 0.0]
-    assert result["score"] == 4 - 2 + 0 + 0 + 5
+    assert result["score"] == result["game_score"] == 4 - 2 + 0 + 0 + 5
     assert result["max_score"] == 15
     assert (result["num_questions"], result["num_answered"], result["num_abstained"]) == (5, 3, 2)
+    assert (result["num_unparseable"], result["unparseable"], result["abstention_rate"]) == (1, 0.2, 0.4)
     assert (result["num_correct"], result["num_wrong"]) == (2, 1)
     assert result["accuracy"] == pytest.approx(2 / 5)
     assert result["meteor"] == pytest.approx((by_hand(2, 2, 2, 1) + by_hand(1, 1, 1, 1)) / 5)
@@ -194,10 +198,19 @@ def test_threshold_is_strict(metric):
     "kwargs, error, message",
     [
         ({"predictions": ["a"], "references": ["a", "b"]}, ValueError, "got 1 predictions for 2 references"),
-        ({"predictions": [5], "references": ["a"]}, TypeError, "prediction 0: expected a string or None, got int 5"),
-        ({"predictions": ["a", 5], "references": ["a", "b"]}, TypeError, "prediction 1: expected a string or None"),
-        ({"predictions": ["a"], "references": [None]}, TypeError, "reference 0: expected a string, got NoneType"),
-        ({"predictions": ["a", "b"], "references": ["a", 3.5]}, TypeError, "reference 1: expected a string, got float"),
+        ({"predictions": ["a"], "references": [None]}, TypeError,
+         r"reference 0: expected a gold answer \(str\) or a row \(dict\), got NoneType"),
+        ({"predictions": ["a", "b"], "references": ["a", 3.5]}, TypeError, r"reference 1: expected .* got float 3.5"),
+        ({"predictions": ["a"], "references": [{"question_id": 12, "question": "q"}]}, ValueError,
+         r"reference 0 \(question_id 12\): the row has no 'answer' field \(fields: question_id, question\)"),
+        ({"predictions": ["a"], "references": [{"answer": None}]}, ValueError,
+         r"reference 0: 'answer' must be a string, got NoneType None"),
+        ({"predictions": ["a"], "references": [{"question_id": 3, "answer": " "}]}, ValueError,
+         r"reference 0 \(question_id 3\): the gold answer is empty"),
+        ({"predictions": ["a"], "references": [{"question_id": 3, "answer": "a", "question_number": "2"}]},
+         ValueError, r"reference 0 \(question_id 3\): question_number must be an integer, got str '2'"),
+        ({"predictions": ["a", "b"], "references": [{"answer": "a", "question_number": 2}, "b"]}, ValueError,
+         r"reference 1: no question_number, while reference 0 has one: give every row a question_number, or pass"),
         ({"predictions": ["a"], "references": [" "]}, ValueError, "reference 0: the gold answer is empty"),
         ({"predictions": ["a"], "references": ["a"], "question_numbers": [1, 2]}, ValueError, "2 question numbers for 1"),
         ({"predictions": ["a"], "references": ["a"], "question_numbers": ["3"]}, TypeError, "question number 0"),
@@ -251,12 +264,209 @@ def test_abstentions_anywhere_and_through_add_batch(metric):
     assert metric.compute(predictions=[None], references=["Рим"])["num_abstained"] == 1
     metric.add_batch(predictions=[None], references=["Париж"])
     metric.add(prediction="Рим", reference="Рим")
-    assert metric.compute()["abstained"] == [True, False]
+    metric.add_batch(predictions=[5, "\ud800"], references=[{"answer": "Рим"}, {"answer": "Лима"}])
+    metric.add(prediction="Пас", reference={"answer": "Рим"})
+    result = metric.compute()
+    assert result["abstained"] == [True, False, True, True, True]
+    assert result["status"] == ["unparseable", "answer", "unparseable", "unparseable", "abstained"]
+    assert "score" not in result  # neither gold strings nor qa-like rows carry a question value
 
 
 def test_a_prediction_with_no_word_is_a_wrong_answer(metric):
     result = metric.compute(predictions=["?!"], references=["Рим"], question_numbers=[2])
     assert (result["abstained"], result["correct"], result["score"]) == ([False], [False], -2)
+
+
+# --- replies: the parser never raises ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "reply, answer, status",
+    [
+        ("Рим", "Рим", "answer"),
+        ("  Рим \n", "Рим", "answer"),
+        ("Ответ: Рим.", "Рим", "answer"),  # the marker, a final period
+        ("Думаю, это Лима.\nОтвет: Рим", "Рим", "answer"),  # the text after the last marker
+        ("ответ: Лима. ОТВЕТ : Рим", "Рим", "answer"),
+        ("**Ответ:** «Бульвар Сансет»", "Бульвар Сансет", "answer"),  # markdown emphasis, quotes
+        ('"Монгол Шуудан"', "Монгол Шуудан", "answer"),
+        ("`Рим`", "Рим", "answer"),
+        ("### Рим\nПотому что это столица.", "Рим", "answer"),  # first non-empty line, heading mark
+        ("\n\n  \n_Рим_", "Рим", "answer"),
+        ("и т.д.", "и т.д.", "answer"),  # an abbreviation keeps its period (one token with it)
+        ("А.С. Пушкин.", "А.С. Пушкин", "answer"),
+        ('{"answer": "Ри', '{"answer": "Ри', "answer"),  # broken JSON is text: a (wrong) answer
+        ("?!", "?!", "answer"),  # no word: a wrong answer, not an abstention
+        ("", "", "abstained"),
+        (" \t\n ", "", "abstained"),
+        ("Ответ:", "", "abstained"),
+        ("****", "", "abstained"),
+        ("Пас", "", "abstained"),
+        ("Ответ: пас.", "", "abstained"),
+        ("Не знаю!", "", "abstained"),
+        ("**Я не знаю**", "", "abstained"),
+        ("Затрудняюсь ответить", "", "abstained"),
+        ("I don’t know.", "", "abstained"),
+        (None, "", "unparseable"),
+        (5, "", "unparseable"),
+        (["Рим"], "", "unparseable"),
+        (b"\xd0\xa0\xd0\xb8\xd0\xbc", "", "unparseable"),  # bytes are not a reply
+        ("Рим\ud800", "", "unparseable"),  # a lone surrogate: not Unicode text
+        ("\udfff", "", "unparseable"),
+    ],
+)
+def test_the_reply_parser(reply, answer, status):
+    assert task_api.parse_reply(reply) == (answer, status)
+
+
+def _garbage_rows():
+    answers = ["Рим", "Лима", "Рим", "Рим", "Канберра", "Рим", "Париж"]
+    return [{"question_id": i, "question_number": [1, 2, 3, 4, 5, 1, 2][i], "question": f"вопрос {i}",
+             "answer": answer, "topic": "СТОЛИЦЫ"} for i, answer in enumerate(answers)]
+
+
+def test_garbage_replies_give_finite_results_and_count_the_unparseable(metric):
+    rows = _garbage_rows()
+    result = metric.compute(predictions=GARBAGE, references=rows)
+    assert result["status"] == ["abstained", "abstained", "answer", "answer", "answer", "unparseable", "unparseable"]
+    assert result["correct"] == [False, False, False, True, False, False, False]
+    # values 1 2 3 4 5 1 2: 0, 0, -3 (10,000 characters), +4 (Рим), -5 (broken JSON), 0, 0
+    assert result["score"] == result["game_score"] == -4
+    assert result["max_score"] == 18
+    assert result["meteor"] == pytest.approx(by_hand(1, 1, 1, 1) / 7, abs=1e-12)
+    assert result["accuracy"] == pytest.approx(1 / 7)
+    assert (result["num_abstained"], result["num_unparseable"], result["num_wrong"]) == (4, 2, 2)
+    assert result["unparseable"] == pytest.approx(2 / 7) and result["abstention_rate"] == pytest.approx(4 / 7)
+    numbers = [v for v in result.values() if isinstance(v, float)]
+    assert numbers and all(math.isfinite(v) for v in numbers)
+
+
+def test_the_harness_scores_each_reply_as_the_metric_does(metric):
+    rows = _garbage_rows()
+    replies = [*GARBAGE, "бульвара Сансет"]
+    rows.append({**rows[0], "question_id": 7, "question_number": 4, "answer": "Бульвар Сансет"})
+    result = metric.compute(predictions=replies, references=rows)
+    per_example = [task_api.score(reply, row) for reply, row in zip(replies, rows, strict=True)]
+    assert [e["meteor"] for e in per_example] == result["meteor_per_example"]
+    assert [e["accuracy"] for e in per_example] == [float(c) for c in result["correct"]]
+    assert [e["abstained"] for e in per_example] == [float(a) for a in result["abstained"]]
+    assert [e["unparseable"] for e in per_example] == [float(s == "unparseable") for s in result["status"]]
+    metrics = task_api.TASKS["qahub_jeopardy"]["metrics"]
+    game_total = metrics["game_score"][0]([e["game_score"] for e in per_example])
+    assert game_total == result["score"] == -4 + 4
+    assert isinstance(game_total, float)
+
+
+def test_model_like_replies_score_the_same_in_the_metric_and_the_harness(metric, sample_rows):
+    rows = sample_rows["extended"]["train"].to_list()
+    answers = [row["answer"] for row in rows]
+    for seed in range(3):
+        model = replies(answers, seed=seed, garbage=0.3)
+        result = metric.compute(predictions=model, references=rows)
+        per_example = [task_api.score(reply, row) for reply, row in zip(model, rows, strict=True)]
+        assert [e["meteor"] for e in per_example] == result["meteor_per_example"]
+        assert task_api.total([e["game_score"] for e in per_example]) == result["game_score"]
+        assert sum(e["unparseable"] for e in per_example) == result["num_unparseable"]
+        assert sum(e["abstained"] for e in per_example) == result["num_abstained"]
+
+
+# --- references: the builder's rows as they are --------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sample_rows(tmp_path_factory):
+    from qahub.testing import build
+
+    cache = tmp_path_factory.mktemp("cache")
+    return {config: build("jeopardy", config, SAMPLE, cache) for config in ("extended", "qa")}
+
+
+def _sample_predictions():
+    records = json.loads((SAMPLE / "predictions.json").read_text(encoding="utf-8"))
+    return [r["prediction"] for r in records], [r["confidence"] for r in records]
+
+
+def test_extended_rows_give_the_game_score_from_question_number(metric, sample_rows):
+    dataset = sample_rows["extended"]["train"]
+    predictions, confidences = _sample_predictions()
+    for references in (dataset, dataset.to_list()):  # a Dataset, or a list of row dicts
+        result = metric.compute(predictions=predictions, references=references, confidences=confidences,
+                                confidence_threshold=0.3)
+        assert (result["score"], result["max_score"]) == (15, 30)  # as the command line gives (test below)
+        assert (result["num_correct"], result["num_wrong"], result["num_abstained"]) == (7, 1, 2)
+    overridden = metric.compute(predictions=predictions, references=dataset, question_numbers=[1] * 10,
+                                confidences=confidences, confidence_threshold=0.3)
+    assert (overridden["score"], overridden["max_score"]) == (7 - 1, 10)
+
+
+def test_qa_rows_have_no_game_score_unless_question_numbers_are_given(metric, sample_rows):
+    validation = sample_rows["qa"]["validation"]
+    assert validation.column_names == ["question", "answer"]
+    golds = validation["answer"]
+    result = metric.compute(predictions=golds, references=validation)
+    assert "score" not in result and result["num_correct"] == len(golds) == 4
+    numbered = metric.compute(predictions=["Пас", *golds[1:]], references=validation, question_numbers=[1, 2, 3, 4])
+    assert (numbered["score"], numbered["max_score"], numbered["num_abstained"]) == (2 + 3 + 4, 10, 1)
+
+
+def test_a_dataset_without_an_answer_column_is_an_error(metric, sample_rows):
+    dataset = sample_rows["extended"]["train"].remove_columns("answer")
+    with pytest.raises(ValueError, match=r"references: the dataset has no 'answer' column \(columns: question_id, "):
+        metric.compute(predictions=[""] * len(dataset), references=dataset)
+
+
+# --- the lm-evaluation-harness task ---------------------------------------------------------------------------
+
+
+def test_the_task_definition():
+    task = task_api.TASKS["qahub_jeopardy"]
+    assert task["configs"] == ["extended", "qa"] and task["splits"] == ["validation", "train"]
+    assert task["fewshot_split"] == "train" and task["until"] == ["\n"]
+    assert {name: spec[1] for name, spec in task["metrics"].items()} == {
+        "meteor": True, "accuracy": True, "game_score": True, "abstained": False, "unparseable": False}
+    assert [spec[0] for spec in task["metrics"].values()] == ["mean", "mean", task_api.total, "mean", "mean"]
+    assert task_api.total([]) == 0.0 and task_api.total([3.0, -2.0]) == 1.0
+
+
+def test_the_prompt_says_how_to_answer_and_abstain(sample_rows):
+    row = sample_rows["extended"]["train"][0]
+    text = task_api.prompt(row)
+    assert "«Ответ: <краткий ответ>»" in text and "«Ответ: Пас»" in text
+    assert text.endswith(f"Тема: СТОЛИЦЫ\nСтоимость вопроса: 1\nВопрос: {row['question']}\nОтвет:")
+    qa_text = task_api.prompt(sample_rows["qa"]["validation"][0])
+    assert "Тема" not in qa_text and "Стоимость" not in qa_text and qa_text.endswith("\nОтвет:")
+    assert task_api.target({"answer": "Рим\nи Ватикан"}) == "Рим и Ватикан"  # never the stop sequence
+
+
+@pytest.mark.parametrize("config, split", [("extended", "train"), ("qa", "validation"), ("qa", "train")])
+def test_an_oracle_replying_the_target_gets_the_top_score(metric, sample_rows, config, split):
+    rows = list(sample_rows[config][split])
+    task = task_api.TASKS["qahub_jeopardy"]
+    scores = [task["score"](task["target"](row), row) for row in rows]
+    assert all(task["usable"](row) and "\n" not in task["target"](row) for row in rows)
+    assert [s["accuracy"] for s in scores] == [1.0] * len(rows)
+    assert [s["game_score"] for s in scores] == [float(row.get("question_number", 1)) for row in rows]
+    golds = [row["answer"] for row in rows]
+    top = metric.compute(predictions=golds, references=golds)["meteor_per_example"]  # gold against itself
+    assert [s["meteor"] for s in scores] == top
+    assert sum(s["abstained"] + s["unparseable"] for s in scores) == 0
+
+
+def test_chat_style_replies_score_as_the_bare_target(sample_rows):
+    row = sample_rows["extended"]["train"][7]  # Бульвар Сансет, value 3
+    bare = task_api.score(task_api.target(row), row)
+    for reply in [" Бульвар Сансет", "Ответ: Бульвар Сансет", "**Ответ:** «Бульвар Сансет».", "Ответ: бульвара Сансет"]:
+        assert task_api.score(reply, row) == bare == {
+            "meteor": by_hand(2, 2, 2, 1), "accuracy": 1.0, "game_score": 3.0, "abstained": 0.0, "unparseable": 0.0}
+    assert task_api.score("Ответ: Пас", row) == {
+        "meteor": 0.0, "accuracy": 0.0, "game_score": 0.0, "abstained": 1.0, "unparseable": 0.0}
+    assert task_api.score("Ответ: Бродвей", row)["game_score"] == -3.0
+
+
+def test_the_task_names_its_resources():
+    used = task_api.resources()
+    assert used["threshold"] == THRESHOLD and "pymorphy3" in used["preprocessing"]
+    assert used["tokenizer"].startswith("spacy-blank-ru" if spacy else "regex")
 
 
 def test_metric_loads_offline_without_qahub_or_nltk_data(tmp_path):
@@ -359,6 +569,16 @@ def test_every_real_validation_answer_is_correct_against_itself(metric):
 
 
 @needs_real
+def test_an_oracle_gets_the_top_score_on_every_real_validation_answer():
+    docs = [{"question": "?", "answer": answer} for answer in _real_answers()]
+    scorer = task_api.meteor()
+    scores = [task_api.score(task_api.target(doc), doc) for doc in docs]
+    assert [s["meteor"] for s in scores] == [scorer.score(d["answer"], d["answer"]) for d in docs]
+    assert sum(s["accuracy"] for s in scores) == len(docs) == 3376
+    assert sum(s["game_score"] for s in scores) == 3376  # qa rows: each question is worth 1
+
+
+@needs_real
 def test_official_notebook_score_when_the_extended_file_is_present():
     if not (REAL / EXTENDED).is_file():
         pytest.skip(f"{EXTENDED} is not in ../shared/data/jeopardy (too large to mirror)")
@@ -437,33 +657,48 @@ def test_cli_unreadable_predictions_name_the_file_and_line(tmp_path, name, data,
         _run(predictions=preds, references=SAMPLE / EXTENDED, missing="skip")
 
 
+HEADER = "QuestionID\tQuestionNumber\tQuestionText\tAnswer\tTopic\tSource\tAuthor Full Name\tTourName\tTourLink\n"
+
+
+def _extended(*rows):
+    """An upstream extended table: ``rows`` of (id, number, answer) and placeholder text columns."""
+    return HEADER + "".join(f"{qid}\t{number}\tвопрос\t{answer}\tТЕМА\tNone\tNone\tNone\tNone\n"
+                            for qid, number, answer in rows)
+
+
 def test_cli_unreadable_references_name_the_file_and_line(tmp_path):
     preds = tmp_path / "p.json"
     preds.write_text('{"0": "Рим"}', encoding="utf-8")
-    refs = tmp_path / "refs.tsv"
-    refs.write_bytes("QuestionID\tQuestionNumber\tAnswer\n0\t1\tРим\n".encode("cp1251"))
-    with pytest.raises(ValueError, match=r"refs\.tsv: line 2: not UTF-8 text"):
+    refs = tmp_path / "refs.tsv"  # any name: the file is built as the builder's extended table
+    refs.write_bytes(_extended((0, 1, "Рим")).encode("cp1251"))
+    with pytest.raises(ValueError, match=r"refs\.tsv: record line 2: not UTF-8 text"):
         _run(predictions=preds, references=refs)
     refs.write_text('QuestionText,Answer\n"q,Рим\n', encoding="utf-8")
-    with pytest.raises(ValueError, match=r"refs\.tsv: line 2: malformed CSV \(unexpected end of data\)"):
+    with pytest.raises(ValueError, match=r"refs\.tsv: record line 2: malformed CSV \(unexpected end of data\)"):
         _run(predictions=preds, references=refs)
-    refs.write_text("QuestionID\tQuestionNumber\tAnswer\n0\t1\tРим\n1\t2\n", encoding="utf-8")
-    with pytest.raises(ValueError, match=r"refs\.tsv: line 3: expected 3 columns"):
+    refs.write_text(_extended((0, 1, "Рим")) + "1\t2\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"refs\.tsv: record line 3: expected 9 columns, got 2"):
+        _run(predictions=preds, references=refs)
+    refs.write_text(_extended((0, 1, "Рим"), (0, 2, "Лима")), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"refs\.tsv: record line 3: duplicate QuestionID 0"):
         _run(predictions=preds, references=refs)
 
 
 @pytest.mark.parametrize(
     "number, expected",
-    [("2.0", 2), ("2", 2), ("2.5", None), ("nan", None), ("inf", None), ("1e400", None), ("x", None)],
+    [("2", 2), ("-0", 0), ("2.0", None), ("2.5", None), ("nan", None), ("inf", None), ("1e400", None), ("x", None)],
 )
-def test_cli_question_numbers_like_the_metric(tmp_path, number, expected):
+def test_cli_question_numbers_are_read_by_the_builder(tmp_path, number, expected):
     refs = tmp_path / "refs.tsv"
-    refs.write_text(f"QuestionID\tQuestionNumber\tAnswer\n0\t{number}\tРим\n", encoding="utf-8")
+    refs.write_text(_extended((0, number, "Рим")), encoding="utf-8")
     preds = tmp_path / "p.json"
     preds.write_text('{"0": "Рим"}', encoding="utf-8")
     if expected is None:
-        with pytest.raises(ValueError, match=rf"refs\.tsv: line 2: question number must be an integer, got '{number}'"):
+        with pytest.raises(ValueError, match=rf"refs\.tsv: record line 2: question_number must be an integer, got '{number}'"):
             _run(predictions=preds, references=refs)
+    elif expected == 0:
+        with pytest.warns(UserWarning, match=r"refs\.tsv: 1 row\(s\) with a QuestionNumber outside 1-5, kept as given"):
+            assert _run(predictions=preds, references=refs)["score"] == expected
     else:
         assert _run(predictions=preds, references=refs)["score"] == expected
 
@@ -506,7 +741,6 @@ def test_cli_json_and_jsonl(tmp_path):
     "predictions, message",
     [
         ('[{"question_id": 99, "prediction": "Рим"}]', r"preds\.json: 1 prediction id\(s\) not in .*refs\.jsonl: 99"),
-        ('[{"question_id": 10, "prediction": 3}]', r"preds\.json: record 0: question 10: the prediction must be a string"),
         ('[{"question_id": 10, "prediction": "a"}, {"id": 10, "answer": "b"}]', r"record 1: duplicate prediction .* 10"),
         ('[{"prediction": "a"}]', r"record 0: no question id"),
         ("[1, 2", r"preds\.json: not valid JSON"),
@@ -521,6 +755,35 @@ def test_cli_bad_predictions_name_the_file_and_record(tmp_path, predictions, mes
         _run(predictions=preds, references=refs)
 
 
+def test_cli_replies_of_any_json_type_are_counted_not_refused(tmp_path):
+    refs = tmp_path / "refs.jsonl"
+    refs.write_text('{"question_id": 10, "answer": "Рим", "question_number": 2}\n'
+                    '{"question_id": 11, "answer": "Лима", "question_number": 3}\n'
+                    '{"question_id": 12, "answer": "Париж", "question_number": 4}\n', encoding="utf-8")
+    preds = tmp_path / "preds.json"
+    preds.write_text('[{"question_id": 10, "prediction": 3}, {"id": 11, "answer": "Ответ: **Лима**"},'
+                     ' {"id": 12, "answer": {"x": 1}}]', encoding="utf-8")
+    result = _run(predictions=preds, references=refs, per_example=True)
+    assert [e["status"] for e in result["examples"]] == ["unparseable", "answer", "unparseable"]
+    assert (result["score"], result["num_unparseable"], result["examples"][1]["answer"]) == (3, 2, "Лима")
+
+
+def test_cli_reads_an_exported_folder_and_a_folder_of_upstream_files(tmp_path):
+    from qahub.export import export
+
+    out = tmp_path / "export"
+    export("jeopardy", out, data_dir=SAMPLE, cache_dir=str(tmp_path / "cache"))
+    preds = tmp_path / "p.json"
+    preds.write_text(json.dumps({"0": "Париж", "2": "Ответ: бульвара Сансет"}, ensure_ascii=False), encoding="utf-8")
+    for folder in (out, SAMPLE):  # qa validation: Париж, Канберра, Бульвар Сансет, "Бейкер-стрит, Лондон"
+        result = _run(predictions=preds, references=folder, config="qa", split="validation", missing="skip")
+        assert (result["num_questions"], result["num_correct"], "score" in result) == (2, 2, False)
+    extended = _run(predictions=SAMPLE / "predictions.json", references=out, confidence_threshold=0.3)
+    assert extended["score"] == 15  # config extended, its only split (train)
+    with pytest.raises(ValueError, match=r"config qa has no split 'test' \(splits: "):
+        _run(predictions=preds, references=out, config="qa", split="test")
+
+
 def test_cli_needs_confidences_for_a_confidence_threshold(tmp_path):
     preds = tmp_path / "preds.json"
     preds.write_text('{"0": "Рим"}', encoding="utf-8")
@@ -533,7 +796,7 @@ def test_cli_empty_gold_answer_is_an_error(tmp_path):
     refs.write_text("QuestionText,Answer\nq0,\n", encoding="utf-8")
     preds = tmp_path / "preds.json"
     preds.write_text('{"0": "Рим"}', encoding="utf-8")
-    with pytest.raises(ValueError, match=r"refs\.csv: line 2: question 0: the gold answer is missing or empty"):
+    with pytest.raises(ValueError, match=r"refs\.csv: question 0: the gold answer is missing or empty \(None\)"):
         _run(predictions=preds, references=refs)
 
 
@@ -542,7 +805,7 @@ def test_cli_reference_table_without_answer_column_is_an_error(tmp_path):
     refs.write_text("QuestionID\tQuestionNumber\tQuestionText\n0\t1\tq\n", encoding="utf-8")
     preds = tmp_path / "preds.json"
     preds.write_text('{"0": "Рим"}', encoding="utf-8")
-    with pytest.raises(ValueError, match=r"refs\.csv: line 1: the header has QuestionID but not Answer"):
+    with pytest.raises(ValueError, match=r"refs\.csv: record line 1: expected the tab-separated header"):
         _run(predictions=preds, references=refs)
 
 
@@ -556,10 +819,17 @@ def test_qahub_evaluate_command_prints_and_writes_json(tmp_path, capsys):
     assert printed["score"] == 15
 
 
-def test_demo_json_runs_the_sample_evaluation(capsys):
+def test_demo_json_runs_the_sample_evaluations(capsys):
     spec = json.loads((SAMPLE / "demo.json").read_text(encoding="utf-8"))
-    (argv,) = spec["evaluate"]
-    argv = [arg.replace("{sample}", str(SAMPLE)) for arg in argv]
-    assert Path(argv[argv.index("--predictions") + 1]).is_file()
-    assert cli.main(["--quiet", "evaluate", *argv]) == 0
-    assert json.loads(capsys.readouterr().out)["num_questions"] == 10
+    results = []
+    for argv in spec["evaluate"]:
+        argv = [arg.replace("{sample}", str(SAMPLE)) for arg in argv]
+        assert Path(argv[argv.index("--predictions") + 1]).is_file()
+        assert cli.main(["--quiet", "evaluate", *argv]) == 0
+        results.append(json.loads(capsys.readouterr().out))
+    assert (results[0]["num_questions"], results[0]["score"]) == (10, 15)
+    # chat-model replies to the qa validation rows: Париж, Канберра, бульвара Сансет correct; null
+    replies = results[1]
+    assert [e["status"] for e in replies["examples"]] == ["answer"] * 3 + ["unparseable"]
+    assert [e["answer"] for e in replies["examples"][:3]] == ["Париж", "Канберра", "бульвара Сансет"]
+    assert (replies["num_correct"], replies["num_unparseable"], "score" in replies) == (3, 1, False)

@@ -1,21 +1,8 @@
-"""Input checks and the Jeopardy! game score for ``jeopardy_meteor``."""
+"""Checks of the numeric inputs of ``jeopardy_meteor``: question numbers (values), confidences, thresholds."""
 
 import math
 import numbers
 import warnings
-
-
-def check_texts(predictions, references):
-    if len(predictions) != len(references):
-        raise ValueError(f"got {len(predictions)} predictions for {len(references)} references")
-    for index, prediction in enumerate(predictions):
-        if prediction is not None and not isinstance(prediction, str):
-            raise TypeError(f"prediction {index}: expected a string or None, got {type(prediction).__name__} {prediction!r}")
-    for index, reference in enumerate(references):
-        if not isinstance(reference, str):
-            raise TypeError(f"reference {index}: expected a string, got {type(reference).__name__} {reference!r}")
-        if not reference.strip():
-            raise ValueError(f"reference {index}: the gold answer is empty")
 
 
 def check_number(name, value):
@@ -27,21 +14,20 @@ def check_number(name, value):
     return value
 
 
-def abstentions(predictions, confidences=None, confidence_threshold=None):
-    """True where the system abstains: no prediction, a blank one, or a confidence below the threshold."""
+def low_confidence(count, confidences=None, confidence_threshold=None):
+    """Per question, True where the confidence is below the threshold (the system abstains)."""
     if (confidences is None) != (confidence_threshold is None):
         raise ValueError("confidences and confidence_threshold go together: give both or neither")
-    flags = [prediction is None or not prediction.strip() for prediction in predictions]
     if confidences is None:
-        return flags
+        return [False] * count
     check_number("confidence_threshold", confidence_threshold)
     confidences = list(confidences)
-    if len(confidences) != len(predictions):
-        raise ValueError(f"got {len(confidences)} confidences for {len(predictions)} predictions")
+    if len(confidences) != count:
+        raise ValueError(f"got {len(confidences)} confidences for {count} predictions")
     for index, confidence in enumerate(confidences):
         if not _is_real(confidence):
             raise TypeError(f"confidence {index}: expected a number, got {confidence!r}")
-    return [flag or confidence < confidence_threshold for flag, confidence in zip(flags, confidences, strict=True)]
+    return [confidence < confidence_threshold for confidence in confidences]
 
 
 def checked_numbers(question_numbers, count, multiplier=1):
@@ -72,11 +58,6 @@ def _integral(index, number):
         if float(number).is_integer():
             return int(number)
     raise TypeError(f"question number {index}: expected an integer, got {type(number).__name__} {number!r}")
-
-
-def game_score(values, correct, abstained):
-    """+value for a correct answer, -value for a wrong one, 0 for an abstention."""
-    return sum(0 if skip else (value if right else -value) for value, right, skip in zip(values, correct, abstained, strict=True))
 
 
 def _is_real(value):

@@ -3,9 +3,22 @@
 import datasets
 import evaluate
 
-from .game import abstentions, check_number, check_texts, checked_numbers, game_score, question_values
+from .examples import score_example
+from .game import check_number, checked_numbers, low_confidence, question_values
+from .references import (
+    decode_reference,
+    decode_reply,
+    encode_reference,
+    encode_reply,
+    read_references,
+    row_numbers,
+)
+from .replies import UNPARSEABLE, parse_reply
 from .russian_meteor import ORDERS, THRESHOLD, shared
 from .spacy_like import TOKENIZERS
+from .task_api import TASKS
+
+__all__ = ["JeopardyMeteor", "TASKS", "parse_reply", "score_answers"]
 
 _CITATION = """\
 @inproceedings{mikhalkova-khlyupin-2022-russian,
@@ -22,9 +35,14 @@ _CITATION = """\
 _DESCRIPTION = """\
 The evaluation of the Russian QA Jeopardy! ("Своя игра") data set, as its `evaluate_QA_system.ipynb` does it:
 both answers are tokenized as spaCy's Russian tokenizer does, without punctuation, and lemmatized (pymorphy3), METEOR is computed with NLTK's
-`meteor_score`, and an answer is correct when METEOR > 0.227743. With question numbers (a question's
-position 1-5 in its topic is its value) the game score adds the value of each correct answer, subtracts that
-of each wrong one and leaves abstentions (no answer, or a confidence below a threshold) at 0.
+`meteor_score`, and an answer is correct when METEOR > 0.227743. With question values (a question's number
+1-5 in its topic, the `question_number` of the builder's `extended` rows) the game score adds the value of each
+correct answer, subtracts that of each wrong one and leaves abstentions at 0.
+
+A prediction is a model's reply, read by a parser that never raises: the text after the last «Ответ:», its
+first non-empty line, without markdown emphasis, enclosing quotes or a final period. An empty reply or an
+abstention phrase («Пас», «не знаю», ...) is an abstention; None, a non-string or text with a lone surrogate
+is counted `unparseable` and scored as an abstention.
 
 By default METEOR is called as the notebook calls it, `meteor_score([prediction], gold)`: the prediction is
 NLTK's reference and the gold answer its hypothesis. `order="standard"` gives `meteor_score([gold],
@@ -33,10 +51,14 @@ prediction)`. No NLTK data is needed: WordNet is replaced by a stand-in with no 
 
 _KWARGS_DESCRIPTION = """
 Args:
-    predictions: list of answers (str); None or a blank string is an abstention.
-    references: list of gold answers (non-empty str).
+    predictions: list of replies, any objects: str replies are parsed (see above); None or a non-string is
+        unparseable (an abstention).
+    references: the gold answers: the builder's rows as `load_dataset(...)[split]` yields them (a
+        `datasets.Dataset` or a list of dicts with `answer`, and `question_number` in the `extended` config),
+        or plain gold strings (non-empty).
     question_numbers: optional list of int (or integral floats such as 2.0), each question's number in its
-        topic (1-5): its value. Numbers outside 1-5 warn and are scored as given.
+        topic (1-5): its value. Default: the rows' `question_number` when the rows have one. Numbers outside
+        1-5 warn and are scored as given.
     confidences: optional list of float; with `confidence_threshold`, an answer whose confidence is
         below the threshold is an abstention.
     confidence_threshold: optional float, see `confidences`.
@@ -49,22 +71,34 @@ Args:
 Returns:
     meteor: mean METEOR over all questions (an abstention counts 0),
     accuracy: correct answers / questions,
-    num_questions, num_answered, num_abstained, num_correct, num_wrong: counts,
-    score: the game score (only with `question_numbers`), max_score: the score if all were correct,
+    num_questions, num_answered, num_abstained, num_unparseable, num_correct, num_wrong: counts (an
+        unparseable reply is also an abstention),
+    abstention_rate, unparseable: num_abstained and num_unparseable / questions,
+    score (= game_score): the game score, the sum over questions (only with question values),
+    max_score: the score if all were correct,
     meteor_per_example: METEOR of each question (0.0 for an abstention),
     correct: per question, True when answered and METEOR > threshold,
     abstained: per question, True for an abstention,
+    status: per question, "answer", "abstained" or "unparseable"; answers: the answer read from each reply,
     order, threshold, tokenizer, preprocessing: what was computed.
 Examples:
     >>> metric = evaluate.load("jeopardy_meteor")
-    >>> results = metric.compute(predictions=["бульвара Сансет", "Рим", None],
+    >>> results = metric.compute(predictions=["Ответ: бульвара Сансет", "Рим.", "Пас"],
     ...                          references=["Бульвар Сансет", "Уругвай", "Танка"],
     ...                          question_numbers=[4, 2, 1])
     >>> results["correct"], results["score"], results["num_abstained"]
     ([True, False, False], 2, 1)
     >>> round(results["meteor_per_example"][0], 4)
     0.9375
+    >>> rows = [{"question_id": 7, "question_number": 3, "question": "Столица Италии.", "answer": "Рим"},
+    ...         {"question_id": 8, "question_number": 5, "question": "Столица Перу.", "answer": "Лима"}]
+    >>> results = metric.compute(predictions=["**Рим**", None], references=rows)
+    >>> results["score"], results["num_unparseable"], results["status"]
+    (3, 1, ['answer', 'unparseable'])
 """
+
+class _Stored(list):
+    """Predictions or references already in their stored (JSON) form: `compute` hands them to `add_batch`."""
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
@@ -74,6 +108,7 @@ class JeopardyMeteor(evaluate.Metric):
             description=_DESCRIPTION,
             citation=_CITATION,
             inputs_description=_KWARGS_DESCRIPTION,
+            # both stored as JSON text (see references.py): a reply may be any object, a reference a row
             features=datasets.Features(
                 {"predictions": datasets.Value("string"), "references": datasets.Value("string")}
             ),
@@ -85,73 +120,110 @@ class JeopardyMeteor(evaluate.Metric):
         """Score the predictions; every argument is checked before `evaluate` opens its cache file (an error
         raised later, in `_compute`, would leave that file locked and slow the next call down by a second)."""
         if predictions is not None and references is not None:
-            check_inputs(list(predictions), list(references), **kwargs)
+            replies, answers, numbers = check_inputs(predictions, references, **kwargs)
+            predictions, references = _stored(replies, answers, numbers)
         return super().compute(predictions=predictions, references=references, **kwargs)
 
     def add_batch(self, *, predictions=None, references=None, **kwargs):
-        """Add a batch of predictions (str or None) and references (str).
-
-        `evaluate` checks only the first prediction's type, so [None, "Рим"] would fail and ["Рим", 5] pass:
-        every text is checked here, with its index, and an abstention (None) is handed on as "".
-        """
-        if predictions is not None and references is not None:
-            predictions, references = list(predictions), list(references)
-            check_texts(predictions, references)
-            predictions = ["" if prediction is None else prediction for prediction in predictions]
+        """Add a batch of replies (any objects) and references (rows or gold strings), checked first."""
+        if predictions is not None and references is not None and not isinstance(references, _Stored):
+            predictions = list(predictions)
+            answers, numbers = read_references(references)
+            check_lengths(predictions, answers)
+            predictions, references = _stored(predictions, answers, numbers)
         return super().add_batch(predictions=predictions, references=references, **kwargs)
 
     def add(self, *, prediction=None, reference=None, **kwargs):
-        """Add one prediction (str or None) and its reference (str)."""
+        """Add one reply (any object) and its reference (a row or a gold string)."""
         if reference is not None:
-            check_texts([prediction], [reference])
-            prediction = "" if prediction is None else prediction
+            (answer,), (number,) = read_references([reference])
+            prediction, reference = encode_reply(prediction), encode_reference(answer, number)
         return super().add(prediction=prediction, reference=reference, **kwargs)
 
     def _compute(self, predictions, references, question_numbers=None, confidences=None,
                  confidence_threshold=None, order="official", threshold=THRESHOLD, value_multiplier=1,
                  tokenizer="auto"):
-        return score_answers(predictions, references, question_numbers, confidences, confidence_threshold,
-                             order, threshold, value_multiplier, tokenizer)
+        replies = [decode_reply(stored) for stored in predictions]
+        answers, numbers = zip(*map(decode_reference, references), strict=True) if references else ((), ())
+        return _score(replies, list(answers), list(numbers), question_numbers, confidences, confidence_threshold,
+                      order, threshold, value_multiplier, tokenizer)
+
+
+def _stored(replies, answers, numbers):
+    return (_Stored(map(encode_reply, replies)),
+            _Stored(encode_reference(answer, number) for answer, number in zip(answers, numbers, strict=True)))
+
+
+def check_lengths(predictions, answers):
+    if len(predictions) != len(answers):
+        raise ValueError(f"got {len(predictions)} predictions for {len(answers)} references")
 
 
 def check_inputs(predictions, references, question_numbers=None, confidences=None, confidence_threshold=None,
                  order="official", threshold=THRESHOLD, value_multiplier=1, tokenizer="auto"):
-    """Every documented error of `compute`, raised before any scoring."""
+    """Every documented error of `compute`, raised before any scoring; returns ``(replies, answers, numbers)``
+    (``numbers``: each row's question_number or None). Replies are never an error."""
     if order not in ORDERS:
         raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
     if tokenizer not in TOKENIZERS:
         raise ValueError(f"tokenizer must be one of {TOKENIZERS}, got {tokenizer!r}")
     check_number("threshold", threshold)
-    check_texts(predictions, references)
-    abstentions(predictions, confidences, confidence_threshold)
+    replies = list(predictions)
+    answers, numbers = read_references(references)
+    check_lengths(replies, answers)
+    low_confidence(len(replies), confidences, confidence_threshold)
     if question_numbers is not None:
-        checked_numbers(question_numbers, len(predictions), value_multiplier)
+        checked_numbers(question_numbers, len(replies), value_multiplier)
+    else:
+        row_numbers(numbers)
+    return replies, answers, numbers
 
 
 def score_answers(predictions, references, question_numbers=None, confidences=None, confidence_threshold=None,
                   order="official", threshold=THRESHOLD, value_multiplier=1, tokenizer="auto"):
     """The metric without `evaluate` around it (same arguments and result as `compute`)."""
-    predictions, references = list(predictions), list(references)
-    check_inputs(predictions, references, question_numbers, confidences, confidence_threshold, order, threshold,
-                 value_multiplier, tokenizer)
-    abstained = abstentions(predictions, confidences, confidence_threshold)
+    replies, answers, numbers = check_inputs(predictions, references, question_numbers, confidences,
+                                             confidence_threshold, order, threshold, value_multiplier, tokenizer)
+    return _score(replies, answers, numbers, question_numbers, confidences, confidence_threshold, order, threshold,
+                  value_multiplier, tokenizer)
+
+
+def _score(replies, answers, numbers, question_numbers, confidences, confidence_threshold, order, threshold,
+           value_multiplier, tokenizer):
+    total = len(replies)
+    skip = low_confidence(total, confidences, confidence_threshold)
+    if question_numbers is None:
+        question_numbers = row_numbers(numbers)
+    values = None if question_numbers is None else question_values(question_numbers, total, value_multiplier)
     meteor = shared(tokenizer)
-    scores = [0.0 if skip else meteor.score(pred, gold, order) for pred, gold, skip in zip(predictions, references, abstained, strict=True)]
-    correct = [not skip and value > threshold for value, skip in zip(scores, abstained, strict=True)]
-    total, num_correct, num_abstained = len(scores), sum(correct), sum(abstained)
-    result = {
-        "meteor": sum(scores) / total if total else 0.0,
+    examples = [score_example(reply, gold, None if values is None else values[i], meteor, order, threshold, skip[i])
+                for i, (reply, gold) in enumerate(zip(replies, answers, strict=True))]
+    result = _counts(examples, total)
+    if values is not None:
+        result["score"] = result["game_score"] = sum(example["game_score"] for example in examples)
+        result["max_score"] = sum(values)
+    result.update(
+        meteor_per_example=[e["meteor"] for e in examples], correct=[e["correct"] for e in examples],
+        abstained=[e["abstained"] for e in examples], status=[e["status"] for e in examples],
+        answers=[e["answer"] for e in examples],
+        order=order, threshold=threshold, tokenizer=meteor.tokenizer, preprocessing=meteor.description,
+    )
+    return result
+
+
+def _counts(examples, total):
+    num_correct = sum(e["correct"] for e in examples)
+    num_abstained = sum(e["abstained"] for e in examples)
+    num_unparseable = sum(e["status"] == UNPARSEABLE for e in examples)
+    return {
+        "meteor": sum(e["meteor"] for e in examples) / total if total else 0.0,
         "accuracy": num_correct / total if total else 0.0,
         "num_questions": total,
         "num_answered": total - num_abstained,
         "num_abstained": num_abstained,
+        "num_unparseable": num_unparseable,
         "num_correct": num_correct,
         "num_wrong": total - num_abstained - num_correct,
+        "abstention_rate": num_abstained / total if total else 0.0,
+        "unparseable": num_unparseable / total if total else 0.0,
     }
-    if question_numbers is not None:
-        values = question_values(question_numbers, total, value_multiplier)
-        result["score"] = game_score(values, correct, abstained)
-        result["max_score"] = sum(values)
-    result.update(meteor_per_example=scores, correct=correct, abstained=abstained,
-                  order=order, threshold=threshold, tokenizer=meteor.tokenizer, preprocessing=meteor.description)
-    return result

@@ -10,6 +10,8 @@ Lemmas, stems and pair scores are cached per process, so repeated answers cost o
 from .spacy_like import TOKENIZERS, tokenizer_for
 
 THRESHOLD = 0.227743
+_CACHED_LENGTH = 300  # texts up to this many characters keep their lemmas in the cache
+_CACHED_WORDS = 40  # pairs whose prediction has up to this many tokens keep their METEOR in the cache
 ORDERS = ("official", "standard")
 
 PREPROCESSING = (
@@ -72,7 +74,9 @@ class RussianMeteor:
         """Lemmas of ``text``: a tuple of strings (empty when it has no word)."""
         lemmas = self._texts.get(text)
         if lemmas is None:
-            lemmas = self._texts[text] = tuple(self.lemma(word) for word in self.tokenize(text))
+            lemmas = tuple(self.lemma(word) for word in self.tokenize(text))
+            if len(text) <= _CACHED_LENGTH:  # a model's long rambling is not worth keeping
+                self._texts[text] = lemmas
         return lemmas
 
     def score(self, prediction, gold, order="official"):
@@ -83,9 +87,9 @@ class RussianMeteor:
         key = (reference, hypothesis)
         value = self._pairs.get(key)
         if value is None:
-            value = self._pairs[key] = self._meteor_score(
-                [reference], hypothesis, stemmer=self._stemmer, wordnet=self._wordnet
-            )
+            value = self._meteor_score([reference], hypothesis, stemmer=self._stemmer, wordnet=self._wordnet)
+            if len(pred) <= _CACHED_WORDS:
+                self._pairs[key] = value
         return value
 
 

@@ -1,12 +1,16 @@
-"""``qahub evaluate jeopardy_meteor``: score Russian QA Jeopardy! answers, matched to gold answers by question id.
+"""``qahub evaluate jeopardy_meteor``: score Russian QA Jeopardy! replies, matched to gold answers by question id.
 
-References: the upstream tab-separated ``Russian_QA_Jeopardy_dataset_extended.csv`` (ids, question numbers);
-an upstream ``QuestionText,Answer`` file (the id of a question is its 0-based row, as in the DeepPavlov
-baseline's answer file); or JSON / JSONL records with ``question_id`` (or ``id``), ``answer`` and optionally
-``question_number`` (e.g. rows of the ``extended`` config).
+References are read as the builder's rows and handed to the metric as they are: an upstream file (the
+tab-separated ``Russian_QA_Jeopardy_dataset_extended.csv`` layout: ids and question numbers; or a
+``QuestionText,Answer`` file: the id of a question is its 0-based row, as in the DeepPavlov baseline's answer
+file) is built with the ``jeopardy`` builder; a folder is an export (``qahub export``, read with
+``datasets.load_dataset``) or a folder of upstream files, with ``--config`` and ``--split``; JSON / JSONL
+records with ``question_id`` (or ``id``), ``answer`` and optionally ``question_number`` (e.g. rows of the
+``extended`` config) are read as rows.
 Predictions: CSV with a header (``question_id``/``id``, ``prediction``/``answer``, optional ``confidence``),
-a header-less ``id,answer`` CSV (the upstream ``deeppavlov_0_99_answers.csv``), JSON ``{id: answer}``, or
-JSON / JSONL records with those keys. A null or empty prediction is an abstention.
+a header-less ``id,answer`` CSV (the upstream ``deeppavlov_0_99_answers.csv``), JSON ``{id: reply}``, or
+JSON / JSONL records with those keys. A prediction is a model's reply, read by the metric's reply parser: a
+null or non-string one is counted unparseable and scored as an abstention; an empty one is an abstention.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import csv
 import io
 import json
 import math
+import warnings
 from pathlib import Path
 
 HELP = "Russian QA Jeopardy!: METEOR correctness (official recipe), accuracy and the game score"
@@ -26,7 +31,11 @@ ANSWER_KEYS = ("prediction", "answer", "Answer")
 
 def add_arguments(parser):
     parser.add_argument("--predictions", required=True, help="predictions file (.csv, .json or .jsonl)")
-    parser.add_argument("--references", required=True, help="gold answers (.csv/.tsv upstream file, .json or .jsonl)")
+    parser.add_argument("--references", required=True,
+                        help="gold answers: an upstream .csv/.tsv file, .json or .jsonl rows, or a folder (an export "
+                             "or upstream files, with --config and --split)")
+    parser.add_argument("--config", choices=["extended", "qa"], help="config of a --references folder (default extended)")
+    parser.add_argument("--split", help="split of a --references folder (default: validation, else train)")
     parser.add_argument("--order", choices=["official", "standard"], default="official",
                         help="official: meteor_score([prediction], gold) as the notebook; standard: the reverse")
     parser.add_argument("--threshold", type=finite_float, default=0.227743,
@@ -45,38 +54,43 @@ def add_arguments(parser):
 def run(args) -> dict:
     from qahub import registry
 
-    references = read_references(Path(args.references))
+    references = read_references(Path(args.references), args.config, args.split)
     predictions = read_predictions(Path(args.predictions))
     ids = match(predictions, references, args.predictions, args.references, args.missing)
     inputs = _inputs(ids, predictions, references, args)
     result = registry.load_metric("jeopardy_meteor").compute(**inputs)
-    per_example = {key: result.pop(key) for key in ("meteor_per_example", "correct", "abstained")}
+    per_example = {key: result.pop(key) for key in PER_EXAMPLE}
     result["num_references_without_prediction"] = len(references) - len(predictions)
     result["missing"] = args.missing
     if args.per_example:
         result["examples"] = [
-            {"question_id": qid, "meteor": m, "correct": c, "abstained": a}
-            for qid, m, c, a in zip(ids, *per_example.values(), strict=True)
+            {"question_id": qid, **{name: values[i] for name, values in zip(EXAMPLE_FIELDS, per_example.values(),
+                                                                             strict=True)}}
+            for i, qid in enumerate(ids)
         ]
     return result
 
 
+PER_EXAMPLE = ("meteor_per_example", "correct", "abstained", "status", "answers")
+EXAMPLE_FIELDS = ("meteor", "correct", "abstained", "status", "answer")
+
+
 def _inputs(ids, predictions, references, args):
-    no_prediction = {"prediction": None, "confidence": None}
+    no_prediction = {"prediction": "", "confidence": None}  # --missing abstain: an empty reply abstains
     chosen = [predictions.get(qid, no_prediction) for qid in ids]
+    rows = [references[qid] for qid in ids]
+    if not all("question_number" in row for row in rows):  # a game score only when every question has a value
+        rows = [{key: value for key, value in row.items() if key != "question_number"} for row in rows]
     inputs = {
         "predictions": [p["prediction"] for p in chosen],
-        "references": [references[qid]["answer"] for qid in ids],
+        "references": rows,
         "order": args.order,
         "threshold": args.threshold,
         "value_multiplier": _number(args.value_multiplier),
         "tokenizer": args.tokenizer,
     }
-    numbers = [references[qid].get("question_number") for qid in ids]
-    if ids and all(n is not None for n in numbers):
-        inputs["question_numbers"] = numbers
     if args.confidence_threshold is not None:
-        missing = [qid for qid, p in zip(ids, chosen, strict=True) if p["confidence"] is None and p["prediction"] is not None]
+        missing = [qid for qid, p in zip(ids, chosen, strict=True) if p["confidence"] is None and p["prediction"]]
         if missing:
             raise ValueError(f"{args.predictions}: --confidence-threshold needs a confidence for every prediction; "
                              f"none for id(s) {_some(missing)}")
@@ -120,22 +134,85 @@ def match(predictions, references, pred_path, ref_path, missing="error"):
     return [qid for qid in references if qid in predictions]
 
 
-def read_references(path: Path) -> dict:
-    """``{id: {"answer": str, "question_number": int | None}}`` in file order."""
+def read_references(path: Path, config=None, split=None) -> dict:
+    """``{id: row}`` in file order; a row has ``answer``, and ``question_number`` when the source has one."""
+    if path.is_dir():
+        return _row_ids(path, _folder_rows(path, config, split))
     if path.suffix.lower() in (".json", ".jsonl"):
         return _reference_records(path, [(r, None) for r in _json_records(path)])
-    rows, header = _table(path)
-    if "QuestionID" in header:
-        lacking = [name for name in ("QuestionNumber", "Answer") if name not in header]
-        if lacking:
-            raise ValueError(f"{path}: line 1: the header has QuestionID but not {', '.join(lacking)}")
-        records = [({"question_id": r["QuestionID"], "answer": r["Answer"], "question_number": r["QuestionNumber"]}, line)
-                   for line, r in rows]
-        return _reference_records(path, records)
-    if header[-1:] == ["Answer"]:
-        return _reference_records(path, [({"question_id": str(i), "answer": r["Answer"]}, line)
-                                         for i, (line, r) in enumerate(rows)])
-    raise ValueError(f"{path}: not a Jeopardy! answer table (header {header!r} has neither QuestionID nor Answer)")
+    return _row_ids(path, _upstream_rows(path))
+
+
+def _upstream_rows(path):
+    """The builder's rows of one upstream file, whatever its name: it is linked under the upstream name in a
+    temporary folder and built there; errors name ``path``."""
+    import tempfile
+
+    from qahub import load
+    from qahub.loaders import jeopardy
+
+    config = _upstream_config(path)
+    name, split = (jeopardy.EXTENDED, "train") if config == "extended" else (jeopardy.VALIDATION, "validation")
+    with tempfile.TemporaryDirectory(prefix="qahub-jeopardy-") as tmp:
+        link = Path(tmp, "data", name)
+        link.parent.mkdir()
+        link.symlink_to(path.resolve())
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                dataset = load("jeopardy", config, data_dir=link.parent, cache_dir=str(Path(tmp, "cache")),
+                               present_splits_only=True)[split]
+        except (ValueError, OSError) as err:
+            raise type(err)(str(err).replace(str(link), str(path))) from None
+        finally:
+            for warning in caught:  # the builder's warnings (question numbers outside 1-5) name the user's file
+                warnings.warn(str(warning.message).replace(str(link), str(path)), warning.category, stacklevel=2)
+        return _columns(dataset)
+
+
+def _upstream_config(path):
+    with open(path, "rb") as f:  # the header line only: the builder reports a file that is not UTF-8
+        first = f.readline(100_000).decode("utf-8", errors="replace").lstrip("\ufeff")
+    if "QuestionID" in first:
+        return "extended"
+    if first.replace(" ", "").rstrip("\r\n").endswith("Answer"):
+        return "qa"
+    raise ValueError(f"{path}: not a Jeopardy! answer table (header {first[:200]!r} has neither QuestionID nor Answer)")
+
+
+def _folder_rows(path, config, split):
+    """Rows of an exported folder (``datasets.load_dataset``) or of a folder of upstream files (the builder)."""
+    from qahub.loaders import jeopardy
+
+    config = config or "extended"
+    upstream = any((path / name).is_file() for name in (jeopardy.EXTENDED, jeopardy.TRAINING, jeopardy.VALIDATION))
+    if upstream:
+        from qahub import load
+
+        splits = load("jeopardy", config, data_dir=path, present_splits_only=True)
+    else:
+        import datasets
+
+        splits = datasets.load_dataset(str(path), config)
+    split = split or next((name for name in ("validation", "train") if name in splits), None)
+    if split not in splits:
+        raise ValueError(f"{path}: config {config} has no split {split!r} (splits: {', '.join(splits)})")
+    return _columns(splits[split])
+
+
+def _columns(dataset):
+    """The rows' fields the metric reads, as a list of dicts."""
+    wanted = [name for name in ("question_id", "question_number", "answer") if name in dataset.column_names]
+    return [dict(zip(wanted, values, strict=True)) for values in zip(*(dataset[n] for n in wanted), strict=True)]
+
+
+def _row_ids(path, rows):
+    """``{id: row}``: the id is ``question_id`` (``extended``) or the 0-based row (``qa``)."""
+    out = {str(row.get("question_id", index)): row for index, row in enumerate(rows)}
+    for qid, row in out.items():
+        if not isinstance(row["answer"], str) or not row["answer"].strip():
+            raise ValueError(f"{path}: question {qid}: the gold answer is missing or empty ({row['answer']!r})")
+    return out
 
 
 def _reference_records(path, records):
@@ -152,7 +229,9 @@ def _reference_records(path, records):
         if qid in out:
             raise ValueError(f"{where}: duplicate question id {qid}")
         number = record.get("question_number", record.get("QuestionNumber"))
-        out[qid] = {"answer": answer, "question_number": None if number is None else _integer(number, where)}
+        out[qid] = {"question_id": qid, "answer": answer}
+        if number is not None:
+            out[qid]["question_number"] = _integer(number, where)
     return out
 
 
@@ -198,27 +277,11 @@ def _prediction_records(path, records):
         key = next((k for k in ANSWER_KEYS if k in record), None)
         if key is None:
             raise ValueError(f"{where}: question {qid}: no prediction (one of {ANSWER_KEYS})")
-        prediction = record[key]
-        if prediction is not None and not isinstance(prediction, str):
-            raise ValueError(f"{where}: question {qid}: the prediction must be a string or null, got {prediction!r}")
+        prediction = record[key]  # any value: the metric's reply parser counts what is not text as unparseable
         if qid in out:
             raise ValueError(f"{where}: duplicate prediction for question id {qid}")
         out[qid] = {"prediction": prediction, "confidence": _confidence(record.get("confidence"), where)}
     return out
-
-
-def _table(path):
-    """``([(line, {column: value})], header)``; every row must have the header's columns."""
-    rows = _csv_rows(path)
-    if not rows:
-        raise ValueError(f"{path}: empty file (expected a header line)")
-    (_, header), out = rows[0], []
-    header = [name.replace(" ", "") for name in header]
-    for line, row in rows[1:]:
-        if len(row) != len(header):
-            raise ValueError(f"{path}: line {line}: expected {len(header)} columns ({header}), got {row!r}")
-        out.append((line, dict(zip(header, row, strict=True))))
-    return out, header
 
 
 def _csv_rows(path):

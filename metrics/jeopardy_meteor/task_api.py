@@ -1,0 +1,112 @@
+"""lm-evaluation-harness task for Russian QA Jeopardy! ("Своя игра"): question -> short answer in Russian.
+
+The generated lm-eval ``utils.py`` imports this module as ``qahub.metrics.jeopardy_meteor.task_api``; the
+`evaluate` metric scores each reply with the same ``score_example`` (``examples.py``).
+
+Per example: ``meteor`` (official order, 0 for an abstention), ``accuracy`` (1 when METEOR > 0.227743),
+``game_score`` (+value when correct, -value when wrong, 0 on abstention; the value is the row's
+``question_number``, or 1 for a ``qa`` row, which has none), ``abstained`` and ``unparseable`` (0/1).
+``game_score`` is aggregated as a sum (the game's total, as the official notebook prints it); the others as
+means.
+"""
+
+from .examples import score_example
+from .replies import parse_reply
+from .russian_meteor import THRESHOLD, shared
+
+TOKENIZER = "auto"  # spaCy's Russian tokenizer when installed, else the regex imitation: see resources()
+UNIT_VALUE = 1  # the value of a question whose row has no question_number (config `qa`)
+
+_INSTRUCTION = (
+    "Ответьте на вопрос викторины «Своя игра» одной строкой в формате «Ответ: <краткий ответ>»: только сам "
+    "ответ (слово, имя, название или число), без пояснений. За верный ответ стоимость вопроса прибавляется "
+    "к счёту, за неверный вычитается. Если не знаете ответа, напишите «Ответ: Пас»: счёт не изменится."
+)
+
+
+def prompt(doc):
+    """The instruction, topic and value when the row has them, the question, and «Ответ:» to continue."""
+    lines = [_INSTRUCTION]
+    if doc.get("topic"):
+        lines.append(f"Тема: {_one_line(doc['topic'])}")
+    if doc.get("question_number") is not None:
+        lines.append(f"Стоимость вопроса: {doc['question_number']}")
+    lines.append(f"Вопрос: {_one_line(doc['question'])}")
+    lines.append("Ответ:")
+    return "\n".join(lines)
+
+
+def target(doc):
+    """The gold answer as the prompt asks for it: the text after «Ответ:», on one line (lm-eval puts a space
+    between the prompt and the target)."""
+    return _one_line(doc["answer"])
+
+
+def _one_line(text):
+    text = str(text)
+    return " ".join(text.split()) if "\n" in text or "\r" in text else text
+
+
+def usable(doc):
+    answer = doc.get("answer")
+    return isinstance(answer, str) and bool(answer.strip())
+
+
+def value(doc):
+    number = doc.get("question_number")
+    return UNIT_VALUE if number is None else number
+
+
+def meteor():
+    """The process-wide scorer: tokenizer, pymorphy3 analyzer and caches are built once (russian_meteor.shared)."""
+    return shared(TOKENIZER)
+
+
+def score(reply, doc):
+    """Per-example values of every metric; never raises for any reply object."""
+    example = score_example(reply, doc["answer"], value(doc), meteor(), "official", THRESHOLD)
+    return {
+        "meteor": example["meteor"],
+        "accuracy": float(example["correct"]),
+        "game_score": float(example["game_score"]),
+        "abstained": float(example["abstained"]),
+        "unparseable": float(example["unparseable"]),
+    }
+
+
+def total(items):
+    """The game score of a run: the sum of the per-question scores (0.0 for no questions)."""
+    return float(sum(items))
+
+
+def resources():
+    """What the scores were computed with: tokenizer, lemmatizer, NLTK METEOR and its WordNet stand-in."""
+    scorer = meteor()
+    return {"tokenizer": scorer.tokenizer, "preprocessing": scorer.description, "threshold": THRESHOLD}
+
+
+TASKS = {
+    "qahub_jeopardy": {
+        "configs": ["extended", "qa"],
+        "splits": ["validation", "train"],  # extended has only train; qa has validation and train
+        # demonstrations from train when the evaluation split is another one (qa: validation); with extended
+        # the evaluation split is train itself, and the task generator then sets no few-shot split
+        "fewshot_split": "train",
+        "usable": usable,
+        "docs": None,
+        "prompt": prompt,
+        "target": target,
+        "until": ["\n"],
+        "max_gen_toks": 48,
+        "score": score,
+        "metrics": {
+            "meteor": ("mean", True),
+            "accuracy": ("mean", True),
+            "game_score": (total, True),
+            "abstained": ("mean", False),
+            "unparseable": ("mean", False),
+        },
+    },
+}
+
+__all__ = ["TASKS", "parse_reply", "prompt", "resources", "score", "target"]
