@@ -36,13 +36,12 @@ any_text = st.one_of(texts, texts, texts, long_texts, st.sampled_from(["", " ", 
 batches = st.lists(st.tuples(any_text, any_text, st.one_of(st.none(), any_text)), min_size=1, max_size=5)
 
 DOCUMENTED = re.compile(
-    r"topical_chat: no predictions to score|Predictions and/or references don't match the expected format"
-    r"|Mismatch in the number of predictions|topical_chat: knowledge|topical_chat: per_example must be True or False"
+    r"topical_chat: no predictions to score|topical_chat: \d+ predictions for \d+ references"
+    r"|topical_chat: knowledge|topical_chat: per_example must be True or False"
     r"|topical_chat: \d+ knowledge texts for \d+ predictions"
-    r"|topical_chat: (predictions|references)\[\d+\] must be a string, got "
-    r"|topical_chat: (predictions|references) must be a list of strings"
+    r"|topical_chat: references\[\d+\] must be a gold string, a conversation row"
+    r"|topical_chat: (predictions|references) must be a list \(or a Dataset\)"
 )
-
 
 def compute(metric, batch, **kwargs):
     predictions, references, knowledge = (list(column) for column in zip(*batch))
@@ -56,6 +55,7 @@ def assert_in_range(result, count):
     assert result["num_examples"] == count and 0 <= result["num_with_knowledge"] <= count
     assert (result["knowledge_f1"] is None) == (result["num_with_knowledge"] == 0)
     assert result["knowledge_f1"] is None or 0.0 <= result["knowledge_f1"] <= 1.0
+    assert 0 <= result["unparseable"] <= count and result["turns_without_prediction"] == 0
     for row in result["per_example"]:
         assert 0.0 <= row["f1"] <= 1.0 and 0.0 <= row["bleu"] <= 100.0
         assert row["knowledge_f1"] is None or 0.0 <= row["knowledge_f1"] <= 1.0
@@ -97,15 +97,79 @@ junk = st.one_of(st.none(), st.integers(), st.floats(allow_nan=False), st.binary
 
 
 @SETTINGS
-@given(batch=batches, where=st.sampled_from(["predictions", "references", "knowledge"]), index=st.integers(0, 7),
-       value=junk)
-def test_a_non_string_is_a_documented_error(metric, batch, where, index, value):
+@given(batch=batches, where=st.sampled_from(["references", "knowledge"]), index=st.integers(0, 7), value=junk)
+def test_a_non_string_reference_or_knowledge_is_a_documented_error(metric, batch, where, index, value):
     columns = dict(zip(("predictions", "references", "knowledge"), (list(c) for c in zip(*batch))))
     if where == "knowledge" and value is None:
         value = 3  # None is a valid knowledge entry
+    if where == "references" and isinstance(value, dict):
+        value = {"not": "a turn"}  # a dict with "turns" or "history"+"response" is a reference of another form
     columns[where][index % len(batch)] = value
     with pytest.raises(ValueError, match=DOCUMENTED):
         metric.compute(**columns)
+
+
+replies = st.one_of(any_text, junk, st.text(alphabet=st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF),
+                                            min_size=1, max_size=3),
+                    st.builds(lambda a, b: a + "\ud800" + b, texts, texts))
+
+
+def readable(reply):
+    return isinstance(reply, str) and not re.search("[\ud800-\udfff]", reply)
+
+
+@SETTINGS
+@given(pairs=st.lists(st.tuples(replies, any_text, st.one_of(st.none(), any_text)), min_size=1, max_size=6))
+def test_any_reply_is_scored_finite_and_unreadable_ones_counted(metric, pairs):
+    predictions, references, knowledge = (list(column) for column in zip(*pairs))
+    result = metric.compute(predictions=predictions, references=references, knowledge=knowledge, per_example=True)
+    assert_in_range(result, len(pairs))
+    assert result["unparseable"] == sum(not readable(reply) for reply in predictions)
+    for reply, row in zip(predictions, result["per_example"], strict=True):
+        if not readable(reply):
+            assert row["f1"] == 0.0 and row["knowledge_f1"] in (None, 0.0) and row["unparseable"] == 1
+
+
+@SETTINGS
+@given(pairs=st.lists(st.tuples(replies, any_text, st.one_of(st.none(), any_text)), min_size=1, max_size=6))
+def test_the_task_scorer_never_raises_and_aggregates_finite(pairs):
+    import math
+
+    from qahub.metrics.topical_chat import task_api
+
+    spec = task_api.TASKS["qahub_topical_chat"]
+    docs = [{"target": " ".join(gold.split()), "knowledge": k} for _, gold, k in pairs]
+    rows = [spec["score"](reply, doc) for (reply, _, _), doc in zip(pairs, docs, strict=True)]
+    for name, (how, _) in spec["metrics"].items():
+        values = [row[name] for row in rows]
+        value = math.fsum(values) / len(values) if how == "mean" else how(values)
+        assert isinstance(value, float) and math.isfinite(value), name
+
+
+messages = st.text(st.characters(blacklist_categories=["Cs", "Cc"]), max_size=30)
+conversation_rows = st.builds(
+    lambda cid, turns: {"conversation_id": cid, "turns": [
+        {"agent": i % 2, "message": m, "knowledge_source": ["FS1"]} for i, m in enumerate(turns)]},
+    st.text(min_size=1, max_size=5), st.lists(messages, min_size=1, max_size=6))
+
+
+@SETTINGS
+@given(rows=st.lists(conversation_rows, min_size=1, max_size=3, unique_by=lambda row: row["conversation_id"]),
+       seed=st.integers(0, 2**32 - 1))
+def test_rows_oracle_gets_f1_1_and_unscored_turns_are_counted(metric, rows, seed):
+    records = [{"conversation_id": row["conversation_id"], "turn_index": i, "response": turn["message"]}
+               for row in rows for i, turn in enumerate(row["turns"]) if i >= 1]
+    total = len(records)
+    random.Random(seed).shuffle(records)
+    records = records[:max(1, len(records) // 2)]
+    if not total:
+        with pytest.raises(ValueError, match=DOCUMENTED_ROWS):
+            metric.compute(predictions=[{"conversation_id": rows[0]["conversation_id"], "turn_index": 0,
+                                         "response": "x"}], references=rows)
+        return
+    result = metric.compute(predictions=records, references=rows, per_example=True)
+    assert result["f1"] == 1.0 and result["unparseable"] == 0
+    assert (result["reference_turns"], result["turns_without_prediction"]) == (total, total - len(records))
 
 
 @SETTINGS
@@ -122,12 +186,18 @@ def test_only_documented_exceptions(metric, predictions, references, knowledge, 
         assert DOCUMENTED.search(str(err)), str(err)
         return
     assert isinstance(per_example, bool) and predictions and len(predictions) == len(references)
+    assert all(isinstance(reference, str) for reference in references)
+    assert result["unparseable"] == predictions.count(None)
     assert_in_range(result | {"per_example": result.get("per_example", [])}, len(predictions))
+
+
+DOCUMENTED_ROWS = re.compile(r"topical_chat: \d+ predictions name turns the references do not have")
 
 
 def test_empty_and_whitespace_inputs(metric):
     result = metric.compute(predictions=["", " "], references=["", "\n"], knowledge=["", " "])
     assert (result["f1"], result["bleu"], result["distinct_1"], result["knowledge_f1"]) == (1.0, 0.0, 0.0, None)
+    assert result["unparseable"] == 0  # empty replies are read (empty responses), not unparseable
 
 
 # the builder

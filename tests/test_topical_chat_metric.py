@@ -11,6 +11,8 @@ from collections import Counter
 import evaluate
 import pytest
 from qahub.loaders._sources import SourceDataError
+from qahub.metrics.topical_chat import task_api
+from qahub.metrics.topical_chat.turns import turn_examples
 
 from qahub import registry
 from qahub.scoring import topical_chat as scoring
@@ -106,17 +108,188 @@ def test_metric_input_errors(metric):
 
 
 
-@pytest.mark.parametrize("value", [None, 0, 1.5, b"x", ["a"]])
-def test_every_prediction_and_reference_must_be_a_string(metric, value):
-    """evaluate checks the first example only: a later None crashed, a later number was scored as text."""
-    with pytest.raises(ValueError, match=rf"topical_chat: predictions\[1\] must be a string, got {re.escape(repr(value))}"):
-        metric.compute(predictions=["a", value], references=["a", "b"])
-    with pytest.raises(ValueError, match=r"topical_chat: references\[2\] must be a string"):
+@pytest.mark.parametrize("value", [None, 0, 1.5, b"x", ["a"], {"response": "a"}])
+def test_a_reply_that_is_not_a_string_is_unparseable_and_scored_0(metric, value):
+    result = metric.compute(predictions=["a b", value], references=["a b", "b"], per_example=True)
+    assert result["unparseable"] == 1 and result["num_examples"] == 2
+    assert [row["f1"] for row in result["per_example"]] == [1.0, 0.0]
+    assert [row["unparseable"] for row in result["per_example"]] == [0, 1]
+    metric.add(prediction=value, reference="a")
+    assert metric.compute()["unparseable"] == 1
+
+
+@pytest.mark.parametrize("value", [None, 0, 1.5, b"x", ["a"], {"x": 1}])
+def test_every_reference_must_be_of_a_known_form(metric, value):
+    with pytest.raises(ValueError, match=r"topical_chat: references\[2\] must be a gold string, a conversation row"):
         metric.add_batch(predictions=["a", "b", "c"], references=["a", "b", value])
-    with pytest.raises(ValueError, match=r"topical_chat: prediction\[0\] must be a string"):
-        metric.add(prediction=value, reference="a")
-    with pytest.raises(ValueError, match=r"topical_chat: predictions must be a list of strings, got str"):
+    with pytest.raises(ValueError, match=r"topical_chat: references\[0\] must be a gold string"):
+        metric.add(prediction="a", reference=value)
+    with pytest.raises(ValueError, match=r"topical_chat: predictions must be a list \(or a Dataset\), got str"):
         metric.compute(predictions="ab", references=["a", "b"])
+
+
+GARBAGE = ["", "   \n\t ", "word " * 2000, "# Title\n\n* **bold** `code`\n```json\n{}\n```", '{"response": "hi", [',
+           "\ud800 lone \udfff", None, 42, ["a list"]]
+
+
+def test_garbage_replies_give_finite_results_and_are_counted(metric):
+    gold = "I love jazz, do you like it?"
+    result = metric.compute(predictions=GARBAGE, references=[gold] * len(GARBAGE), knowledge=["jazz music"] * 9,
+                            per_example=True)
+    numbers = [result[k] for k in ("f1", "bleu", "distinct_1", "distinct_2", "knowledge_f1")]
+    assert all(math.isfinite(x) for x in numbers)
+    assert result["unparseable"] == 4  # the lone surrogates, None, 42, the list
+    assert [row["unparseable"] for row in result["per_example"]] == [0, 0, 0, 0, 0, 1, 1, 1, 1]
+    # no reply shares a token with the gold (i love jazz do you like it): every F1 is 0
+    assert [row["f1"] for row in result["per_example"]] == [0.0] * 9
+    assert result["f1"] == 0.0 and result["knowledge_f1"] == 0.0
+    # distinct over the readable replies: "word" 2000 times, the markdown tokens, the JSON tokens
+    assert 0.0 < result["distinct_1"] < 0.02
+
+
+def test_an_unparseable_reply_scores_0_even_against_an_empty_gold(metric):
+    result = metric.compute(predictions=["", None, "\ud800"], references=["...", "...", "the"], per_example=True)
+    assert [row["f1"] for row in result["per_example"]] == [1.0, 0.0, 0.0]  # "" vs "...": both empty, SQuAD's 1
+
+
+def test_replies_are_read_on_one_line_without_a_speaker_label(metric):
+    replies = ["agent_2: hi there", "**Agent 1:** hi there", "Agent 2 : hi there", "hi\n\nthere", "agent_2 hi there"]
+    result = metric.compute(predictions=replies, references=["hi there"] * 5, per_example=True)
+    # the last keeps "agent_2" (no colon): tokens agent_2 hi there vs hi there: P 2/3, R 1, F1 0.8
+    assert [row["f1"] for row in result["per_example"]] == [1.0, 1.0, 1.0, 1.0, pytest.approx(0.8)]
+    # a newline in the gold is a space: BLEU 100 for the same words
+    result = metric.compute(predictions=["one two three four five"], references=["one two\nthree  four five"])
+    assert result["bleu"] == 100.0
+
+
+# rows as references
+
+
+@pytest.fixture(scope="module")
+def sample_rows(tmp_path_factory):
+    import qahub
+
+    cache = str(tmp_path_factory.mktemp("tc_cache"))
+    conversations = qahub.load("topical_chat", "conversations", data_dir=str(SAMPLE), cache_dir=cache)
+    reading = qahub.load("topical_chat", "reading_sets", data_dir=str(SAMPLE), cache_dir=cache)
+    return conversations["test_freq"], reading["test_freq"]
+
+
+PREDICTIONS = json.loads((SAMPLE / "predictions.json").read_text(encoding="utf-8"))
+
+
+def test_conversation_rows_as_references_hand_worked(metric, sample_rows):
+    conversations, reading = sample_rows
+    result = metric.compute(predictions=PREDICTIONS, references=conversations, reading_sets=reading,
+                            per_example=True)
+    third = result["per_example"][2]
+    assert (third["conversation_id"], third["turn_index"]) == (CONV_C, 1)
+    # "i agree pizza should be crisp with tomatoes and cheese" (10 tokens) vs the turn (15 tokens): 8 in common
+    assert third["f1"] == pytest.approx(2 * (8 / 10) * (8 / 15) / (8 / 10 + 8 / 15))
+    # knowledge (agent_2, FS1: Pizza lead + 2 fun facts, 38 tokens): pizza with tomatoes and cheese in common
+    assert third["knowledge_f1"] == pytest.approx(2 * (5 / 10) * (5 / 38) / (5 / 10 + 5 / 38))
+    assert (result["num_examples"], result["num_with_knowledge"], result["unparseable"]) == (3, 3, 0)
+    assert (result["reference_turns"], result["turns_without_prediction"]) == (3, 0)
+    # a list of row dicts is the same as the Dataset
+    assert metric.compute(predictions=PREDICTIONS, references=list(conversations), reading_sets=list(reading),
+                          per_example=True) == result
+
+
+def test_rows_give_the_same_numbers_as_strings_with_knowledge(metric, sample_rows):
+    conversations, reading = sample_rows
+    by_id = {row["conversation_id"]: row for row in reading}
+    examples = {(e["conversation_id"], e["turn_index"]): e for row in conversations
+                for e in turn_examples(row, by_id[row["conversation_id"]])}
+    chosen = [examples[p["conversation_id"], p["turn_index"]] for p in PREDICTIONS]
+    replies = [p["response"] for p in PREDICTIONS]
+    rows = metric.compute(predictions=PREDICTIONS, references=conversations, reading_sets=reading)
+    strings = metric.compute(predictions=replies, references=[e["response"] for e in chosen],
+                             knowledge=[e["knowledge"] for e in chosen])
+    as_examples = metric.compute(predictions=replies, references=chosen)
+    assert strings == rows == as_examples
+
+
+def test_rows_without_reading_sets_have_no_knowledge(metric, sample_rows):
+    conversations, _ = sample_rows
+    result = metric.compute(predictions=PREDICTIONS[:1], references=conversations)
+    assert result["knowledge_f1"] is None and result["num_with_knowledge"] == 0
+    assert (result["reference_turns"], result["turns_without_prediction"]) == (3, 2)
+
+
+def test_prediction_records_keep_unparseable_responses(metric, sample_rows):
+    conversations, reading = sample_rows
+    records = [dict(p, response=value) for p, value in zip(PREDICTIONS, [None, "\ud800", 7], strict=True)]
+    result = metric.compute(predictions=records, references=conversations, reading_sets=reading)
+    assert (result["unparseable"], result["f1"], result["knowledge_f1"], result["bleu"]) == (3, 0.0, 0.0, 0.0)
+
+
+def test_rows_errors_name_the_records(metric, sample_rows):
+    conversations, reading = sample_rows
+    foreign = [{"conversation_id": "t_not_here", "turn_index": 1, "response": "hi"},
+               {"conversation_id": CONV_A, "turn_index": 0, "response": "hi"},
+               {"conversation_id": CONV_A, "turn_index": 9, "response": "hi"}]
+    with pytest.raises(ValueError, match=r"topical_chat: 3 predictions name turns the references do not have: "
+                                         r"predictions\[0\] \(conversation 't_not_here', turn 1\), predictions\[1\] "
+                                         rf"\(conversation '{CONV_A}', turn 0\), predictions\[2\]"):
+        metric.compute(predictions=foreign, references=conversations)
+    with pytest.raises(ValueError, match=rf"predictions\[1\]: a second prediction for turn 1 of '{CONV_A}'"):
+        metric.compute(predictions=[PREDICTIONS[0]] * 2, references=conversations)
+    with pytest.raises(ValueError, match=r"predictions\[0\] must be a record \{\"conversation_id\": str"):
+        metric.compute(predictions=["hi"], references=conversations)
+    with pytest.raises(ValueError, match=rf"references\[1\]: conversation '{CONV_A}' appears twice"):
+        metric.compute(predictions=PREDICTIONS[:1], references=[conversations[0]] * 2)
+    with pytest.raises(ValueError, match=rf"reading_sets has no row for conversation '{CONV_C}' \(references\[1\]\)"):
+        metric.compute(predictions=PREDICTIONS, references=conversations, reading_sets=list(reading)[:1])
+    broken = dict(conversations[0], turns=[dict(t) for t in conversations[0]["turns"]])
+    broken["turns"][2]["message"] = None
+    with pytest.raises(ValueError, match=rf"references\[0\] '{CONV_A}': turn 2: 'message' must be a string, got None"):
+        metric.compute(predictions=PREDICTIONS[:1], references=[broken])
+    with pytest.raises(ValueError, match=r"references\[1\] is a text but references\[0\] is a conversation"):
+        metric.compute(predictions=PREDICTIONS[:1], references=[conversations[0], "x"])
+    with pytest.raises(ValueError, match=r"knowledge= goes with gold strings"):
+        metric.compute(predictions=PREDICTIONS, references=conversations, knowledge=["x", "y", "z"])
+    with pytest.raises(ValueError, match=r"reading_sets= goes with conversation rows"):
+        metric.compute(predictions=["x"], references=["y"], reading_sets=reading)
+    with pytest.raises(ValueError, match=r"reading_sets\[0\] 't_\S+': 'agent_1' must be a dict or None, got str"):
+        metric.compute(predictions=PREDICTIONS, references=conversations,
+                       reading_sets=[dict(reading[0], agent_1="x")])
+
+
+def test_a_refused_input_leaves_no_cache_file(tmp_path):
+    metric = evaluate.load(str(registry.metric_dir("topical_chat")), cache_dir=str(tmp_path))
+    with pytest.raises(ValueError, match="predictions name turns"):
+        metric.compute(predictions=[{"conversation_id": "t_x", "turn_index": 1, "response": "a"}],
+                       references=[{"conversation_id": "t_y", "turns": []}])
+    assert [p for p in tmp_path.rglob("*") if p.suffix in (".arrow", ".lock")] == []
+
+
+def test_add_batch_pairs_records_across_batches(metric, sample_rows):
+    conversations, reading = sample_rows
+    metric.add_batch(predictions=PREDICTIONS[:2], references=[conversations[0]])
+    metric.add_batch(predictions=PREDICTIONS[2:], references=[conversations[1]])
+    assert metric.compute(reading_sets=reading) == metric.compute(predictions=PREDICTIONS, references=conversations,
+                                                                  reading_sets=reading)
+
+
+# turn examples
+
+
+def test_turn_examples_hand_checked(sample_rows):
+    conversations, reading = sample_rows
+    first, *_ = turn_examples(conversations[0], reading[0])
+    assert {k: first[k] for k in ("conversation_id", "turn_index", "agent", "response")} == {
+        "conversation_id": CONV_A, "turn_index": 1, "agent": "agent_2",
+        "response": "A rover found signs of water ice under the dust on Mars."}
+    assert first["history"] == [{"agent": "agent_1", "message": "Hello! Do you follow space news?"}]
+    mars = reading[0]["agent_2"]["FS1"]  # the turn's sources: AS1, FS1 (agent_2's reading set)
+    assert first["knowledge"] == " ".join([reading[0]["article"]["AS1"], mars["wiki_lead_section"],
+                                           *mars["fun_facts"]])
+    assert [e["turn_index"] for e in turn_examples(conversations[0])] == [1, 2]  # turn 0 is not an example
+    assert all(e["knowledge"] is None for e in turn_examples(conversations[0]))
+    personal = turn_examples({"conversation_id": "t", "turns": [
+        {"agent": "agent_1", "message": "a", "knowledge_source": []},
+        {"agent": 1, "message": "b", "knowledge_source": ["Personal Knowledge"]}]}, reading[0])
+    assert personal[0]["knowledge"] is None and personal[0]["agent"] == "agent_2"
 
 
 def test_docstring_example_runs(monkeypatch):
@@ -141,7 +314,7 @@ def test_readme_worked_examples_run(metric):
     test = doctest.DocTestParser().get_doctest("\n".join(blocks), {"metric": metric}, "README", None, 0)
     runner = doctest.DocTestRunner()
     runner.run(test)
-    assert runner.summarize(verbose=False) == doctest.TestResults(failed=0, attempted=5)
+    assert runner.summarize(verbose=False) == doctest.TestResults(failed=0, attempted=7)
 
 
 def test_metric_loads_without_qahub(tmp_path):
@@ -203,19 +376,25 @@ def test_scoring_pre_build_uses_lead_sections_only():
 def test_scoring_reports_turns_left_unscored_and_names_foreign_conversations(tmp_path):
     result = scoring.run(args())
     conversations = json.loads((SAMPLE / "conversations" / "test_freq.json").read_text(encoding="utf-8"))
-    turns = sum(len(c["content"]) for c in conversations.values())
-    assert result["reference_turns"] == turns
-    assert result["turns_without_prediction"] == turns - result["num_examples"]
+    turns = sum(len(c["content"]) - 1 for c in conversations.values())  # turn 0 of each is not an example
+    assert result["reference_turns"] == turns == 3
+    assert result["turns_without_prediction"] == turns - result["num_examples"] == 0
     path = tmp_path / "p.json"
-    path.write_text(json.dumps([{"conversation_id": "t_not_here", "turn_index": 0, "response": "hi"}]), encoding="utf-8")
-    with pytest.raises(scoring.PredictionsError, match=r"p\.json: record 0: conversation 't_not_here' is not in .*test_freq\.json"):
+    path.write_text(json.dumps([{"conversation_id": "t_not_here", "turn_index": 1, "response": "hi"}]), encoding="utf-8")
+    with pytest.raises(scoring.PredictionsError, match=r"p\.json against .*test_freq\.json: topical_chat: 1 predictions "
+                                                       r"name turns the references do not have: predictions\[0\] "
+                                                       r"\(conversation 't_not_here', turn 1\)"):
         scoring.run(args(predictions=str(path)))
+    path.write_text(json.dumps([{"conversation_id": CONV_A, "turn_index": 1, "response": None}]), encoding="utf-8")
+    result = scoring.run(args(predictions=str(path)))
+    assert (result["unparseable"], result["f1"], result["turns_without_prediction"]) == (1, 0.0, 2)
 
 
 def test_scoring_errors(tmp_path):
     path = tmp_path / "p.json"
     path.write_text(json.dumps([{"conversation_id": CONV_A, "turn_index": 7, "response": "hi"}]))
-    with pytest.raises(scoring.PredictionsError, match=rf"p\.json: record 0: conversation '{CONV_A}' has no turn 7"):
+    with pytest.raises(scoring.PredictionsError, match=rf"p\.json against .*: predictions\[0\] \(conversation '{CONV_A}', "
+                                                       r"turn 7\)"):
         scoring.run(args(predictions=str(path)))
     path.write_text(json.dumps([{"conversation_id": CONV_A, "turn_index": "1", "response": "hi"}]))
     with pytest.raises(scoring.PredictionsError, match=r"p\.json: record 0: expected"):
@@ -316,3 +495,123 @@ def test_real_data_matches_the_official_squad_f1_and_sacrebleu(tmp_path):
     bleu = sacrebleu.corpus_bleu([pred for pred, _, _, _ in pairs], [[gold for _, gold, _, _ in pairs]])
     assert result["bleu"] == bleu.score
     assert 0 < result["num_with_knowledge"] < len(pairs)
+
+
+# the lm-evaluation-harness task (task_api)
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """The sample exported twice: with the reading_sets config, and with conversations only."""
+    from qahub import export as export_mod
+
+    root = tmp_path_factory.mktemp("tc_export")
+    full, bare = root / "full", root / "bare"
+    export_mod.export("topical_chat", full, configs=["conversations", "reading_sets"], data_dir=str(SAMPLE),
+                      cache_dir=str(root / "cache"))
+    export_mod.export("topical_chat", bare, configs=["conversations"], data_dir=str(SAMPLE),
+                      cache_dir=str(root / "cache"))
+    return full, bare
+
+
+def task_docs(location, split="test_freq"):
+    import datasets
+
+    spec = task_api.TASKS["qahub_topical_chat"]
+    return list(spec["docs"](datasets.load_dataset(str(location), "conversations", split=split), str(location)))
+
+
+def aggregate(rows):
+    out = {}
+    for name, (how, _) in task_api.TASKS["qahub_topical_chat"]["metrics"].items():
+        values = [row[name] for row in rows]
+        out[name] = math.fsum(values) / len(values) if how == "mean" else how(values)
+    return out
+
+
+def test_task_contract():
+    spec = task_api.TASKS["qahub_topical_chat"]
+    assert spec["configs"] == ["conversations"] and spec["fewshot_split"] == "train"
+    assert spec["splits"] == ["test_freq", "valid_freq", "test_rare", "valid_rare", "train"]
+    assert spec["until"] == ["\n"]
+    assert {name: better for name, (_, better) in spec["metrics"].items()} == {
+        "f1": True, "knowledge_f1": True, "bleu": True, "distinct_1": True, "distinct_2": True, "unparseable": False}
+
+
+def test_task_docs_prompt_and_target(exported):
+    full, bare = exported
+    docs = task_docs(full)
+    assert [(d["conversation_id"], d["turn_index"], d["agent"]) for d in docs] == [
+        (CONV_A, 1, "agent_2"), (CONV_A, 2, "agent_1"), (CONV_C, 1, "agent_2")]
+    second = docs[1]
+    assert task_api.prompt(second) == "\n".join([
+        "Two people, agent_1 and agent_2, are chatting about topics they have read about. You are agent_1.",
+        "",
+        "Knowledge agent_1 may use in the next turn:",
+        "The find could help future crews. Mars is the fourth planet from the Sun. It is often called the Red "
+        "Planet because of iron oxide on its surface. sunsets on Mars are blue a day on Mars is about 40 minutes "
+        "longer than a day on Earth",
+        "",
+        "Conversation:",
+        "agent_1: Hello! Do you follow space news?",
+        "agent_2: A rover found signs of water ice under the dust on Mars.",
+        "",
+        "Write the next turn of agent_1: the message only, on one line.",
+        "agent_1:",
+    ])
+    assert task_api.target(second) == "That could help future crews. Did you know sunsets there are blue?"
+    bare_docs = task_docs(bare)
+    assert [d["knowledge"] for d in bare_docs] == [None] * 3
+    assert "Knowledge" not in task_api.prompt(bare_docs[1])
+    assert task_api.prompt(bare_docs[1]).endswith("agent_2: A rover found signs of water ice under the dust on Mars."
+                                                  "\n\nWrite the next turn of agent_1: the message only, on one line."
+                                                  "\nagent_1:")
+
+
+def test_targets_are_one_line():
+    row = {"conversation_id": "t", "turns": [{"agent": 0, "message": "hi", "knowledge_source": []},
+                                             {"agent": 1, "message": "one\ntwo\n\n three ", "knowledge_source": []}]}
+    doc = task_api._flat(turn_examples(row)[0])
+    assert task_api.target(doc) == "one two three" and "\n" not in task_api.target(doc)
+    assert task_api.score("one two\nthree", doc)["f1"] == 1.0
+
+
+def test_task_oracle_gets_the_top_scores(exported):
+    for split in ("test_freq", "train"):
+        docs = task_docs(exported[0], split)
+        result = aggregate([task_api.score(task_api.target(d), d) for d in docs])
+        assert (result["f1"], result["bleu"], result["unparseable"]) == (1.0, 100.0, 0.0), split
+
+
+def test_task_garbage_model_finishes_with_finite_low_scores(exported):
+    docs = task_docs(exported[0])
+    rows = [task_api.score(reply, doc) for reply in GARBAGE for doc in docs]
+    result = aggregate(rows)
+    assert all(math.isfinite(value) for value in result.values())
+    assert result["unparseable"] == pytest.approx(4 / 9)
+    assert result["f1"] < 0.05 and result["bleu"] < 1.0
+    assert aggregate([task_api.score(None, docs[0])])["knowledge_f1"] == 0.0
+    # no doc with knowledge: knowledge F1 is 0.0, not None
+    assert task_api.TASKS["qahub_topical_chat"]["metrics"]["knowledge_f1"][0]([None, None]) == 0.0
+
+
+def test_task_and_metric_score_alike(exported, metric):
+    """One scorer, two callers: the task's per-example values and aggregates equal the metric's."""
+    import datasets
+
+    full, _ = exported
+    docs = task_docs(full)
+    replies = ["agent_2: a rover found ice on Mars", None, "I like pizza with cheese\nand tomatoes"]
+    rows = [task_api.score(reply, doc) for reply, doc in zip(replies, docs, strict=True)]
+    records = [{"conversation_id": d["conversation_id"], "turn_index": d["turn_index"], "response": r}
+               for d, r in zip(docs, replies, strict=True)]
+    result = metric.compute(predictions=records,
+                            references=datasets.load_dataset(str(full), "conversations", split="test_freq"),
+                            reading_sets=datasets.load_dataset(str(full), "reading_sets", split="test_freq"),
+                            per_example=True)
+    assert [(r["f1"], r["knowledge_f1"], r["unparseable"]) for r in rows] == [
+        (e["f1"], e["knowledge_f1"], e["unparseable"]) for e in result["per_example"]]
+    task = aggregate(rows)
+    assert task["bleu"] == result["bleu"] and task["knowledge_f1"] == result["knowledge_f1"]
+    assert (task["distinct_1"], task["distinct_2"]) == (result["distinct_1"], result["distinct_2"])
+    assert task["f1"] == pytest.approx(result["f1"]) and task["unparseable"] == pytest.approx(1 / 3)

@@ -1,0 +1,63 @@
+"""One scorer for a model's reply to one turn, used by the evaluate metric and by the harness tasks (task_api)."""
+
+import math
+import re
+
+from .responses import corpus_bleu, distinct, tokens, unigram_f1
+
+# a speaker label a model may repeat from the prompt's "agent_2:" line ("agent_2:", "Agent 2 :", "**agent_1:**")
+_LABEL = re.compile(r"^[*_]{0,2}agent[ _-]?[12][*_ ]{0,3}:[*_]{0,2}\s*", re.IGNORECASE)
+
+
+def one_line(text):
+    """Whitespace (newlines included) collapsed to single spaces: the form both sides are scored in."""
+    return " ".join(text.split())
+
+
+def read_reply(reply):
+    """``(text, unparseable)``: the reply on one line without a leading speaker label. Never raises: None,
+    a non-string or a string that is not valid Unicode (lone surrogates) gives ``("", True)``."""
+    if not isinstance(reply, str):
+        return "", True
+    try:
+        reply.encode("utf-8")
+    except UnicodeEncodeError:
+        return "", True
+    return _LABEL.sub("", one_line(reply), count=1), False
+
+
+def score_reply(reply, gold, knowledge=None):
+    """Per-example values of one reply to a turn whose human message is ``gold`` (and whose knowledge text is
+    ``knowledge``, or None): f1, knowledge_f1 (None without knowledge), the (reply, gold) pair for corpus BLEU,
+    the reply text for distinct-n, and unparseable 0/1. An unparseable reply is scored as an empty one, and 0
+    even where the gold has no token."""
+    text, unparseable = read_reply(reply)
+    gold = one_line(gold)
+    if knowledge is not None and not tokens(knowledge):
+        knowledge = None  # no token after the normalisation: no knowledge
+    f1 = 0.0 if unparseable else unigram_f1(text, gold)
+    kf1 = None if knowledge is None else (0.0 if unparseable else unigram_f1(text, knowledge))
+    return {"f1": f1, "knowledge_f1": kf1, "bleu": (text, gold), "distinct_1": text, "distinct_2": text,
+            "unparseable": int(unparseable)}
+
+
+def mean_or_zero(values):
+    """The mean of the values that are not None (exactly rounded sum); 0.0 when there are none."""
+    values = [v for v in values if v is not None]
+    return math.fsum(values) / len(values) if values else 0.0
+
+
+def bleu_of_pairs(pairs):
+    """sacrebleu corpus BLEU-4 of (reply, gold) pairs; 0.0 for none."""
+    pairs = list(pairs)
+    if not pairs:
+        return 0.0
+    return corpus_bleu([p for p, _ in pairs], [g for _, g in pairs])[0]
+
+
+def distinct_1(texts):
+    return distinct(list(texts), 1)
+
+
+def distinct_2(texts):
+    return distinct(list(texts), 2)

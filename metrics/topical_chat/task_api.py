@@ -1,0 +1,101 @@
+"""lm-evaluation-harness task of Topical-Chat: the next turn of a conversation, from its history (and the
+knowledge the human turn was grounded on, where the export has the ``reading_sets`` config).
+
+One doc per turn after the first (turn 0 opens the conversation and has no history). Scores come from
+``replies.score_reply``, the scorer the ``topical_chat`` evaluate metric uses.
+"""
+
+import functools
+
+import datasets
+
+from .replies import bleu_of_pairs, distinct_1, distinct_2, mean_or_zero, one_line, score_reply
+from .turns import turn_examples
+
+DOC_FEATURES = datasets.Features({
+    "conversation_id": datasets.Value("string"),
+    "turn_index": datasets.Value("int32"),
+    "agent": datasets.Value("string"),
+    "history_agents": datasets.Sequence(datasets.Value("string")),
+    "history_messages": datasets.Sequence(datasets.Value("string")),
+    "response": datasets.Value("string"),
+    "target": datasets.Value("string"),
+    "knowledge": datasets.Value("string"),
+})
+
+
+def docs(dataset, location):
+    """The split's conversation rows as turn docs, with the knowledge of each turn joined from the
+    ``reading_sets`` config of the same location and split when that config exists."""
+    split = str(dataset.split) if getattr(dataset, "split", None) is not None else None
+    reading = reading_sets(str(location), split)
+    rows = []
+    for conversation in dataset:
+        reading_set = reading.get(conversation["conversation_id"])
+        rows += [_flat(example) for example in turn_examples(conversation, reading_set)]
+    return datasets.Dataset.from_list(rows, features=DOC_FEATURES)
+
+
+@functools.lru_cache(maxsize=8)
+def reading_sets(location, split):
+    """``{conversation_id: reading-set row}`` of ``location``'s reading_sets config ({} without that config);
+    every split when ``split`` is None (conversation ids are unique across splits)."""
+    if "reading_sets" not in datasets.get_dataset_config_names(location):
+        return {}
+    present = datasets.get_dataset_split_names(location, "reading_sets")
+    names = [split] if split is not None else present
+    return {row["conversation_id"]: row for name in names if name in present
+            for row in datasets.load_dataset(location, "reading_sets", split=name)}
+
+
+def _flat(example):
+    return {
+        "conversation_id": example["conversation_id"], "turn_index": example["turn_index"],
+        "agent": example["agent"],
+        "history_agents": [turn["agent"] for turn in example["history"]],
+        "history_messages": [turn["message"] for turn in example["history"]],
+        "response": example["response"], "target": one_line(example["response"]),
+        "knowledge": example["knowledge"],
+    }
+
+
+def prompt(doc):
+    agent = doc["agent"]
+    lines = [f"Two people, agent_1 and agent_2, are chatting about topics they have read about. You are {agent}."]
+    if doc.get("knowledge"):
+        lines += ["", f"Knowledge {agent} may use in the next turn:", one_line(doc["knowledge"])]
+    lines += ["", "Conversation:"]
+    lines += [f"{a}: {one_line(m)}" for a, m in zip(doc["history_agents"], doc["history_messages"])]
+    lines += ["", f"Write the next turn of {agent}: the message only, on one line.", f"{agent}:"]
+    return "\n".join(lines)
+
+
+def target(doc):
+    return doc["target"]
+
+
+def score(reply, doc):
+    return score_reply(reply, doc["target"], doc.get("knowledge"))
+
+
+TASKS = {
+    "qahub_topical_chat": {
+        "configs": ["conversations"],
+        "splits": ["test_freq", "valid_freq", "test_rare", "valid_rare", "train"],
+        "fewshot_split": "train",
+        "docs": docs,
+        "prompt": prompt,
+        "target": target,
+        "until": ["\n"],
+        "max_gen_toks": 64,
+        "score": score,
+        "metrics": {
+            "f1": ("mean", True),
+            "knowledge_f1": (mean_or_zero, True),
+            "bleu": (bleu_of_pairs, True),
+            "distinct_1": (distinct_1, True),
+            "distinct_2": (distinct_2, True),
+            "unparseable": ("mean", False),
+        },
+    },
+}
