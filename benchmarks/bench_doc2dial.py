@@ -106,9 +106,9 @@ def _bare_rc(domain, doc_id, doc, dial):
 
 def _metric_inputs(source: str):
     import datasets
+    from qahub.metrics.doc2dial.dialogues import agent_turn_references
 
     import qahub
-    from qahub.scoring.doc2dial import agent_turn_references
 
     datasets.disable_progress_bars()
     with tempfile.TemporaryDirectory() as cache:

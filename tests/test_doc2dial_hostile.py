@@ -171,6 +171,10 @@ def test_subtask2_none_and_junk_fields_give_only_the_documented_error(generation
         else:
             assert 0.0 <= result["score"] <= BLEU_MAX
         return
+    if side == "predictions" and field == "utterance":  # a reply: read as empty and counted, never an error
+        result = generation.compute(**records)
+        assert result["unparseable"] == 1 and 0.0 <= result["score"] <= BLEU_MAX
+        return
     kind = "prediction" if side == "predictions" else "reference"
     problem = "holds a lone surrogate '\\ud800'" if isinstance(value, str) else f"must be a string, got {value!r}"
     with pytest.raises(ValueError) as raised:
@@ -180,8 +184,8 @@ def test_subtask2_none_and_junk_fields_give_only_the_documented_error(generation
 
 
 def test_none_where_a_string_is_expected_names_record_and_field(grounding, generation):
-    references = [{"id": "q0", "answers": {"text": ["x"], "answer_start": [0]}}]
-    with pytest.raises(ValueError, match=r"^doc2dial: prediction 0 \(id 'q0'\): 'prediction_text' must be a string, got None$"):
+    references = [{"id": "q0", "answers": {"text": None, "answer_start": [0]}}]
+    with pytest.raises(ValueError, match=r"^doc2dial: reference 0 \(id 'q0'\): 'answers' must be .* got \{'text': None"):
         grounding.compute(predictions=[{"id": "q0", "prediction_text": None, "no_answer_probability": 0.0}], references=references)
     with pytest.raises(ValueError, match=r"^doc2dial: prediction 0 \(id None\): 'id' must be a string, got None$"):
         generation.compute(predictions=[{"id": None, "utterance": "x"}], references=[{"id": "q0", "utterance": "x"}])
@@ -438,3 +442,98 @@ def test_long_values_are_cut_in_error_messages(tmp_path):
     with pytest.raises(SourceDataError, match=r"turn 1: span 'x{76}\.\.\. is not a span of the document$") as raised:
         build("doc2dial", "dialogue_domain", root, tmp_path / "cache")
     assert len(str(raised.value)) < 400
+
+
+# --- model replies (issue 13): any object, never an error; the harness task and the metric agree
+
+import math  # noqa: E402
+
+from qahub.metrics.doc2dial import squad_v2_scoring as squad  # noqa: E402
+from qahub.metrics.doc2dial import task_api  # noqa: E402
+from qahub.metrics.doc2dial.replies import bleu_line, one_line, read_reply  # noqa: E402
+
+GROUNDING = task_api.TASKS["qahub_doc2dial_grounding"]
+RESPONSE = task_api.TASKS["qahub_doc2dial_response"]
+with_surrogate = st.builds(lambda a, s, b: a + s + b, st.text(max_size=10), st.sampled_from(["\ud800", "\udbff", "\udc00", "\udfff"]),
+                           st.text(max_size=10))
+replies = st.one_of(texts, with_surrogate, st.none(), st.integers(), st.floats(), st.binary(max_size=5),
+                    st.lists(st.text(max_size=3), max_size=2), st.dictionaries(st.text(max_size=3), st.text(max_size=3), max_size=2),
+                    st.sampled_from(["NO ANSWER", "no answer.", "**No Answer**", "# Span\n\n- item", '{"span": "x",', "   \n"]))
+RC_DOC = {"id": "d_1", "question": "user: Hi", "context": "Turn in your plates. The course is online.",
+          "answers": {"text": ["Turn in your plates. "], "answer_start": [0]}}
+NO_ANSWER_DOC = {**RC_DOC, "answers": {"text": [], "answer_start": []}}
+RESPONSE_DOC = {"id": "d_1", "history": [], "document": "Turn in your plates.", "utterance": "You should turn in your plates."}
+
+
+def unreadable(reply):
+    return not isinstance(reply, str) or any("\ud800" <= ch <= "\udfff" for ch in reply)
+
+
+@FUZZ
+@given(reply=replies)
+def test_task_scores_never_raise_and_are_finite(reply):
+    for doc in (RC_DOC, NO_ANSWER_DOC):
+        score = GROUNDING["score"](reply, doc)
+        assert set(score) == {"exact", "f1", "unparseable"} and score["unparseable"] == int(unreadable(reply))
+        assert score["exact"] in (0.0, 100.0) and 0.0 <= score["f1"] <= 100.0 and math.isfinite(score["f1"])
+    item = RESPONSE["score"](reply, RESPONSE_DOC)
+    assert item["unparseable"] == int(unreadable(reply))
+    text, gold = item["bleu"]
+    assert isinstance(text, str) and gold == RESPONSE_DOC["utterance"] and (text == "" or not unreadable(reply))
+    assert 0.0 <= task_api.corpus_bleu([item["bleu"], item["bleu"]]) <= BLEU_MAX
+
+
+@FUZZ
+@given(prediction=texts, golds=st.lists(texts, max_size=3))
+def test_span_scores_are_the_official_per_answer_maxima(prediction, golds):
+    """span_scores (normalising the prediction once) = the official script's max of compute_exact / compute_f1."""
+    kept = [gold for gold in golds if squad.normalize_answer(gold)] or [""]
+    expected = (max(squad.exact_match(g, prediction) for g in kept), max(squad.token_f1(g, prediction) for g in kept))
+    assert squad.span_scores(prediction, golds) == expected
+
+
+pieces = st.sampled_from(list("ab1 .,-'<&\n\t\r\u00a0\u2028") + ["the", "An", "&amp;", "-\n"])
+whitespace_heavy = st.lists(pieces, max_size=25).map("".join)
+
+
+@FUZZ
+@given(text=whitespace_heavy, golds=st.lists(whitespace_heavy, max_size=2))
+def test_one_line_targets_score_as_the_gold_span(text, golds):
+    assert squad.span_scores(one_line(text), golds) == squad.span_scores(text, golds)
+    assert squad.span_scores(one_line(text), [text]) == squad.span_scores(text, [text])
+
+
+@FUZZ
+@given(text=whitespace_heavy)
+def test_bleu_line_tokenizes_as_the_gold(text):
+    from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
+
+    tokenize = Tokenizer13a()
+    line = bleu_line(text)
+    assert "\n" not in line and tokenize(line.rstrip()) == tokenize(text.rstrip())  # sacreBLEU rstrips, then 13a
+
+
+@FUZZ
+@given(reply=replies)
+def test_read_reply_keeps_readable_text_as_it_is(reply):
+    text, bad = read_reply(reply)
+    assert bad == unreadable(reply) and text == ("" if bad else reply)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(picks=st.lists(replies, min_size=4, max_size=4))
+def test_metric_and_task_agree_on_any_replies(grounding, generation, picks):
+    docs = [RC_DOC, NO_ANSWER_DOC, {**RC_DOC, "id": "d_3"}, {**NO_ANSWER_DOC, "id": "d_4"}]
+    docs[1] = {**NO_ANSWER_DOC, "id": "d_2"}
+    scores = [GROUNDING["score"](reply, doc) for reply, doc in zip(picks, docs, strict=True)]
+    result = grounding.compute(predictions=[{"id": d["id"], "prediction_text": r} for r, d in zip(picks, docs, strict=True)],
+                               references=docs, no_answer_text=task_api.NO_ANSWER)
+    for key in ("exact", "f1"):
+        assert result[key] == pytest.approx(sum(s[key] for s in scores) / 4, rel=1e-12, abs=1e-12)
+    assert result["unparseable"] == sum(s["unparseable"] for s in scores)
+    turns = [{**RESPONSE_DOC, "id": f"d_{i}"} for i in range(4)]
+    items = [RESPONSE["score"](reply, doc) for reply, doc in zip(picks, turns, strict=True)]
+    result = generation.compute(predictions=[{"id": t["id"], "utterance": r} for r, t in zip(picks, turns, strict=True)],
+                                references=turns)
+    assert task_api.corpus_bleu([item["bleu"] for item in items]) == result["score"]
+    assert result["unparseable"] == sum(item["unparseable"] for item in items)

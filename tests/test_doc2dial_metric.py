@@ -53,7 +53,7 @@ def test_subtask1_perfect(grounding):
         "exact": 100.0, "f1": 100.0, "total": 2,
         "HasAns_exact": 100.0, "HasAns_f1": 100.0, "HasAns_total": 1,
         "NoAns_exact": 100.0, "NoAns_f1": 100.0, "NoAns_total": 1,
-        "best_exact": 100.0, "best_exact_thresh": 0.0, "best_f1": 100.0, "best_f1_thresh": 0.0,
+        "best_exact": 100.0, "best_exact_thresh": 0.0, "best_f1": 100.0, "best_f1_thresh": 0.0, "unparseable": 0,
     }
 
 
@@ -152,7 +152,7 @@ OFFICIAL_SUBTASK1 = {
     "HasAns_exact": 33.333333333333336, "HasAns_f1": 55.9945027486257, "HasAns_total": 6,
     "NoAns_exact": 100.0, "NoAns_f1": 100.0, "NoAns_total": 1,
     "best_exact": 42.857142857142854, "best_exact_thresh": 0.05000000074505806,
-    "best_f1": 62.28100235596487, "best_f1_thresh": 0.4000000059604645,
+    "best_f1": 62.28100235596487, "best_f1_thresh": 0.4000000059604645, "unparseable": 0,
 }
 OFFICIAL_SUBTASK2_BLEU = 55.588889824977684
 
@@ -201,8 +201,12 @@ def test_cli_reference_file_and_errors(tmp_path):
     preds.write_text(json.dumps(PREDICTIONS), encoding="utf-8")
     result = scoring.run(cli_args(tmp_path, predictions=str(preds), references=str(refs), split=None))
     assert result["exact"] == 40.0 and result["references"] == str(refs)
+    # no_answer_probability may be left out; prediction_text may not
     preds.write_text(json.dumps(PREDICTIONS[:2] + [{"id": "c_1", "prediction_text": ""}]), encoding="utf-8")
-    with pytest.raises(ValueError, match=r"preds\.json: record 2 \(id 'c_1'\): missing key\(s\) no_answer_probability"):
+    with pytest.raises(ValueError, match=r"references without a prediction: 'd_1', 'e_1'"):
+        scoring.run(cli_args(tmp_path, predictions=str(preds), references=str(refs), split=None))
+    preds.write_text(json.dumps(PREDICTIONS[:2] + [{"id": "c_1", "no_answer_probability": 0.5}]), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"preds\.json: record 2 \(id 'c_1'\): missing key\(s\) prediction_text"):
         scoring.run(cli_args(tmp_path, predictions=str(preds), references=str(refs), split=None))
     preds.write_text(json.dumps(PREDICTIONS + [pred("nope_1", "x", 0.5)]), encoding="utf-8")
     with pytest.raises(ValueError, match=r"scoring .*preds\.json against .*refs\.json: .*not in the references: 'nope_1'"):
@@ -238,9 +242,8 @@ def test_random_inputs_keep_squad_v2_invariants(grounding):
     ([pred("a_1", GOLD, float("nan"))], r"prediction 0 \(id 'a_1'\): 'no_answer_probability' must be a finite number .* got nan"),
     ([pred("a_1", GOLD, 1e39)], r"prediction 0 \(id 'a_1'\): 'no_answer_probability' must be a finite number .* got 1e\+39"),
     ([pred("a_1", GOLD, "0.5")], r"prediction 0 \(id 'a_1'\): 'no_answer_probability' must be a finite number .* got '0\.5'"),
-    ([{"id": "a_1", "prediction_text": GOLD}], r"prediction 0 \(id 'a_1'\): missing key\(s\) no_answer_probability"),
-    ([pred("a_1", None, 0.0)], r"prediction 0 \(id 'a_1'\): 'prediction_text' must be a string, got None"),
-    ([pred("a_1", "ok \ud83d", 0.0)], r"prediction 0 \(id 'a_1'\): 'prediction_text' holds a lone surrogate '\\ud83d' at character 3"),
+    ([{"id": "a_1", "no_answer_probability": 0.5}], r"prediction 0 \(id 'a_1'\): missing key\(s\) prediction_text"),
+    ([pred(None, GOLD, 0.0)], r"prediction 0 \(id None\): 'id' must be a string, got None"),
     (["a_1"], r"prediction 0: expected a dict with id, prediction_text, no_answer_probability, got str"),
 ])
 def test_subtask1_bad_prediction_fields_are_named(grounding, predictions, message):
@@ -273,7 +276,7 @@ def test_subtask1_accepts_doc2dial_rc_rows_as_references(grounding, tmp_path):
 @pytest.mark.parametrize("kwargs, message", [
     ({"no_answer_threshold": float("nan")}, r"doc2dial subtask1: no_answer_threshold must be a finite number, got nan"),
     ({"no_answer_threshold": None}, r"doc2dial subtask1: no_answer_threshold must be a finite number, got None"),
-    ({"threshold": 0.5}, r"doc2dial subtask1: unknown keyword argument\(s\) threshold \(accepted: no_answer_threshold\)"),
+    ({"threshold": 0.5}, r"doc2dial subtask1: unknown keyword argument\(s\) threshold \(accepted: no_answer_threshold, no_answer_text\)"),
 ])
 def test_subtask1_bad_options(grounding, kwargs, message):
     with pytest.raises(ValueError, match=message):
@@ -330,7 +333,7 @@ def test_cli_reference_file_element_types_and_non_finite_probabilities(tmp_path)
     preds = tmp_path / "preds.json"
     preds.write_text(json.dumps([pred("a_1", "x", 0.5)]), encoding="utf-8")
     args = cli_args(tmp_path, predictions=str(preds), references=str(refs), split=None)
-    with pytest.raises(ValueError, match=r"refs\.json: record 0 \(id 'a_1'\): 'answers' must be .* got \{'text': \['x'\], 'answer_start': \['abc'\]\}"):
+    with pytest.raises(ValueError, match=r"against .*refs\.json: doc2dial: reference 0 \(id 'a_1'\): 'answers' answer_start must hold int32 integers, got 'abc'"):
         scoring.run(args)
     refs.write_text(json.dumps([ref("a_1", "x")]), encoding="utf-8")
     for literal in ("NaN", "1e400", "-Infinity"):
@@ -342,3 +345,297 @@ def test_cli_reference_file_element_types_and_non_finite_probabilities(tmp_path)
         scoring.run(cli_args(tmp_path, predictions=str(preds), references=str(refs), split=None, no_answer_threshold=float("inf")))
     result = scoring.run(args)
     assert json.loads(json.dumps(result, allow_nan=False)) == result
+
+
+# --- the corpus's rows as references, exactly as load_dataset yields them (issue 13)
+
+import math  # noqa: E402
+
+import datasets  # noqa: E402
+from qahub.metrics.doc2dial import task_api  # noqa: E402
+from qahub.metrics.doc2dial.dialogues import agent_turn_references  # noqa: E402
+
+from qahub import export  # noqa: E402
+
+VALIDATION_AGENT_IDS = [
+    "bc38627ff52a6287de58ebef8f7409bd_1", "bc38627ff52a6287de58ebef8f7409bd_3", "bc38627ff52a6287de58ebef8f7409bd_4",
+    "bc38627ff52a6287de58ebef8f7409bd_6", "bc38627ff52a6287de58ebef8f7409bd_8", "31df469f84443357e17ef3f80b6c099e_1",
+    "2fcb88edbbe5bf78ecf05837d44e03b4_2", "2fcb88edbbe5bf78ecf05837d44e03b4_4",
+]
+# replies a model really gives; the last four cannot be read as text
+GARBAGE = ["", "   \n\t ", "x" * 10000, "# Answer\n\n**Turn in** your `plates`", '{"span": "unterminated', "\ud800",
+           "ok \udfff", None, 42, ["a list"]]
+UNREADABLE = 5
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """The sample release exported as `qahub export` writes it (the folder load_dataset reads)."""
+    root = tmp_path_factory.mktemp("doc2dial_export")
+    export.export("doc2dial", root / "doc2dial", data_dir=SAMPLES, cache_dir=str(root / "cache"), sample=True)
+    return str(root / "doc2dial")
+
+
+def rows_of(location, config, split="validation"):
+    return datasets.load_dataset(location, config, split=split)
+
+
+def oracle_spans(rows):
+    return [{"id": row["id"], "prediction_text": (row["answers"]["text"] or [""])[0]} for row in rows]
+
+
+def test_subtask1_takes_a_dataset_of_doc2dial_rc_rows(grounding, exported):
+    rows = rows_of(exported, "doc2dial_rc")
+    assert isinstance(rows, datasets.Dataset)
+    result = grounding.compute(predictions=oracle_spans(rows), references=rows)
+    assert (result["exact"], result["f1"], result["total"], result["unparseable"]) == (100.0, 100.0, 7, 0)
+    assert (result["HasAns_total"], result["NoAns_total"]) == (6, 1)
+    # predictions may be a Dataset too; no_answer_probability may be left out (0.0)
+    predictions = datasets.Dataset.from_list(oracle_spans(rows)[1:] + [{"id": rows[0]["id"], "prediction_text": ""}])
+    assert grounding.compute(predictions=predictions, references=rows)["HasAns_exact"] == 100.0 * 5 / 6
+
+
+def test_subtask2_takes_dialogue_domain_rows_as_they_are(generation, exported):
+    dialogues = rows_of(exported, "dialogue_domain")
+    predictions = json.loads((SAMPLES / "sample_prediction_subtask2.json").read_text(encoding="utf-8"))
+    assert [r["id"] for d in dialogues for r in agent_turn_references(d)] == VALIDATION_AGENT_IDS
+    for references in (dialogues, dialogues.to_list(), [r for d in dialogues for r in agent_turn_references(d)]):
+        result = generation.compute(predictions=predictions, references=references)
+        assert (result["score"], result["total"], result["unparseable"]) == (OFFICIAL_SUBTASK2_BLEU, 8, 0)
+    # the harness task's per-turn docs (with history and document) are references too
+    docs = task_api.response_docs(dialogues, exported)
+    assert generation.compute(predictions=predictions, references=docs)["score"] == OFFICIAL_SUBTASK2_BLEU
+
+
+def dialogue(*turns, dial_id="d1"):
+    return {"dial_id": dial_id, "doc_id": "doc", "domain": "dmv", "turns": [
+        {"turn_id": n, "role": role, "da": "x", "references": [], "utterance": text} for n, role, text in turns]}
+
+
+def test_dialogue_rows_expand_to_agent_turns_named_by_the_turn_before():
+    row = dialogue((1, "user", "Hi"), (2, "agent", "Hello."), (3, "agent", "Anything else?"), (5, "user", "Bye"))
+    assert agent_turn_references(row) == [{"id": "d1_1", "utterance": "Hello."}, {"id": "d1_2", "utterance": "Anything else?"}]
+
+
+def spoiled(change):
+    row = dialogue((1, "user", "Hi"), (2, "agent", "Hello there, how can I help?"))
+    change(row)
+    return row
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda row: row.pop("turns"), r"reference 0 \(dialogue 'd1'\): 'turns' must be a list of turns, got None"),
+    (lambda row: row.update(dial_id=None), r"reference 0: 'dial_id' must be a string, got None"),
+    (lambda row: row["turns"][1].pop("utterance"), r"reference 0 \(dialogue 'd1'\): turn 1: missing key\(s\) utterance"),
+    (lambda row: row["turns"][1].update(utterance=None), r"reference 0 \(dialogue 'd1'\): turn 1 \(turn_id 2\): 'utterance' must be a string, got None"),
+    (lambda row: row["turns"][0].update(turn_id="1"), r"reference 0 \(dialogue 'd1'\): turn 0: 'turn_id' must be an integer, got '1'"),
+    (lambda row: row["turns"].append("turn"), r"reference 0 \(dialogue 'd1'\): turn 2: expected a dict with turn_id, role, utterance, got str"),
+    (lambda row: row["turns"][1].update(utterance="bad \ud800"), r"reference 0 \(id 'd1_1'\): 'utterance' holds a lone surrogate"),
+])
+def test_malformed_dialogue_rows_raise_naming_dialogue_and_turn(generation, change, message):
+    with pytest.raises(ValueError, match="^doc2dial: " + message):
+        generation.compute(predictions=[{"id": "d1_1", "utterance": "Hello."}], references=[spoiled(change)])
+
+
+def test_add_takes_one_agent_turn(generation):
+    row = dialogue((1, "user", "Hi"), (2, "agent", "Hello."), (3, "user", "Plates?"), (4, "agent", "Turn them in."))
+    with pytest.raises(ValueError, match=r"add\(\) takes one per-turn reference, got a dialogue with 2 agent turns"):
+        generation.add(prediction={"id": "d1_1", "utterance": "Hello."}, reference=row)
+
+
+# --- replies never raise: unreadable text is counted and scored as empty
+
+
+def test_subtask1_garbage_predictions_are_counted_and_scored_as_empty(grounding, exported):
+    rows = rows_of(exported, "doc2dial_rc")  # row 2 (bc38..._6) is the turn without grounding
+    predictions = [{"id": row["id"], "prediction_text": GARBAGE[i]} for i, row in enumerate(rows)]
+    result = grounding.compute(predictions=predictions, references=rows)
+    assert all(math.isfinite(v) for v in result.values())
+    # nothing overlaps a gold span; "x" * 10000 answers the turn without grounding: all wrong
+    assert (result["exact"], result["f1"], result["unparseable"]) == (0.0, 0.0, 2)
+    predictions = [{"id": row["id"], "prediction_text": GARBAGE[-1 - i]} for i, row in enumerate(rows)]
+    result = grounding.compute(predictions=predictions, references=rows)
+    # unreadable: ["a list"], 42, None, "ok \udfff", "\ud800"; the last, on the turn without grounding, is a
+    # right (empty) answer there
+    assert (result["NoAns_exact"], result["HasAns_exact"], result["unparseable"]) == (100.0, 0.0, 5)
+    assert result["exact"] == pytest.approx(100.0 / 7)
+
+
+def test_subtask2_garbage_predictions_are_counted_and_scored_as_empty(generation, exported):
+    dialogues = rows_of(exported, "dialogue_domain")
+    predictions = [{"id": qid, "utterance": GARBAGE[i]} for i, qid in enumerate(VALIDATION_AGENT_IDS)]
+    result = generation.compute(predictions=predictions, references=dialogues)
+    assert result["unparseable"] == 3 and result["counts"][0] == 0 and result["zero_match_1_4_3"] is True
+    assert 0.0 <= result["score"] < 1.0 and all(math.isfinite(p) for p in result["precisions"])
+
+
+def test_no_answer_text_reads_harness_replies(grounding):
+    references = [ref("a_1", GOLD), ref("c_1")]
+    predictions = [{"id": "a_1", "prediction_text": GOLD}, {"id": "c_1", "prediction_text": "**No answer.**"}]
+    assert grounding.compute(predictions=predictions, references=references)["NoAns_exact"] == 0.0
+    assert grounding.compute(predictions=predictions, references=references, no_answer_text="NO ANSWER")["exact"] == 100.0
+    with pytest.raises(ValueError, match=r"no_answer_text must be a string or None, got 3"):
+        grounding.compute(predictions=predictions, references=references, no_answer_text=3)
+
+
+def test_cli_counts_unreadable_predictions(tmp_path):
+    preds = tmp_path / "preds.json"
+    preds.write_text(json.dumps([{"id": "bc38627ff52a6287de58ebef8f7409bd_1", "prediction_text": None},
+                                 {"id": "bc38627ff52a6287de58ebef8f7409bd_6", "prediction_text": "No answer."}]))
+    result = scoring.run(cli_args(tmp_path, predictions=str(preds), ignore_missing=True, no_answer_text="NO ANSWER"))
+    assert (result["total"], result["missing_ignored"], result["unparseable"], result["exact"]) == (2, 5, 1, 50.0)
+    preds.write_text(json.dumps([{"id": qid, "utterance": 7} for qid in VALIDATION_AGENT_IDS[:3]]))
+    result = scoring.run(cli_args(tmp_path, task="subtask2", predictions=str(preds), ignore_missing=True))
+    assert (result["total"], result["missing_ignored"], result["unparseable"], result["score"]) == (3, 5, 3, 0.0)
+
+
+# --- lm-evaluation-harness tasks (task_api): the same scoring code as the metric
+
+
+GROUNDING = task_api.TASKS["qahub_doc2dial_grounding"]
+RESPONSE = task_api.TASKS["qahub_doc2dial_response"]
+
+
+def test_task_table_follows_the_contract():
+    assert sorted(task_api.TASKS) == ["qahub_doc2dial_grounding", "qahub_doc2dial_response"]
+    assert (GROUNDING["configs"], GROUNDING["splits"], GROUNDING["fewshot_split"], GROUNDING["docs"]) == \
+        (["doc2dial_rc"], ["validation", "train"], "train", None)
+    assert (RESPONSE["configs"], RESPONSE["splits"], RESPONSE["fewshot_split"]) == (["dialogue_domain"], ["validation", "train"], "train")
+    assert GROUNDING["metrics"] == {"exact": ("mean", True), "f1": ("mean", True), "unparseable": ("mean", False)}
+    assert RESPONSE["metrics"] == {"bleu": (task_api.corpus_bleu, True), "unparseable": ("mean", False)}
+    for spec in (GROUNDING, RESPONSE):
+        assert spec["until"] == ["\n\n"] and spec["max_gen_toks"] > 0
+        assert all(callable(spec[key]) for key in ("prompt", "target", "score"))
+
+
+def task_docs(exported, task, split):
+    if task is GROUNDING:
+        return rows_of(exported, "doc2dial_rc", split)
+    return task_api.response_docs(rows_of(exported, "dialogue_domain", split), exported)
+
+
+@pytest.mark.parametrize("split", ["validation", "train"])
+def test_oracle_replies_score_the_top(exported, split):
+    docs = task_docs(exported, GROUNDING, split)
+    scores = [GROUNDING["score"](GROUNDING["target"](doc), doc) for doc in docs]
+    assert [s["exact"] for s in scores] == [100.0] * len(docs) and [s["f1"] for s in scores] == [100.0] * len(docs)
+    assert sum(s["unparseable"] for s in scores) == 0
+    docs = task_docs(exported, RESPONSE, split)
+    scores = [RESPONSE["score"](RESPONSE["target"](doc), doc) for doc in docs]
+    assert task_api.corpus_bleu([s["bleu"] for s in scores]) == pytest.approx(100.0, rel=1e-12)
+    for task in (GROUNDING, RESPONSE):
+        for doc in task_docs(exported, task, split):
+            assert "\n" not in task["target"](doc) and task["target"](doc).strip()
+
+
+def test_garbage_replies_give_finite_low_scores_and_are_counted(exported):
+    docs = task_docs(exported, GROUNDING, "validation")
+    scores = [GROUNDING["score"](reply, doc) for doc in docs for reply in GARBAGE]
+    assert all(math.isfinite(v) for s in scores for v in s.values())
+    assert sum(s["unparseable"] for s in scores) == UNREADABLE * len(docs)
+    # only the empty, blank and unreadable replies on the turn without grounding are right (an empty span)
+    assert sum(s["exact"] for s in scores) / len(scores) == pytest.approx(100.0 * (2 + UNREADABLE) / len(scores))
+    docs = task_docs(exported, RESPONSE, "validation")
+    scores = [RESPONSE["score"](reply, doc) for doc in docs for reply in GARBAGE]
+    assert sum(s["unparseable"] for s in scores) == UNREADABLE * len(docs)
+    bleu = task_api.corpus_bleu([s["bleu"] for s in scores])
+    assert math.isfinite(bleu) and 0.0 <= bleu < 5.0
+    assert task_api.corpus_bleu([]) == 0.0
+
+
+def test_the_metric_and_the_task_give_the_same_numbers(grounding, generation, exported):
+    rows = rows_of(exported, "doc2dial_rc")
+    replies = [GROUNDING["target"](rows[0]), "turn in your plates", "NO ANSWER", "No answer.", None, "", "\ud800"]
+    scores = [GROUNDING["score"](reply, row) for reply, row in zip(replies, rows, strict=True)]
+    result = grounding.compute(predictions=[{"id": row["id"], "prediction_text": reply} for reply, row in zip(replies, rows, strict=True)],
+                               references=rows, no_answer_text=task_api.NO_ANSWER)
+    for key in ("exact", "f1"):
+        assert result[key] == pytest.approx(sum(s[key] for s in scores) / len(scores), rel=1e-12)
+    assert result["unparseable"] == sum(s["unparseable"] for s in scores) == 2
+    docs = task_docs(exported, RESPONSE, "validation")
+    replies = ["We may suspend it.", None, "You should turn in your plates.", "", "x" * 300, "Yes.", "\udfff", "Recertify each year."]
+    items = [RESPONSE["score"](reply, doc) for reply, doc in zip(replies, docs, strict=True)]
+    result = generation.compute(predictions=[{"id": doc["id"], "utterance": reply} for reply, doc in zip(replies, docs, strict=True)],
+                                references=rows_of(exported, "dialogue_domain"))
+    assert task_api.corpus_bleu([item["bleu"] for item in items]) == result["score"]
+    assert result["unparseable"] == sum(item["unparseable"] for item in items) == 2
+
+
+def test_grounding_prompt_shows_the_document_and_the_history_oldest_first(exported):
+    row = rows_of(exported, "doc2dial_rc")[3]
+    prompt = GROUNDING["prompt"](row)
+    assert prompt.startswith("Below are a document and a dialogue") and prompt.endswith("reply NO ANSWER.\nSpan:")
+    assert "Document:\nTop 5 DMV Mistakes and How to Avoid Them\n1. Forgetting to change your address\n" in prompt
+    assert ("Dialogue (oldest turn first):\nuser: My car insurance ends next week, what should I do?\n"
+            "agent: You should turn in your plates before the coverage stops.\nuser: What happens if I don't?\n") in prompt
+    assert "\nuser: Is there a course to reduce points?\n\nReply with that span" in prompt
+    assert "earlier turns" not in prompt and "\n\n\n" not in prompt
+
+
+def test_a_history_cut_by_the_corpus_is_said_so(exported):
+    row = rows_of(exported, "doc2dial_rc", "train")[3]  # its question is the 100-word maximum
+    assert len(row["question"].split()) == 100
+    assert "Dialogue (oldest turn first):\n(earlier turns are not shown)\n" in GROUNDING["prompt"](row)
+
+
+def test_long_documents_are_cut_and_still_scored(exported, monkeypatch):
+    row = rows_of(exported, "doc2dial_rc")[3]  # its gold span starts at character 1428 of 2623
+    monkeypatch.setattr(task_api, "DOC_CHARS", 300)
+    prompt = GROUNDING["prompt"](row)
+    assert "Document (only its first 300 characters; the rest is cut):\n" in prompt
+    shown = prompt.split("the rest is cut):\n")[1].split("\n\nDialogue")[0]
+    assert len(shown) == 300 and "defensive driving" not in shown
+    assert GROUNDING["score"](GROUNDING["target"](row), row)["exact"] == 100.0
+    assert GROUNDING["score"]("NO ANSWER", row)["exact"] == 0.0
+    monkeypatch.undo()
+    assert "Document:\n" in GROUNDING["prompt"](row) and task_api.DOC_CHARS == 6000
+    long_row = {**row, "context": "word " * 2000}
+    assert f"only its first {task_api.DOC_CHARS} characters" in GROUNDING["prompt"](long_row)
+
+
+def test_response_docs_are_agent_turns_with_their_document(exported):
+    docs = task_docs(exported, RESPONSE, "validation")
+    assert docs["id"] == VALIDATION_AGENT_IDS
+    documents = {d["doc_id"]: d["doc_text"] for d in rows_of(exported, "document_domain", "train")}
+    assert all(doc["document"] == documents[doc["doc_id"]] for doc in docs)
+    third = docs[2]  # agent turn 5 of bc38...: an agent turn right after an agent turn
+    assert (third["turn_id"], third["utterance"]) == (5, "We would also mail you an inquiry letter.")
+    assert [t["role"] for t in third["history"]] == ["user", "agent", "user", "agent"]
+    prompt = RESPONSE["prompt"](third)
+    assert prompt.endswith("user: What happens if I don't?\nagent: We may suspend your registration and your driver "
+                           "license.\n\nWrite the agent's next turn, on one line, without the \"agent:\" prefix, and nothing else.\nagent:")
+    assert RESPONSE["target"](third) == "We would also mail you an inquiry letter."
+
+
+def test_response_docs_name_a_missing_document(exported):
+    rows = [dialogue((1, "user", "Hi"), (2, "agent", "Hello."), dial_id="zz")]
+    rows[0]["doc_id"] = "No such document#0"
+    with pytest.raises(ValueError, match=r"dialogue_domain row 0 \(dialogue 'zz'\): document 'No such document#0' is not in "
+                                         r"the document_domain config of "):
+        task_api.response_docs(datasets.Dataset.from_list(rows), exported)
+
+
+def test_response_target_is_one_line_and_tokenizes_as_the_gold():
+    doc = {"utterance": "Renew it on-\nline.\n\nThen  wait\tfor the  letter -\n"}
+    target = RESPONSE["target"](doc)
+    assert target == "Renew it online. Then wait for the letter -"
+    assert task_api.corpus_bleu([RESPONSE["score"](target, doc)["bleu"]]) == pytest.approx(100.0, rel=1e-12)
+
+
+def test_cli_scores_the_sample_harness_replies(tmp_path):
+    """The demo's third command: replies as the grounding task asks for them (no probabilities, NO ANSWER)."""
+    args = cli_args(tmp_path, predictions=str(SAMPLES / "sample_replies_subtask1.json"), no_answer_text="NO ANSWER")
+    result = scoring.run(args)
+    # exact: rows 1, 3 (NO ANSWER on the turn without grounding) and 7; "No answer." on answerable row 5 and the
+    # null (unparseable) on row 6 are empty answers; row 2: 6 of 13 gold tokens (F1 12/19); row 4: 9 of 19 (9/14)
+    assert (result["exact"], result["unparseable"], result["NoAns_exact"]) == (100.0 * 3 / 7, 1, 100.0)
+    assert result["f1"] == pytest.approx(100.0 * (3 + 12 / 19 + 9 / 14) / 7, rel=1e-12)
+    demo = json.loads((SAMPLES / "demo.json").read_text(encoding="utf-8"))["evaluate"]
+    assert demo[2][-2:] == ["--no-answer-text", "NO ANSWER"] and demo[2][4].endswith("sample_replies_subtask1.json")
+
+
+def test_response_docs_need_the_document_config(tmp_path):
+    folder = tmp_path / "doc2dial"
+    export.export("doc2dial", folder, configs=["dialogue_domain"], data_dir=SAMPLES, cache_dir=str(tmp_path / "cache"), sample=True)
+    with pytest.raises(ValueError, match=r"doc2dial: .*doc2dial: has no document_domain config; the response task reads"):
+        task_api.response_docs(rows_of(str(folder), "dialogue_domain"), str(folder))

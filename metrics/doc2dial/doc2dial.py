@@ -4,9 +4,15 @@ import datasets
 import evaluate
 
 from .bleu_scoring import corpus_sacrebleu
+from .dialogues import agent_turns
 from .id_join import check_ids
-from .records import FIELDS, check_options, clean_records
+from .records import check_options, clean_predictions, clean_references
+from .replies import span_reply
 from .squad_v2_scoring import squad_v2_scores
+from .task_api import TASKS
+
+# task_api (the lm-evaluation-harness tasks) and dialogues are imported here so that evaluate copies them
+_HELPERS = (TASKS, agent_turns)
 
 _CITATION = """\
 @inproceedings{feng-etal-2020-doc2dial,
@@ -45,34 +51,43 @@ Config `subtask2`: generate the next agent turn. Scored with corpus sacreBLEU (1
 smoothing, case-sensitive), one reference per prediction. Ids are `{dial_id}_{turn_id}` of the turn before
 the agent turn.
 
-Predictions are joined to references by id: every id must occur once on each side.
+Predictions are joined to references by id: every id must occur once on each side. References can be the rows
+of the corpus as `load_dataset` yields them (`doc2dial_rc` for subtask1, `dialogue_domain` for subtask2). A
+prediction's text is a model's reply: one that cannot be read (None, not a string, a lone surrogate) is scored
+as empty and counted in `unparseable`. The lm-evaluation-harness tasks in `task_api.py` score with the same code.
 """
 
 _KWARGS_DESCRIPTION = """
 Args (config `subtask1`):
-    predictions: list of dicts with `id` (str), `prediction_text` (str, "" for no answer) and
-        `no_answer_probability` (a finite number; stored as float32).
-    references: list of dicts with `id` (str) and `answers` ({"text": [str], "answer_start": [int]};
-        empty lists for an unanswerable turn). Rows of the `doc2dial_rc` config can be passed as they are:
-        keys other than `id` and `answers` are ignored.
+    predictions: list of dicts (or a datasets.Dataset) with `id` (str), `prediction_text` (the span, "" for no
+        answer; None, a non-string or a lone surrogate counts as "" and as unparseable) and optionally
+        `no_answer_probability` (a finite number, default 0.0; stored as float32).
+    references: list of dicts (or a datasets.Dataset) with `id` (str) and `answers` ({"text": [str],
+        "answer_start": [int]}; empty lists for an unanswerable turn). Rows of the `doc2dial_rc` config can be
+        passed as they are: keys other than `id` and `answers` are ignored.
     no_answer_threshold: a prediction whose no_answer_probability exceeds this counts as "no answer"
         (a finite number, default 1.0, as in the shared task).
+    no_answer_text: None (default, as the shared task) or a phrase, e.g. "NO ANSWER": a prediction_text that
+        SQuAD-normalises to it counts as "" (how the harness task reads its replies).
 Args (config `subtask2`):
-    predictions: list of dicts with `id` (str) and `utterance` (str, the generated agent turn).
-    references: list of dicts with `id` (str) and `utterance` (str, the actual agent turn).
+    predictions: list of dicts (or a datasets.Dataset) with `id` (str) and `utterance` (the generated agent
+        turn; None, a non-string or a lone surrogate counts as "" and as unparseable).
+    references: rows of the `dialogue_domain` config as they are (a datasets.Dataset or a list of dicts: each
+        agent turn is a reference, id `{dial_id}_{turn_id - 1}`), or per-turn dicts with `id` (str) and
+        `utterance` (str, the actual agent turn); other keys are ignored.
     No keyword arguments.
 Returns (subtask1): `exact`, `f1` (0-100), `total`; `HasAns_exact`, `HasAns_f1`, `HasAns_total` when some
     turns are answerable; `NoAns_exact`, `NoAns_f1`, `NoAns_total` when some are not; `best_exact`,
-    `best_exact_thresh`, `best_f1`, `best_f1_thresh`.
+    `best_exact_thresh`, `best_f1`, `best_f1_thresh`; `unparseable` (number of unreadable predictions).
 Returns (subtask2): `score` (sacreBLEU, 0-100 up to float rounding), `counts`, `totals`, `precisions`, `bp`,
     `sys_len`, `ref_len`, `signature` (the installed sacreBLEU's signature; when no unigram matches, it ends in
     `|zero-match:sacrebleu-1.4.3-exp-smoothing`), `zero_match_1_4_3` (true when `score` and `precisions` are
-    sacreBLEU 1.4.3's smoothed values, which sacreBLEU 2 replaces by 0), `total`.
-Raises ValueError (naming the record, its id and the field) when a record is not a dict, lacks a field, or
-    has a field of the wrong type: a non-string id/text/utterance, a string with a lone surrogate, a
-    no_answer_probability that is not a finite float32 number, malformed answers; when a keyword argument
-    is unknown or no_answer_threshold is not a finite number; and when the ids of predictions and references
-    differ, repeat, or are empty (listing them).
+    sacreBLEU 1.4.3's smoothed values, which sacreBLEU 2 replaces by 0), `total`, `unparseable`.
+Raises ValueError (naming the record, its id and the field) when a prediction is not a dict, lacks `id` or its
+    text field, has a non-string id or a no_answer_probability that is not a finite float32 number; when a
+    reference is malformed (missing or wrongly typed field, lone surrogate, malformed answers, a dialogue row
+    whose turns lack turn_id/role/utterance); when a keyword argument is unknown or no_answer_threshold is not
+    a finite number; and when the ids of predictions and references differ, repeat, or are empty (listing them).
 
 Examples:
     >>> import evaluate
@@ -95,6 +110,13 @@ Examples:
     ... )
     >>> round(result["score"], 2), result["counts"], result["totals"]
     (53.73, [5, 3, 2, 1], [6, 5, 4, 3])
+    >>> dialogue = {"dial_id": "d1", "doc_id": "doc", "domain": "dmv", "turns": [
+    ...     {"turn_id": 1, "role": "user", "da": "query", "references": [], "utterance": "Plates?"},
+    ...     {"turn_id": 2, "role": "agent", "da": "respond", "references": [], "utterance": "Turn them in."},
+    ... ]}
+    >>> result = generation.compute(predictions=[{"id": "d1_1", "utterance": None}], references=[dialogue])
+    >>> result["score"], result["unparseable"]
+    (0.0, 1)
 """
 
 _SUBTASK1 = datasets.Features(
@@ -103,6 +125,7 @@ _SUBTASK1 = datasets.Features(
             "id": datasets.Value("string"),
             "prediction_text": datasets.Value("string"),
             "no_answer_probability": datasets.Value("float32"),
+            "unparseable": datasets.Value("int8"),
         },
         "references": {
             "id": datasets.Value("string"),
@@ -115,7 +138,8 @@ _SUBTASK1 = datasets.Features(
 )
 _SUBTASK2 = datasets.Features(
     {
-        "predictions": {"id": datasets.Value("string"), "utterance": datasets.Value("string")},
+        "predictions": {"id": datasets.Value("string"), "utterance": datasets.Value("string"),
+                        "unparseable": datasets.Value("int8")},
         "references": {"id": datasets.Value("string"), "utterance": datasets.Value("string")},
     }
 )
@@ -143,43 +167,52 @@ class Doc2dial(evaluate.Metric):
     def compute(self, *, predictions=None, references=None, **kwargs):
         """Score ``predictions`` against ``references``, joined by id (fields, options and ids checked first)."""
         check_options(self._task, kwargs)
-        if predictions is not None and references is not None:
+        cleaned = predictions is not None and references is not None
+        if cleaned:
             predictions, references = self._clean(predictions, references)
             check_ids(_ids(predictions), _ids(references))
-        return super().compute(predictions=predictions, references=references, **kwargs)
+        self._cleaned = cleaned  # evaluate's compute passes them on to add_batch: read them once
+        try:
+            return super().compute(predictions=predictions, references=references, **kwargs)
+        finally:
+            self._cleaned = False
 
     def add_batch(self, *, predictions=None, references=None, **kwargs):
         """Add a batch of predictions and references (their fields checked)."""
-        predictions, references = self._clean(predictions, references)
+        if not getattr(self, "_cleaned", False):
+            predictions, references = self._clean(predictions, references)
         return super().add_batch(predictions=predictions, references=references, **kwargs)
 
     def add(self, *, prediction=None, reference=None, **kwargs):
-        """Add one prediction and its reference (their fields checked)."""
+        """Add one prediction and its (per-turn) reference (their fields checked)."""
         predictions, references = self._clean(
             None if prediction is None else [prediction], None if reference is None else [reference]
         )
+        if references is not None and len(references) != 1:
+            raise ValueError(f"doc2dial: add() takes one per-turn reference, got a dialogue with {len(references)} "
+                             "agent turns; pass dialogue rows to compute() or add_batch()")
         prediction = None if predictions is None else predictions[0]
         reference = None if references is None else references[0]
         return super().add(prediction=prediction, reference=reference, **kwargs)
 
     def _clean(self, predictions, references):
-        fields = FIELDS[self._task]
         if predictions is not None:
-            predictions = clean_records(predictions, "prediction", fields["predictions"])
+            predictions = clean_predictions(predictions, self._task)
         if references is not None:
-            references = clean_records(references, "reference", fields["references"])
+            references = clean_references(references, self._task)
         return predictions, references
 
-    def _compute(self, predictions, references, no_answer_threshold=1.0):
+    def _compute(self, predictions, references, no_answer_threshold=1.0, no_answer_text=None):
         order = check_ids(_ids(predictions), _ids(references))
+        unparseable = sum(p["unparseable"] for p in predictions)
         if self.config_name == "subtask2":
             by_id = {p["id"]: p["utterance"] for p in predictions}
             result = corpus_sacrebleu([by_id[qid] for qid in order], [r["utterance"] for r in references])
-            return {**result, "total": len(order)}
-        texts = {p["id"]: p["prediction_text"] for p in predictions}
+            return {**result, "total": len(order), "unparseable": unparseable}
+        texts = {p["id"]: span_reply(p["prediction_text"], no_answer_text)[0] for p in predictions}
         no_answer_probs = {p["id"]: p["no_answer_probability"] for p in predictions}
         gold = {r["id"]: list(r["answers"]["text"]) for r in references}
-        return squad_v2_scores(texts, no_answer_probs, gold, no_answer_threshold)
+        return {**squad_v2_scores(texts, no_answer_probs, gold, no_answer_threshold), "unparseable": unparseable}
 
 
 def _ids(records):

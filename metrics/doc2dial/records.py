@@ -1,9 +1,18 @@
-"""Checking the metric's inputs before `evaluate` stores them: one ValueError naming the record and the field."""
+"""Checking the metric's inputs before `evaluate` stores them: one ValueError naming the record and the field.
+
+References are structured input: a wrong one raises. A prediction's text (``prediction_text``, ``utterance``) is a
+model's reply: it never raises; what cannot be read (None, not a string, lone surrogates) is stored as ``""`` with
+``unparseable`` set."""
 
 import math
 import numbers
 import re
 import struct
+
+import datasets
+
+from .dialogues import agent_turn_references, is_dialogue
+from .replies import read_reply
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _INT32 = (-(2**31), 2**31 - 1)
@@ -12,26 +21,60 @@ FIELDS = {
     "subtask1": {"predictions": ("id", "prediction_text", "no_answer_probability"), "references": ("id", "answers")},
     "subtask2": {"predictions": ("id", "utterance"), "references": ("id", "utterance")},
 }
-OPTIONS = {"subtask1": ("no_answer_threshold",), "subtask2": ()}
+REPLY_FIELD = {"subtask1": "prediction_text", "subtask2": "utterance"}
+OPTIONAL = {"no_answer_probability": 0.0}  # a prediction without one is a confident answer (or no answer)
+OPTIONS = {"subtask1": ("no_answer_threshold", "no_answer_text"), "subtask2": ()}
 
 
-def clean_records(records, side, fields):
-    """``records`` (a list of dicts) reduced to ``fields``, each checked; extra keys (e.g. the other columns of a
-    ``doc2dial_rc`` row) are dropped. ``side`` is "prediction" or "reference", for the messages."""
+def clean_predictions(records, task):
+    """Predictions reduced to their fields plus ``unparseable`` (0/1); the reply text read by ``read_reply``."""
+    fields, reply = FIELDS[task]["predictions"], REPLY_FIELD[task]
+    cleaned = []
+    for index, record in enumerate(as_rows(records, "prediction", fields)):
+        if isinstance(record, dict):
+            record = {**{key: value for key, value in OPTIONAL.items() if key not in record}, **record}
+        record = _clean(f"doc2dial: prediction {index}", record, fields, checked=[k for k in fields if k != reply])
+        record[reply], unparseable = read_reply(record[reply])
+        cleaned.append({**record, "unparseable": int(unparseable)})
+    return cleaned
+
+
+def clean_references(records, task):
+    """References reduced to their fields, each checked. For subtask 2 a ``dialogue_domain`` row stands for its
+    agent turns (``{dial_id}_{turn_id - 1}``, utterance); other records need ``id`` and ``utterance``."""
+    fields = FIELDS[task]["references"]
+    cleaned = []
+    for index, record in enumerate(as_rows(records, "reference", fields)):
+        where = f"doc2dial: reference {index}"
+        if task == "subtask2" and is_dialogue(record):
+            cleaned += [_clean(where, turn, fields, fields) for turn in agent_turn_references(record, where)]
+        else:
+            cleaned.append(_clean(where, record, fields, fields))
+    return cleaned
+
+
+def as_rows(records, side, fields):
+    """A list (or tuple) of records, or a ``datasets.Dataset`` (its rows; only ``fields`` when it has them all,
+    so that e.g. the documents of ``doc2dial_rc`` rows are not read)."""
+    if isinstance(records, datasets.Dataset):
+        if set(fields) <= set(records.column_names):
+            records = records.select_columns(list(fields))
+        return records.to_list()
     if not isinstance(records, (list, tuple)):
-        raise ValueError(f"doc2dial: {side}s must be a list of dicts with {', '.join(fields)}, got {type(records).__name__}")
-    return [_clean(index, record, side, fields) for index, record in enumerate(records)]
+        raise ValueError(f"doc2dial: {side}s must be a list of dicts with {', '.join(fields)} (or a datasets.Dataset), "
+                         f"got {type(records).__name__}")
+    return records
 
 
-def _clean(index, record, side, fields):
-    where = f"doc2dial: {side} {index}"
+def _clean(where, record, fields, checked):
+    """``record`` reduced to ``fields``; a missing field, or a ``checked`` field of the wrong type, raises."""
     if not isinstance(record, dict):
         raise ValueError(f"{where}: expected a dict with {', '.join(fields)}, got {type(record).__name__}")
     where = f"{where} (id {record.get('id')!r})"
     missing = [key for key in fields if key not in record]
     if missing:
         raise ValueError(f"{where}: missing key(s) {', '.join(missing)}")
-    for key in fields:
+    for key in checked:
         problem = _CHECKS[key](record[key])
         if problem:
             raise ValueError(f"{where}: {key!r} {problem}")
@@ -48,6 +91,8 @@ def check_options(config_name, options):
         value = options["no_answer_threshold"]
         if not _is_real(value) or not math.isfinite(value):
             raise ValueError(f"doc2dial subtask1: no_answer_threshold must be a finite number, got {value!r}")
+    if options.get("no_answer_text") is not None and _text_problem(options["no_answer_text"]):
+        raise ValueError(f"doc2dial subtask1: no_answer_text must be a string or None, got {options['no_answer_text']!r}")
 
 
 def _text_problem(value):

@@ -6,12 +6,12 @@ import re
 import string
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
-_PUNCTUATION = set(string.punctuation)
+_PUNCTUATION = str.maketrans("", "", string.punctuation)  # the script's character filter, as one translate
 
 
 def normalize_answer(text):
     """Lower case, drop ASCII punctuation, replace the articles a/an/the by a space, collapse whitespace."""
-    text = "".join(ch for ch in text.lower() if ch not in _PUNCTUATION)
+    text = text.lower().translate(_PUNCTUATION)
     return " ".join(_ARTICLES.sub(" ", text).split())
 
 
@@ -24,7 +24,10 @@ def exact_match(gold, prediction):
 
 
 def token_f1(gold, prediction):
-    gold_tokens, pred_tokens = answer_tokens(gold), answer_tokens(prediction)
+    return _f1(answer_tokens(gold), answer_tokens(prediction))
+
+
+def _f1(gold_tokens, pred_tokens):
     if not gold_tokens or not pred_tokens:
         return int(gold_tokens == pred_tokens)  # a no-answer scores 1 only against a no-answer
     same = sum((collections.Counter(gold_tokens) & collections.Counter(pred_tokens)).values())
@@ -35,13 +38,22 @@ def token_f1(gold, prediction):
     return (2 * precision * recall) / (precision + recall)
 
 
+def span_scores(prediction, gold_texts):
+    """Exact match (0/1) and F1 (0-1) of one prediction: the best over the gold texts that normalise to
+    something (else against "", i.e. right only for a prediction that normalises to nothing). The same values
+    as ``exact_match`` and ``token_f1``, with the prediction normalised once."""
+    golds = [gold for gold in map(normalize_answer, gold_texts) if gold] or [""]
+    predicted = normalize_answer(prediction)
+    pred_tokens = predicted.split()
+    return (max(int(gold == predicted) for gold in golds),
+            max(_f1(gold.split(), pred_tokens) for gold in golds))
+
+
 def raw_scores(gold_texts, predictions):
-    """Per id, the best exact match and F1 over the gold texts that normalise to something (else over "")."""
+    """Per id, ``span_scores`` of its prediction."""
     exact, f1 = {}, {}
     for qid, texts in gold_texts.items():
-        golds = [text for text in texts if normalize_answer(text)] or [""]
-        exact[qid] = max(exact_match(gold, predictions[qid]) for gold in golds)
-        f1[qid] = max(token_f1(gold, predictions[qid]) for gold in golds)
+        exact[qid], f1[qid] = span_scores(predictions[qid], texts)
     return exact, f1
 
 

@@ -1,11 +1,13 @@
 """``qahub evaluate doc2dial``: the DialDoc21 shared-task scores of a prediction file.
 
 Predictions use the shared task's format: a JSON list of ``{"id", "prediction_text", "no_answer_probability"}``
-(subtask1) or ``{"id", "utterance"}`` (subtask2). References are a JSON list of ``{"id", "answers"}`` /
-``{"id", "utterance"}``, or, with ``--split``, built from the release by the doc2dial builder as the official
-scorer builds them. Every reference needs a prediction (a missing id is an error listing them); with
-``--ignore-missing`` the references are restricted to the predicted ids, as the official scorer does, and the
-output says how many were left out (``missing_ignored``).
+(subtask1; ``no_answer_probability`` may be left out: 0.0) or ``{"id", "utterance"}`` (subtask2). A prediction's
+text is a model's reply: ``null``, a non-string or a lone surrogate is counted as ``unparseable`` and scored as
+empty, never an error. References are a JSON list of ``{"id", "answers"}`` / ``{"id", "utterance"}`` (or rows of
+the ``doc2dial_rc`` / ``dialogue_domain`` configs), or, with ``--split``, the split's rows built from the release by
+the doc2dial builder, passed to the metric as they are. Every reference needs a prediction (a missing id is an
+error listing them); with ``--ignore-missing`` the references are restricted to the predicted ids, as the official
+scorer does, and the output says how many were left out (``missing_ignored``).
 """
 
 from __future__ import annotations
@@ -14,11 +16,17 @@ import json
 import math
 from pathlib import Path
 
+from qahub.files import loads_strict
+
+# the one expansion of a dialogue_domain row into subtask 2 references: the metric's (also for older callers)
+from qahub.metrics.doc2dial.dialogues import agent_turn_references, is_dialogue
+
 HELP = "DialDoc21 shared-task scores on doc2dial: subtask1 grounding (SQuAD v2 EM/F1), subtask2 generation (sacreBLEU)"
 _FIELDS = {
-    "subtask1": {"predictions": ("id", "prediction_text", "no_answer_probability"), "references": ("id", "answers")},
+    "subtask1": {"predictions": ("id", "prediction_text"), "references": ("id", "answers")},
     "subtask2": {"predictions": ("id", "utterance"), "references": ("id", "utterance")},
 }
+_REPLY = {"subtask1": "prediction_text", "subtask2": "utterance"}
 
 
 def add_arguments(parser):
@@ -26,7 +34,8 @@ def add_arguments(parser):
                         help="subtask1: grounding span of the next agent turn; subtask2: the next agent turn")
     parser.add_argument("--predictions", required=True, help="JSON list in the shared task's prediction format")
     refs = parser.add_mutually_exclusive_group(required=True)
-    refs.add_argument("--references", help="JSON list of {id, answers} (subtask1) or {id, utterance} (subtask2)")
+    refs.add_argument("--references", help="JSON list of {id, answers} (subtask1) or {id, utterance} (subtask2), "
+                                           "or rows of the doc2dial_rc / dialogue_domain configs")
     refs.add_argument("--split", choices=("train", "validation"),
                       help="build the references of this split of doc2dial v1.0.1")
     parser.add_argument("--data-dir", help="with --split: the unpacked release zip (doc2dial/v1.0.1/...) instead of downloading")
@@ -37,26 +46,31 @@ def add_arguments(parser):
                              "the output's missing_ignored counts the others. Default: a missing prediction is an error")
     parser.add_argument("--no-answer-threshold", type=float, default=1.0,
                         help="subtask1: predictions with a larger no_answer_probability count as empty (default 1.0)")
+    parser.add_argument("--no-answer-text", default=None,
+                        help="subtask1: a prediction_text that SQuAD-normalises to this text counts as empty "
+                             "(the harness task's replies: --no-answer-text 'NO ANSWER'); default: none")
 
 
 def run(args) -> dict:
     from qahub import registry
 
-    predictions = read_records(Path(args.predictions), _FIELDS[args.task]["predictions"])
+    predictions = read_records(Path(args.predictions), _FIELDS[args.task]["predictions"], _REPLY[args.task])
     if args.split:
         references = split_references(args)
         source = f"doc2dial {args.split} split"
     else:
-        references = read_records(Path(args.references), _FIELDS[args.task]["references"])
+        references = read_records(Path(args.references), (), None)
         source = args.references
     extra = {}
     if args.ignore_missing:
+        expanded = per_turn_references(args.task, references)
         predicted = {p["id"] for p in predictions}
-        kept = [r for r in references if r["id"] in predicted]
-        extra["missing_ignored"] = len(references) - len(kept)
-        references = kept
+        references = [r for r in expanded if r["id"] in predicted]
+        extra["missing_ignored"] = len(expanded) - len(references)
     metric = registry.load_metric("doc2dial", config_name=args.task)
-    kwargs = {"no_answer_threshold": args.no_answer_threshold} if args.task == "subtask1" else {}
+    kwargs = {}
+    if args.task == "subtask1":
+        kwargs = {"no_answer_threshold": args.no_answer_threshold, "no_answer_text": getattr(args, "no_answer_text", None)}
     try:
         scores = metric.compute(predictions=predictions, references=references, **kwargs)
     except ValueError as err:
@@ -65,21 +79,24 @@ def run(args) -> dict:
     return {"task": args.task, "references": source, **extra, **scores}
 
 
-def read_records(path: Path, fields) -> list[dict]:
+def read_records(path: Path, fields, reply) -> list:
+    """The JSON list in ``path``; with ``fields``, each record must be an object with them (``reply`` may hold
+    anything: the metric reads it); ``no_answer_probability``, when present, must be a finite number."""
     try:
-        records = json.loads(path.read_text(encoding="utf-8"))
+        records = loads_strict(path.read_text(encoding="utf-8"), str(path))
     except UnicodeDecodeError as err:
         raise ValueError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
     except json.JSONDecodeError as err:
         raise ValueError(f"{path}: not valid JSON ({err.msg} at line {err.lineno} column {err.colno})") from None
     if not isinstance(records, list):
-        raise ValueError(f"{path}: expected a JSON list of objects with {', '.join(fields)}")
+        raise ValueError(f"{path}: expected a JSON list of objects")
     for index, record in enumerate(records):
-        _check_record(path, index, record, fields)
-    return [{key: record[key] for key in fields} for record in records]
+        if fields:
+            _check_record(path, index, record, fields, reply)
+    return records
 
 
-def _check_record(path, index, record, fields):
+def _check_record(path, index, record, fields, reply):
     where = f"{path}: record {index}"
     if not isinstance(record, dict):
         raise ValueError(f"{where}: expected an object, got {type(record).__name__}")
@@ -87,46 +104,34 @@ def _check_record(path, index, record, fields):
     missing = [key for key in fields if key not in record]
     if missing:
         raise ValueError(f"{where}: missing key(s) {', '.join(missing)}")
-    for key in ("id", "prediction_text", "utterance"):
-        if key in fields and not isinstance(record[key], str):
-            raise ValueError(f"{where}: {key!r} must be a string, got {record[key]!r}")
-    if "no_answer_probability" in fields and not _is_finite(record["no_answer_probability"]):
+    if not isinstance(record["id"], str):
+        raise ValueError(f"{where}: 'id' must be a string, got {record['id']!r}")
+    if "no_answer_probability" in record and not _is_finite(record["no_answer_probability"]):
         raise ValueError(f"{where}: 'no_answer_probability' must be a finite number, got {record['no_answer_probability']!r}")
-    if "answers" in fields and not _is_answers(record["answers"]):
-        raise ValueError(f"{where}: 'answers' must be {{\"text\": [str], \"answer_start\": [int]}} of equal lengths, "
-                         f"got {record['answers']!r}")
 
 
 def _is_finite(value):
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _is_int(value):
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_answers(value):
-    return (isinstance(value, dict) and isinstance(value.get("text"), list) and isinstance(value.get("answer_start"), list)
-            and all(isinstance(t, str) for t in value["text"]) and all(_is_int(s) for s in value["answer_start"])
-            and len(value["text"]) == len(value["answer_start"]))
-
-
-def split_references(args) -> list[dict]:
-    """The split's references in dataset order (the order in which the official scorer collects them)."""
+def split_references(args):
+    """The split's rows in dataset order (the order in which the official scorer collects the references):
+    ``doc2dial_rc`` rows for subtask1, ``dialogue_domain`` rows for subtask2, as the metric takes them."""
     import qahub
 
     config = "doc2dial_rc" if args.task == "subtask1" else "dialogue_domain"
-    rows = qahub.load("doc2dial", config, data_dir=args.data_dir, cache_dir=args.cache_dir,
+    return qahub.load("doc2dial", config, data_dir=args.data_dir, cache_dir=args.cache_dir,
                       mirror_url=args.mirror_url)[args.split]
-    if args.task == "subtask1":
-        return [{"id": row["id"], "answers": row["answers"]} for row in rows]
-    return [reference for row in rows for reference in agent_turn_references(row)]
 
 
-def agent_turn_references(dialogue) -> list[dict]:
-    """Each agent turn as a subtask 2 reference, its id ``{dial_id}_{turn_id - 1}`` (the official convention)."""
-    return [
-        {"id": f"{dialogue['dial_id']}_{turn['turn_id'] - 1}", "utterance": turn["utterance"]}
-        for turn in dialogue["turns"]
-        if turn["role"] == "agent"
-    ]
+def per_turn_references(task, references) -> list[dict]:
+    """References one per id: subtask 2 dialogue rows expanded by the metric's own ``agent_turn_references``."""
+    expanded = []
+    for index, record in enumerate(references):
+        if task == "subtask2" and is_dialogue(record):
+            expanded += agent_turn_references(record, f"doc2dial: reference {index}")
+        elif not isinstance(record, dict) or not isinstance(record.get("id"), str):
+            raise ValueError(f"doc2dial: reference {index}: expected an object with a string 'id', got {record!r}"[:300])
+        else:
+            expanded.append(record)
+    return expanded

@@ -1,0 +1,188 @@
+"""lm-evaluation-harness tasks of doc2dial v1.0.1 (DialDoc21 subtasks), scored by the ``doc2dial`` metric's code.
+
+- ``qahub_doc2dial_grounding`` (subtask 1): from the document and the dialogue history, copy the span of the
+  document that grounds the next agent turn, or reply ``NO ANSWER``. SQuAD v2 exact match and F1 per example
+  (``squad_v2_scoring.span_scores``, what the metric's ``subtask1`` averages).
+- ``qahub_doc2dial_response`` (subtask 2): from the document and the dialogue history, write the next agent turn.
+  Corpus sacreBLEU over (reply, gold) pairs (``bleu_scoring.corpus_sacrebleu``, the metric's ``subtask2``).
+
+Documents longer than ``DOC_CHARS`` characters are cut: the prompt shows the document with its whitespace
+tidied (each line's whitespace runs made one space, blank lines dropped), then its first ``DOC_CHARS`` characters,
+and says so. An example whose gold span lies beyond the cut is still scored.
+"""
+
+import functools
+import re
+
+import datasets
+
+from .bleu_scoring import corpus_sacrebleu
+from .dialogues import agent_turns
+from .replies import NO_ANSWER, bleu_line, one_line, read_reply, span_reply
+from .squad_v2_scoring import span_scores
+
+DOC_CHARS = 6000  # characters of the (tidied) document shown in a prompt
+QUESTION_TOKENS = 100  # doc2dial_rc keeps the first 100 whitespace tokens of the newest-first history
+_ROLE = re.compile(r"(?:^| )(user|agent): ")
+
+DOC_FEATURES = datasets.Features({
+    "id": datasets.Value("string"),
+    "dial_id": datasets.Value("string"),
+    "turn_id": datasets.Value("int32"),
+    "doc_id": datasets.Value("string"),
+    "domain": datasets.Value("string"),
+    "history": datasets.List({"role": datasets.Value("string"), "utterance": datasets.Value("string")}),
+    "document": datasets.Value("string"),
+    "utterance": datasets.Value("string"),
+})
+
+
+# --- prompts
+
+
+def document_block(text):
+    """The document as the prompts show it: tidied whitespace, cut to its first ``DOC_CHARS`` characters."""
+    shown = "\n".join(line for line in (one_line(line) for line in text.splitlines()) if line)
+    if len(shown) <= DOC_CHARS:
+        return f"Document:\n{shown}"
+    return f"Document (only its first {DOC_CHARS} characters; the rest is cut):\n{shown[:DOC_CHARS]}"
+
+
+def dialogue_block(turns, cut=False):
+    """``turns`` [(role, utterance)], oldest first, one line each."""
+    lines = [f"{role}: {one_line(utterance)}" if role else one_line(utterance) for role, utterance in turns]
+    if cut:
+        lines.insert(0, "(earlier turns are not shown)")
+    return "Dialogue (oldest turn first):\n" + ("\n".join(lines) if lines else "(no turns yet)")
+
+
+def question_turns(question):
+    """A doc2dial_rc ``question`` ("user: ... agent: ...", newest turn first) as [(role, utterance)], oldest first."""
+    parts = _ROLE.split(question)
+    turns = [(parts[i], parts[i + 1]) for i in range(1, len(parts) - 1, 2)]
+    if parts[0].strip():
+        turns.insert(0, ("", parts[0]))
+    return turns[::-1]
+
+
+def grounding_prompt(doc):
+    cut = len(doc["question"].split()) >= QUESTION_TOKENS
+    return (
+        "Below are a document and a dialogue between a user and an agent who answers from the document. "
+        "Find the span of the document that the agent's next turn should be based on.\n\n"
+        f"{document_block(doc['context'])}\n\n"
+        f"{dialogue_block(question_turns(doc['question']), cut)}\n\n"
+        "Reply with that span copied exactly from the document, on one line, and nothing else. "
+        f"If no part of the document answers the user, reply {NO_ANSWER}.\n"
+        "Span:"
+    )
+
+
+def grounding_target(doc):
+    """The gold span on one line (whitespace does not count in the SQuAD scores), or ``NO ANSWER``."""
+    texts = doc["answers"]["text"]
+    return one_line(texts[0]) if texts else NO_ANSWER
+
+
+def response_prompt(doc):
+    turns = [(turn["role"], turn["utterance"]) for turn in doc["history"]]
+    return (
+        "Below are a document and a dialogue between a user and an agent who answers from the document. "
+        "You are the agent.\n\n"
+        f"{document_block(doc['document'])}\n\n"
+        f"{dialogue_block(turns)}\n\n"
+        "Write the agent's next turn, on one line, without the \"agent:\" prefix, and nothing else.\n"
+        "agent:"
+    )
+
+
+def response_target(doc):
+    """The gold agent turn on one line, tokenized by sacreBLEU exactly as the gold itself (so it scores 100)."""
+    return bleu_line(doc["utterance"])
+
+
+# --- scores: the metric's own per-example code
+
+
+def grounding_score(reply, doc):
+    """Exact match and F1 (0-100) of a reply as the grounding span; ``unparseable`` 0/1. Never raises."""
+    span, unparseable = span_reply(reply)
+    exact, f1 = span_scores(span, doc["answers"]["text"])
+    return {"exact": 100.0 * exact, "f1": 100.0 * f1, "unparseable": int(unparseable)}
+
+
+def response_score(reply, doc):
+    """The (reply, gold) pair for corpus BLEU; ``unparseable`` 0/1 (an unreadable reply is empty). Never raises."""
+    text, unparseable = read_reply(reply)
+    return {"bleu": (text, doc["utterance"]), "unparseable": int(unparseable)}
+
+
+def corpus_bleu(items):
+    """Corpus sacreBLEU of (reply, gold) pairs, as the metric's ``subtask2`` computes it; 0.0 for no pairs."""
+    pairs = [tuple(item) for item in items]
+    if not pairs:
+        return 0.0
+    return float(corpus_sacrebleu([reply for reply, _ in pairs], [gold for _, gold in pairs])["score"])
+
+
+# --- subtask 2 docs: agent turns of the dialogue rows, with their document
+
+
+def response_docs(dataset, location):
+    """One doc per agent turn of the split's ``dialogue_domain`` rows, its document text joined by ``doc_id``
+    from the ``document_domain`` config (split train) of the same ``location``."""
+    documents = document_texts(str(location))
+    rows = []
+    for index, dialogue in enumerate(dataset):
+        where = f"doc2dial: {location}: dialogue_domain row {index}"
+        turns = agent_turns(dialogue, where)
+        document = _document(documents, dialogue, where, location)
+        rows += [{**turn, "doc_id": dialogue["doc_id"], "domain": dialogue.get("domain") or "", "document": document}
+                 for turn in turns]
+    return datasets.Dataset.from_list(rows, features=DOC_FEATURES)
+
+
+def _document(documents, dialogue, where, location):
+    doc_id = dialogue.get("doc_id")
+    if doc_id not in documents:
+        raise ValueError(f"{where} (dialogue {dialogue['dial_id']!r}): document {doc_id!r} is not in the "
+                         f"document_domain config of {location}")
+    return documents[doc_id]
+
+
+@functools.lru_cache(maxsize=4)
+def document_texts(location):
+    """``{doc_id: doc_text}`` of the ``document_domain`` config of ``location`` (loaded once per location)."""
+    if "document_domain" not in datasets.get_dataset_config_names(location):
+        raise ValueError(f"doc2dial: {location}: has no document_domain config; the response task reads the "
+                         "documents from it (export the corpus with all its configs)")
+    rows = datasets.load_dataset(location, "document_domain", split="train").select_columns(["doc_id", "doc_text"])
+    return dict(zip(rows["doc_id"], rows["doc_text"], strict=True))
+
+
+TASKS = {
+    "qahub_doc2dial_grounding": {
+        "configs": ["doc2dial_rc"],
+        "splits": ["validation", "train"],
+        "fewshot_split": "train",
+        "docs": None,
+        "prompt": grounding_prompt,
+        "target": grounding_target,
+        "until": ["\n\n"],
+        "max_gen_toks": 512,  # grounding spans can be a few paragraphs long
+        "score": grounding_score,
+        "metrics": {"exact": ("mean", True), "f1": ("mean", True), "unparseable": ("mean", False)},
+    },
+    "qahub_doc2dial_response": {
+        "configs": ["dialogue_domain"],
+        "splits": ["validation", "train"],
+        "fewshot_split": "train",
+        "docs": response_docs,
+        "prompt": response_prompt,
+        "target": response_target,
+        "until": ["\n\n"],
+        "max_gen_toks": 128,
+        "score": response_score,
+        "metrics": {"bleu": (corpus_bleu, True), "unparseable": ("mean", False)},
+    },
+}
