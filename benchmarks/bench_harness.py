@@ -1,0 +1,74 @@
+"""lm-evaluation-harness scoring speed: each qahub task's ``process_results`` over 10,000 replies.
+
+The docs are the bundled samples' (exported as ``qahub build`` does, then read back like lm-eval reads them),
+repeated; the replies mix each doc's gold target with free-form and garbage replies. The figure is ms per
+reply; the target is 1 ms for every task but JEMHopQA derivations (5 ms), where the official scorer's
+tokenization and alignment run per reply.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from _common import measure, row
+
+REPLIES = 10_000
+TARGET_MS = {"qahub_jemhopqa_derivations": 5.0}
+NOISE = ["", "   ", "не знаю", "**Ответ:** Б.", '{"answer": ', "x" * 10_000, "\ud800", "I think the answer is 42.\n\nMore"]
+
+
+def _exports(root: Path) -> dict:
+    from qahub import harness, registry
+    from qahub.export import export
+
+    locations = {}
+    for corpus in harness.METRIC_OF:
+        folder = root / corpus
+        export(corpus, folder, data_dir=registry.samples_dir(corpus), cache_dir=root / "cache", sample=True)
+        locations[corpus] = str(folder)
+    return locations
+
+
+def prepare_score(corpus, task, location, n):
+    import datasets
+
+    from qahub import harness
+
+    entry = harness.plan_tasks(corpus, location)[task]
+    functions = harness.task_functions(corpus, task, location)
+    docs = list(datasets.load_dataset(location, entry["config"], split=entry["split"]))
+    if harness.task_api(corpus).TASKS[task].get("docs"):
+        docs = list(functions.process_docs(datasets.Dataset.from_list(docs)))
+    pairs = []
+    for i in range(n):
+        doc = docs[i % len(docs)]
+        reply = functions.doc_to_target(doc) if i % 2 == 0 else NOISE[(i // 2) % len(NOISE)]
+        pairs.append((doc, reply))
+    return functions.process_results, pairs
+
+
+def score(process_results, pairs):
+    for doc, reply in pairs:
+        process_results(doc, [reply])
+    return len(pairs)
+
+
+def run() -> list[dict]:
+    import datasets
+
+    from qahub import harness
+
+    datasets.disable_progress_bars()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        locations = _exports(Path(tmp))
+        for corpus, location in locations.items():
+            for task in harness.task_api(corpus).TASKS:
+                seconds, peak, _ = measure("bench_harness:score", corpus, task, location, REPLIES)
+                ms = 1000 * seconds / REPLIES
+                target = TARGET_MS.get(task, 1.0)
+                verdict = "ok" if ms <= target else "MISSED"
+                note = f"{ms:.3f} ms per reply (target <= {target:g} ms: {verdict})"
+                rows.append(row(f"harness {task} process_results x{REPLIES:,}", (seconds, peak), None, note))
+    return rows

@@ -1,0 +1,250 @@
+"""Task folders for lm-evaluation-harness: ``qahub harness-tasks`` writes them, ``lm_eval --include_path`` reads them.
+
+A task's prompt, gold target, per-example scores and aggregations are its metric's own: the ``TASKS`` table of
+``qahub.metrics.<metric>.task_api``, the code the ``evaluate`` metric scores with. This module only chooses the
+dataset config and splits a location has, writes one folder per task (``<task>.yaml`` + ``utils.py``), and binds
+those functions to the location in ``utils.py``, so that lm-eval scores each reply with qahub's code.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import math
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from types import SimpleNamespace
+
+import qahub
+
+# each corpus's metric: the module whose task_api defines the corpus's tasks
+METRIC_OF = {"doc2dial": "doc2dial", "jemhopqa": "jemhopqa", "jeopardy": "jeopardy_meteor", "limur": "limur",
+             "topical_chat": "topical_chat"}
+logger = logging.getLogger(__name__)
+MARKER = "qahub_tasks.json"  # written in every generated folder: what it holds, and proof that qahub wrote it
+
+
+class HarnessError(ValueError):
+    pass
+
+
+def task_api(corpus: str):
+    if corpus not in METRIC_OF:
+        raise HarnessError(f"unknown corpus {corpus!r}; harness tasks exist for: {', '.join(sorted(METRIC_OF))}")
+    return importlib.import_module(f"qahub.metrics.{METRIC_OF[corpus]}.task_api")
+
+
+def write_task_folder(out, locations: dict, judge: bool = False, overwrite: bool = False) -> dict:
+    """Write ``out/<task>/`` for every task of every corpus in ``locations`` ({corpus: folder or Hub id}).
+
+    Returns ``{task: {"corpus", "location", "config", "split", "fewshot_split"}}`` (also saved as
+    ``out/qahub_tasks.json``). The folder is written beside ``out`` and renamed into place when complete.
+    """
+    out = Path(out).absolute()
+    _check_out(out, overwrite)
+    plan = {}
+    for corpus, location in locations.items():
+        plan.update(plan_tasks(corpus, location))
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    try:
+        for name, entry in plan.items():
+            _write_task(staging / name, name, entry, judge)
+        for corpus in locations:
+            _write_group(staging, corpus, [name for name, e in plan.items() if e["corpus"] == corpus])
+        (staging / MARKER).write_text(json.dumps(plan, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        if out.exists():
+            shutil.rmtree(out)
+        staging.rename(out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return plan
+
+
+def _check_out(out: Path, overwrite: bool):
+    if not out.exists() or (out.is_dir() and not any(out.iterdir())):
+        return
+    if not overwrite:
+        raise FileExistsError(f"{out}: exists and is not empty; pass --overwrite to replace an earlier task folder")
+    if not (out / MARKER).is_file():
+        raise FileExistsError(f"{out}: is not a folder written by qahub harness-tasks (no {MARKER}); "
+                              "--overwrite only replaces one")
+
+
+def plan_tasks(corpus: str, location) -> dict:
+    """``{task: entry}``: the config, evaluation split and few-shot split each task of ``corpus`` uses there."""
+    tasks = task_api(corpus).TASKS
+    location = resolve_location(location)
+    available = _configs(location)
+    plan = {}
+    for name, spec in tasks.items():
+        config = next((c for c in spec["configs"] if c in available), None)
+        if config is None:
+            raise HarnessError(f"{location}: has none of the configs task {name} runs on "
+                               f"({', '.join(spec['configs'])}); it has {', '.join(available) or 'none'}")
+        split = _eval_split(location, config, spec, name)
+        fewshot = spec.get("fewshot_split")
+        if fewshot not in _splits(location, config) or fewshot == split:
+            fewshot = None
+        plan[name] = {"corpus": corpus, "location": location, "config": config, "split": split,
+                      "fewshot_split": fewshot}
+    return plan
+
+
+def resolve_location(location) -> str:
+    """An existing folder as an absolute path; anything else must look like a Hub dataset id ``ORG/NAME``."""
+    path = Path(str(location)).expanduser()
+    if path.is_dir():
+        if not (path / "README.md").is_file():
+            raise HarnessError(f"{path}: not an exported corpus (no README.md); build one with `qahub build`")
+        return str(path.absolute())
+    if str(location).count("/") != 1 or str(location).startswith((".", "/")):
+        raise HarnessError(f"{location}: neither a folder nor a Hub dataset id ORG/NAME")
+    return str(location)
+
+
+def _configs(location: str) -> list[str]:
+    import datasets
+
+    return list(datasets.get_dataset_config_names(location))
+
+
+def _splits(location: str, config: str) -> list[str]:
+    import datasets
+
+    return list(datasets.get_dataset_split_names(location, config))
+
+
+def _eval_split(location: str, config: str, spec: dict, name: str) -> str:
+    """The first preferred split present whose rows have gold (``usable``), e.g. LIMUR's test only when open."""
+    import datasets
+
+    present = _splits(location, config)
+    candidates = [s for s in spec["splits"] if s in present]
+    usable = spec.get("usable")
+    for split in candidates:
+        if usable is None or any(usable(row) for row in datasets.load_dataset(location, config, split=split)):
+            return split
+    raise HarnessError(f"{location}: config {config} has no split with gold answers for task {name} "
+                       f"(tried {', '.join(candidates) or 'none'} of {', '.join(present)})")
+
+
+def _write_task(folder: Path, name: str, entry: dict, judge: bool):
+    spec = task_api(entry["corpus"]).TASKS[name]
+    folder.mkdir(parents=True)
+    (folder / f"{name}.yaml").write_text(task_yaml(name, entry, spec, judge), encoding="utf-8")
+    (folder / "utils.py").write_text(utils_py(name, entry, spec, judge), encoding="utf-8")
+
+
+def _write_group(root: Path, corpus: str, names: list[str]):
+    """Several tasks and none named ``qahub_<corpus>``: a group of that name runs them all."""
+    group = f"qahub_{corpus}"
+    if group in names or len(names) < 2:
+        return
+    text = f"group: {group}\ntask:\n" + "".join(f"  - {n}\n" for n in names) + "metadata:\n  version: 1.0\n"
+    (root / f"_{group}.yaml").write_text(text, encoding="utf-8")
+
+
+def task_metrics(spec: dict, judge: bool) -> dict:
+    metrics = dict(spec["metrics"])
+    if judge:
+        metrics.update(spec.get("judge_metrics", {}))
+    return metrics
+
+
+def task_yaml(name: str, entry: dict, spec: dict, judge: bool) -> str:
+    q = json.dumps  # a JSON string is a valid YAML double-quoted scalar
+    lines = [
+        f"# Generated by `qahub harness-tasks` (qahub {qahub.__version__}); regenerate rather than edit.",
+        f"task: {name}",
+        f"dataset_path: {q(entry['location'])}",
+        f"dataset_name: {q(entry['config'])}",
+        f"test_split: {q(entry['split'])}",
+    ]
+    if entry["fewshot_split"]:
+        lines.append(f"fewshot_split: {q(entry['fewshot_split'])}")
+    lines.append("output_type: generate_until")
+    for key in ("target_delimiter", "fewshot_delimiter"):  # e.g. llm-jp-eval puts the answer right after its header
+        if key in spec:
+            lines.append(f"{key}: {q(spec[key])}")
+    if spec.get("docs"):
+        lines.append("process_docs: !function utils.process_docs")
+    lines += [
+        "doc_to_text: !function utils.doc_to_text",
+        "doc_to_target: !function utils.doc_to_target",
+        "process_results: !function utils.process_results",
+        "generation_kwargs:",
+        f"  until: {q(list(spec['until']), ensure_ascii=False)}",
+        f"  max_gen_toks: {int(spec.get('max_gen_toks', 256))}",
+        "  do_sample: false",
+        "  temperature: 0.0",
+        "metric_list:",
+    ]
+    for metric, (aggregation, higher) in task_metrics(spec, judge).items():
+        how = aggregation if isinstance(aggregation, str) else f"!function utils.aggregate_{metric}"
+        lines += [f"  - metric: {metric}", f"    aggregation: {how}", f"    higher_is_better: {str(higher).lower()}"]
+    # no num_fewshot: lm-eval ignores --num_fewshot for a task whose YAML sets it (0 when neither does)
+    lines += ["metadata:", "  version: 1.0"]
+    if spec.get("configuration"):  # what the scorer runs with here (e.g. which tokenizer dictionary)
+        lines.append(f"  scorer: {q(spec['configuration'](), ensure_ascii=False)}")
+    return "\n".join(lines) + "\n"
+
+
+def utils_py(name: str, entry: dict, spec: dict, judge: bool) -> str:
+    aggregates = [m for m, (aggregation, _) in task_metrics(spec, judge).items() if not isinstance(aggregation, str)]
+    lines = [
+        f'"""lm-evaluation-harness functions of task {name}, generated by `qahub harness-tasks`.',
+        "",
+        f"Prompt, target and scores are qahub's own: qahub.metrics.{METRIC_OF[entry['corpus']]}.task_api, the code",
+        'its evaluate metric scores with. Data: config {config} of {location}."""'.format(**entry),
+        "",
+        "from qahub.harness import task_functions",
+        "",
+        f"_task = task_functions({entry['corpus']!r}, {name!r}, {entry['location']!r}, judge={judge!r})",
+        "doc_to_text = _task.doc_to_text",
+        "doc_to_target = _task.doc_to_target",
+        "process_results = _task.process_results",
+    ]
+    if spec.get("docs"):
+        lines.append("process_docs = _task.process_docs")
+    lines += [f"aggregate_{m} = _task.aggregate[{m!r}]" for m in aggregates]
+    return "\n".join(lines) + "\n"
+
+
+def task_functions(corpus: str, name: str, location: str, judge: bool = False) -> SimpleNamespace:
+    """The functions a generated ``utils.py`` hands to lm-eval, bound to one task and dataset location."""
+    spec = task_api(corpus).TASKS[name]
+    metrics = task_metrics(spec, judge)
+    if judge and spec.get("judge") and not all(os.environ.get(v) for v in ("QAHUB_JUDGE_URL", "QAHUB_JUDGE_MODEL")):
+        logger.warning("%s: the task reports judge_score but QAHUB_JUDGE_URL / QAHUB_JUDGE_MODEL are not set: "
+                       "every judge_score will be 0", name)
+    scorers = [spec["score"]] + ([spec["judge"]] if judge and spec.get("judge") else [])
+
+    def process_results(doc, results):
+        reply = results[0] if results else ""
+        values = {}
+        for score in scorers:
+            values.update(score(reply, doc))
+        return {metric: values[metric] for metric in metrics}
+
+    def process_docs(dataset):
+        return spec["docs"](dataset, location)
+
+    aggregate = {m: _finite(a) for m, (a, _) in metrics.items() if not isinstance(a, str)}
+    return SimpleNamespace(doc_to_text=spec["prompt"], doc_to_target=spec["target"], process_docs=process_docs,
+                           process_results=process_results, aggregate=aggregate)
+
+
+def _finite(aggregation):
+    """An aggregation whose result is checked: a NaN or infinite aggregate is a bug in qahub, not a score."""
+    def aggregate(items):
+        value = float(aggregation(items))
+        if not math.isfinite(value):
+            raise RuntimeError(f"{getattr(aggregation, '__name__', aggregation)} aggregated to {value}")
+        return value
+
+    aggregate.__name__ = getattr(aggregation, "__name__", "aggregate")
+    return aggregate
