@@ -284,9 +284,9 @@ def test_mutated_sample_builds_or_fails_with_source_data_error(tmp_path, name, m
 
 
 def plain_utf8(data):
-    """Bytes that decode as UTF-8 with no byte-order mark (anything else cannot build)."""
+    """Bytes that decode as UTF-8, a byte-order mark allowed (anything else cannot build)."""
     try:
-        return not data.decode("utf-8").startswith("\ufeff")
+        return bool(data.decode("utf-8"))
     except UnicodeDecodeError:
         return False
 

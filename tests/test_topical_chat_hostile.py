@@ -247,7 +247,7 @@ def test_truncated_or_keyless_files_are_refused(tmp_path, mutate):
 
 ENCODINGS = [("cp1251", "Привет, ты любишь космос?"), ("shift_jis", "こんにちは、宇宙は好き？"),
              ("utf-16", "Hello — ¿te gusta el espacio?"), ("utf-16-be", "Hello"), ("utf-32", "Hello"),
-             ("utf-8-sig", "Hello"), ("latin-1", "Café au lait?"), ("cp1252", "“Hello”")]
+             ("latin-1", "Café au lait?"), ("cp1252", "“Hello”")]  # utf-8-sig builds: a BOM is allowed
 
 
 @pytest.mark.parametrize("encoding, message", ENCODINGS, ids=[e for e, _ in ENCODINGS])
