@@ -53,11 +53,11 @@ class Source:
     """
 
     corpus: str  # also the corpus folder under a mirror: <mirror>/<corpus>/<path>
-    base_url: str  # upstream, pinned to a commit where upstream allows it
     description: str
     citation: str
     homepage: str
     license: str
+    base_url: Optional[str] = None  # upstream, pinned to a commit where upstream allows; None: no public download
     sha256: Mapping[str, str] = field(default_factory=dict)
     files: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
@@ -166,9 +166,9 @@ def parse_json(path, where, text):
     except _DuplicateKey as err:
         problem = f"an object names the key {_shown(err.args[0])} twice"
     except RecursionError:
-        problem = "RecursionError: nested too deeply"
+        problem = "nested too deeply"
     except ValueError as err:  # an integer of over 4,300 digits
-        problem = f"{type(err).__name__}: {str(err)[:200]}"
+        problem = str(err)[:200]
     raise record_error(path, where, f"not valid JSON ({problem})")
 
 
@@ -198,8 +198,9 @@ def expect_utf8_start(path, head, where="-"):
 
 
 def _utf16_or_32(head):
-    """A UTF-16 byte-order mark (UTF-32's starts the same), or a NUL beside ASCII."""
-    return head[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE) or b"\x00" in head
+    """A UTF-16 byte-order mark (UTF-32's starts the same), or NULs beside other bytes (NULs alone are UTF-8)."""
+    bom = head[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+    return bom or (b"\x00" in head and bool(head.strip(b"\x00")))
 
 
 def _shown(value, limit=60):
@@ -229,6 +230,8 @@ def resolve_sources(config, dl_manager, corpus, canonical_base, files, sha256=No
     if config.data_dir:
         return {key: _local(config.data_dir, rel) for key, rel in files.items()}
     base = (getattr(config, "mirror_url", None) or os.environ.get(MIRROR_ENV) or "").rstrip("/")
+    if not base and not canonical_base:
+        raise FileNotFoundError(f"{corpus} has no public download: pass data_dir (a local copy) or a mirror")
     base = f"{base}/{corpus}" if base else canonical_base.rstrip("/")
     urls = {key: f"{base}/{rel}" for key, rel in files.items()}
     paths = {}

@@ -295,7 +295,7 @@ def _json_problem(err):
     if isinstance(err, UnicodeDecodeError):
         return utf8_problem(err.object, err)
     if isinstance(err, RecursionError):
-        return "not valid JSON (RecursionError: nested too deeply)"
+        return "not valid JSON (nested too deeply)"
     text = _one_line(err)
     return f"not UTF-8 text ({text})" if "UTF8" in text else f"not valid JSON ({text})"
 
