@@ -10,11 +10,22 @@ A source file is named by its path relative to the corpus root (``corpus_ver1.2/
 
 Downloaded files go through the `datasets` download manager (its cache) and are checked against the
 pinned sha256; a mismatch removes the cached copy so that a retry downloads again.
+
+Each corpus declares its ``Source`` once (what it is, its upstream base URL, its files and their sha256) and
+gives its builder config class ``SourceConfig`` (the ``mirror_url`` option). The readers ``read_json``,
+``read_jsonl`` and ``read_csv`` turn every undecodable or unparsable input into a ``SourceDataError`` naming
+the file, the line or record, and the problem.
 """
 
+import codecs
+import csv
 import hashlib
+import json
 import os
+from dataclasses import dataclass, field
+from typing import Mapping, Optional
 
+import datasets
 from datasets.utils.file_utils import xopen
 
 MIRROR_ENV = "QAHUB_MIRROR_URL"
@@ -33,11 +44,182 @@ def record_error(path, record, problem):
     return SourceDataError(f"{path}: record {record}: {problem}")
 
 
+@dataclass
+class Source:
+    """What a corpus is and where its files come from, declared once in its builder module.
+
+    ``files`` is ``{config: {split: path}}`` for a corpus stored as one file per split (else empty);
+    ``sha256`` maps a path to its pinned checksum (a path not listed is downloaded unchecked).
+    """
+
+    corpus: str  # also the corpus folder under a mirror: <mirror>/<corpus>/<path>
+    description: str
+    citation: str
+    homepage: str
+    license: str
+    base_url: Optional[str] = None  # upstream, pinned to a commit where upstream allows; None: no public download
+    sha256: Mapping[str, str] = field(default_factory=dict)
+    files: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+
+    def info(self, features):
+        return datasets.DatasetInfo(description=self.description, features=datasets.Features(features),
+                                    homepage=self.homepage, license=self.license, citation=self.citation)
+
+    def splits(self):
+        """``{config: [split, ...]}`` of ``files``."""
+        return {config: list(by_split) for config, by_split in self.files.items()}
+
+    def resolve(self, config, dl_manager, files):
+        """``{key: local path}`` of ``{key: path}``: from ``data_dir``, a mirror, or upstream (see the module)."""
+        return resolve_sources(config, dl_manager, self.corpus, self.base_url, files, self.sha256)
+
+
+@dataclass
+class SourceConfig(datasets.BuilderConfig):
+    """A builder config whose source files can come from a mirror: ``mirror_url`` replaces the upstream base URL."""
+
+    mirror_url: Optional[str] = None
+
+
+def in_data_dir(config, path):
+    """Whether ``config.data_dir`` is given and holds ``path``."""
+    return bool(config.data_dir) and os.path.isfile(os.path.join(os.path.expanduser(str(config.data_dir)), path))
+
+
+# --- reading
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def unique_keys(pairs):
+    """``object_pairs_hook`` for ``json``: an object that names a key twice is an error, not a silent overwrite."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return obj
+
+
+def read_json(path):
+    """The JSON value of ``path``: UTF-8 (a byte-order mark allowed), and no object naming a key twice."""
+    # binary, then decode: the text mode of HTTP files (streaming mode) is broken in fsspec
+    with _open(path, "rb") as f:
+        data = f.read()
+    return parse_json(path, "-", decode_utf8(path, "-", data))
+
+
+def read_jsonl(path):
+    """``(line number, record)`` of each non-blank line of a JSON Lines file (a byte-order mark allowed)."""
+    with _open(path, "rb") as f:
+        for number, raw in enumerate(f, start=1):
+            line = decode_utf8(path, f"line {number}", raw.removeprefix(codecs.BOM_UTF8) if number == 1 else raw)
+            if line.strip():
+                yield number, parse_json(path, f"line {number}", line)
+
+
+def read_csv(path, delimiter=","):
+    """``(line number, fields)`` of each non-blank record; the number is the line where the record starts.
+
+    UTF-8 with or without a byte-order mark; quoting is strict (``csv.reader(strict=True)``).
+    """
+    with _open(path, "r", encoding="utf-8-sig", newline="") as f:
+        reader = csv.reader(f, delimiter=delimiter, strict=True)
+        start = 1
+        try:
+            for record in reader:
+                if record:  # blank lines (e.g. trailing ones) carry no record
+                    yield start, record
+                start = reader.line_num + 1
+        except UnicodeDecodeError:
+            line, problem = _first_undecodable_line(path)
+            raise record_error(path, f"line {line}", problem) from None
+        except csv.Error as err:
+            raise record_error(path, f"line {start}", f"malformed CSV ({err})") from None
+
+
+def decode_utf8(path, where, data):
+    """``data`` (bytes) as text, a leading byte-order mark dropped; else a ``SourceDataError`` saying why."""
+    expect_utf8_start(path, data[:4], where)
+    try:
+        return data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as err:
+        raise record_error(path, where, utf8_problem(data, err)) from None
+
+
+def utf8_problem(data, err):
+    """What is wrong with ``data``, which failed to decode with ``err``: why, at which byte and line."""
+    line = data.count(b"\n", 0, err.start) + 1
+    return f"not UTF-8 text ({err.reason} at byte {err.start}, line {line})"
+
+
+def parse_json(path, where, text):
+    """``json.loads(text)`` with every failure a ``SourceDataError``: syntax, duplicate key, size, nesting."""
+    try:
+        return json.loads(text, object_pairs_hook=unique_keys)
+    except json.JSONDecodeError as err:
+        problem = f"{err.msg} at line {err.lineno} column {err.colno}"
+    except _DuplicateKey as err:
+        problem = f"an object names the key {_shown(err.args[0])} twice"
+    except RecursionError:
+        problem = "nested too deeply"
+    except ValueError as err:  # an integer of over 4,300 digits
+        problem = str(err)[:200]
+    raise record_error(path, where, f"not valid JSON ({problem})")
+
+
+def _first_undecodable_line(path):
+    """``(line, problem)`` of the first line that is not UTF-8 (lines split at b"\\n")."""
+    offset = 0
+    with _open(path, "rb") as f:
+        if _utf16_or_32(f.read(4)):
+            return 1, _WIDE
+        f.seek(0)
+        for number, line in enumerate(f, 1):
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError as err:
+                return number, f"not UTF-8 text ({err.reason} at byte {offset + err.start})"
+            offset += len(line)
+    return "-", "not UTF-8 text"  # not reached: the reader failed to decode some line
+
+
+_WIDE = "not UTF-8 text (UTF-16 or UTF-32 encoded)"
+
+
+def expect_utf8_start(path, head, where="-"):
+    """Name UTF-16 and UTF-32, seen in the first bytes of a file, rather than report an undecodable byte."""
+    if _utf16_or_32(head):
+        raise record_error(path, where, _WIDE)
+
+
+def _utf16_or_32(head):
+    """A UTF-16 byte-order mark (UTF-32's starts the same), or NULs beside other bytes (NULs alone are UTF-8)."""
+    bom = head[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+    return bom or (b"\x00" in head and bool(head.strip(b"\x00")))
+
+
+def _shown(value, limit=60):
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _open(path, mode, **kwargs):
+    """A local file, or a URL's content: in streaming mode builders are handed URLs, not files."""
+    return (open if os.path.exists(path) else xopen)(path, mode, **kwargs)
+
+
+# --- downloading
+
+
 def sha256_of(path):
     """sha256 of a local file, or of a URL's content (streaming mode hands builders URLs, not files)."""
     digest = hashlib.sha256()
-    opener = open if os.path.exists(path) else xopen
-    with opener(path, "rb") as f:
+    with _open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
@@ -48,6 +230,8 @@ def resolve_sources(config, dl_manager, corpus, canonical_base, files, sha256=No
     if config.data_dir:
         return {key: _local(config.data_dir, rel) for key, rel in files.items()}
     base = (getattr(config, "mirror_url", None) or os.environ.get(MIRROR_ENV) or "").rstrip("/")
+    if not base and not canonical_base:
+        raise FileNotFoundError(f"{corpus} has no public download: pass data_dir (a local copy) or a mirror")
     base = f"{base}/{corpus}" if base else canonical_base.rstrip("/")
     urls = {key: f"{base}/{rel}" for key, rel in files.items()}
     paths = {}

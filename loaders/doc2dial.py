@@ -1,18 +1,15 @@
 """doc2dial v1.0.1: goal-oriented dialogues grounded in documents (DialDoc21 shared task release)."""
 
-import json
 import os
 import re
 import shutil
 import tempfile
 import zipfile
 import zlib
-from dataclasses import dataclass
-from typing import Optional
 
 import datasets
 
-from ._sources import SourceDataError, record_error, resolve_sources
+from ._sources import Source, SourceConfig, SourceDataError, read_json, record_error
 
 _CITATION = """\
 @inproceedings{feng-etal-2020-doc2dial,
@@ -33,19 +30,21 @@ studentaid). Each turn carries a dialogue act and references to spans of its doc
 release of the DialDoc21 shared task.
 """
 
-_HOMEPAGE = "https://doc2dial.github.io"
-_LICENSE = "cc-by-3.0"
-
-_BASE_URL = "https://doc2dial.github.io/file"
 _ZIP = "doc2dial_v1.0.1.zip"
-# sha256 and size (5,879,543 bytes) of the zip as recorded in huggingface/datasets
-# datasets/doc2dial/dataset_infos.json (download_checksums, commit 521f463a9a5b74a948e3d1faeb75aa80f8fa9246)
-ZIP_SHA256 = "c764d86628431fc1e54819d687a36f1d00b7ee95b8db2b3a7454149673ca4c17"
+# the release files inside the zip; a data_dir holds them unzipped
 _FILES = {
     "doc": "doc2dial/v1.0.1/doc2dial_doc.json",
     "train": "doc2dial/v1.0.1/doc2dial_dial_train.json",
     "validation": "doc2dial/v1.0.1/doc2dial_dial_validation.json",
 }
+SOURCE = Source(
+    corpus="doc2dial", description=_DESCRIPTION, citation=_CITATION,
+    homepage="https://doc2dial.github.io", license="cc-by-3.0",
+    base_url="https://doc2dial.github.io/file",
+    # sha256 and size (5,879,543 bytes) of the zip as recorded in huggingface/datasets
+    # datasets/doc2dial/dataset_infos.json (download_checksums, commit 521f463a9a5b74a948e3d1faeb75aa80f8fa9246)
+    sha256={_ZIP: "c764d86628431fc1e54819d687a36f1d00b7ee95b8db2b3a7454149673ca4c17"},
+)
 
 # doc2dial_rc questions keep the first 100 whitespace tokens of the history (DialDoc21 reference loader)
 MAX_QUESTION_TOKENS = 100
@@ -109,58 +108,46 @@ _FEATURES = {
     },
 }
 
-SPLITS = {"dialogue_domain": ["train", "validation"], "document_domain": ["train"], "doc2dial_rc": ["train", "validation"]}
-
-@dataclass
-class Doc2dialConfig(datasets.BuilderConfig):
-    """One view of the v1.0.1 release; ``mirror_url`` replaces the upstream base URL of the zip."""
-
-    mirror_url: Optional[str] = None
-
-
 class Doc2dial(datasets.GeneratorBasedBuilder):
     """doc2dial v1.0.1 dialogues, documents, and SQuAD-style reading comprehension rows."""
 
     VERSION = datasets.Version("1.0.1")
-    BUILDER_CONFIG_CLASS = Doc2dialConfig
+    BUILDER_CONFIG_CLASS = SourceConfig
     BUILDER_CONFIGS = [
-        Doc2dialConfig(name="dialogue_domain", version=VERSION,
-                       description="Dialogues with their turns, dialogue acts and span references."),
-        Doc2dialConfig(name="document_domain", version=VERSION,
-                       description="The grounding documents with their annotated spans."),
-        Doc2dialConfig(name="doc2dial_rc", version=VERSION,
-                       description="Reading comprehension (SQuAD v2 style): ground the next agent turn in the document."),
+        SourceConfig(name="dialogue_domain", version=VERSION,
+                     description="Dialogues with their turns, dialogue acts and span references."),
+        SourceConfig(name="document_domain", version=VERSION,
+                     description="The grounding documents with their annotated spans."),
+        SourceConfig(name="doc2dial_rc", version=VERSION,
+                     description="Reading comprehension (SQuAD v2 style): ground the next agent turn in the document."),
     ]
     DEFAULT_CONFIG_NAME = "dialogue_domain"
+    # the documents are the train split of document_domain; the dialogue files give the others their splits
+    SPLITS = {"dialogue_domain": ["train", "validation"], "document_domain": ["train"], "doc2dial_rc": ["train", "validation"]}
 
     def _info(self):
-        return datasets.DatasetInfo(
-            description=_DESCRIPTION,
-            features=datasets.Features(_FEATURES[self.config.name]),
-            homepage=_HOMEPAGE,
-            license=_LICENSE,
-            citation=_CITATION,
-        )
+        return SOURCE.info(_FEATURES[self.config.name])
 
     def _split_generators(self, dl_manager):
         # everything is read and checked here, so that a bad record fails as SourceDataError (not wrapped)
         paths = self._source_files(dl_manager)
         docs = read_documents(paths["doc"])
-        if self.config.name == "document_domain":
-            return [datasets.SplitGenerator(name=datasets.Split.TRAIN, gen_kwargs={"docs": docs, "dialogues": None})]
+        dialogues = self.config.name != "document_domain"
         return [
             datasets.SplitGenerator(
-                name=split, gen_kwargs={"docs": docs, "dialogues": tuple(read_dialogues(paths[split], docs))}
+                name=split,
+                gen_kwargs={"docs": docs, "dialogues": tuple(read_dialogues(paths[split], docs)) if dialogues else None},
             )
-            for split in (datasets.Split.TRAIN, datasets.Split.VALIDATION)
+            for split in self.SPLITS[self.config.name]
         ]
 
     def _source_files(self, dl_manager):
         if self.config.data_dir:
-            return resolve_sources(self.config, dl_manager, "doc2dial", _BASE_URL, _FILES)
-        zip_path = resolve_sources(self.config, dl_manager, "doc2dial", _BASE_URL, {"zip": _ZIP}, {_ZIP: ZIP_SHA256})["zip"]
+            return SOURCE.resolve(self.config, dl_manager, _FILES)
+        zip_path = SOURCE.resolve(self.config, dl_manager, {"zip": _ZIP})["zip"]
         label = f"{_ZIP} (downloaded to {zip_path})"
-        folder = extract_zip(zip_path, f"{zip_path}.{ZIP_SHA256[:16]}.unpacked", required=_FILES.values(), label=label)
+        unpacked = f"{zip_path}.{SOURCE.sha256[_ZIP][:16]}.unpacked"
+        folder = extract_zip(zip_path, unpacked, required=_FILES.values(), label=label)
         paths = {key: os.path.join(folder, rel) for key, rel in _FILES.items()}
         for key, path in paths.items():
             if not os.path.isfile(path):
@@ -175,6 +162,10 @@ class Doc2dial(datasets.GeneratorBasedBuilder):
         else:
             rows = (row for domain, doc_id, dial in dialogues for row in rc_rows(domain, doc_id, docs[domain, doc_id], dial))
         yield from enumerate(rows)
+
+
+# read by qahub.cli until it asks qahub.registry.splits (issue 14)
+SPLITS = Doc2dial.SPLITS
 
 
 # --- the zip
@@ -246,15 +237,7 @@ def _check_member(label, root, info):
 
 
 def _load(path, top_key):
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except UnicodeDecodeError as err:
-        raise record_error(path, "-", f"not UTF-8 text ({err.reason} at byte {err.start})") from None
-    except json.JSONDecodeError as err:
-        raise record_error(path, "-", f"not valid JSON ({err.msg} at line {err.lineno} column {err.colno})") from None
-    except (ValueError, RecursionError) as err:  # an integer of over 4300 digits; nesting deeper than Python's stack
-        raise record_error(path, "-", f"not valid JSON ({type(err).__name__}: {err})") from None
+    data = read_json(path)
     if not isinstance(data, dict) or not isinstance(data.get(top_key), dict):
         raise record_error(path, "-", f"expected an object with a {top_key!r} object of domains")
     return data[top_key]

@@ -1,13 +1,10 @@
 """JEMHopQA: Japanese Explainable Multi-hop Question Answering."""
 
-import json
 import re
-from dataclasses import dataclass
-from typing import Optional
 
 import datasets
 
-from ._sources import record_error, resolve_sources
+from ._sources import Source, SourceConfig, read_json, record_error
 
 _CITATION = """\
 @inproceedings{ishii-etal-2024-jemhopqa-dataset,
@@ -26,9 +23,6 @@ evaluate internal reasoning: given a question, a system produces an answer and d
 (subject, relation, objects) steps linking two Wikipedia articles. Questions are compositional or comparison.
 """
 
-_HOMEPAGE = "https://github.com/aiishii/JEMHopQA"
-_LICENSE = "cc-by-sa-4.0"
-
 _COMMIT = "fed5024f4f39f02727e699cb7ccb67935a779a5a"
 _BASE_URL = f"https://raw.githubusercontent.com/aiishii/JEMHopQA/{_COMMIT}"
 
@@ -38,40 +32,39 @@ _FILES = {
     "v1.1": {"train": "corpus_ver1.1/train_ver1.1.json", "validation": "corpus_ver1.1/dev_ver1.1.json"},
     "v1.2": {"train": "corpus_ver1.2/train_ver1.2.json", "validation": "corpus_ver1.2/dev_ver1.2.json"},
 }
-_SHA256 = {
-    "corpus/train.json": "c64392b4087299bcfaa02fe2584128b5dc50fe5ea83e1bd600cadfc984669e65",
-    "corpus/dev.json": "2f3b8a518ca3051fc002f343ba3c26f6f3be902464061b43c30c5a1d37a9269a",
-    "corpus_ver1.1/train_ver1.1.json": "cf3f2c0d25dca2a09ecbbd0ecd64fe7c1dc7932532bf60e0620d55be51d8bf46",
-    "corpus_ver1.1/dev_ver1.1.json": "839751f904f6e1eb0cdfc9b3b809f3381b6ca5fda8fdeb21bbe92eaa16ab8711",
-    "corpus_ver1.2/train_ver1.2.json": "e437d41f2fdac61b3954fb9d5d83a53c623db4194dec68b1cc8c406500d9e8ae",
-    "corpus_ver1.2/dev_ver1.2.json": "f7b3a5b86f7f16ef230c1b4f4307c467dbc4bd5f3eb4b8b35f8397ce06820b38",
-}
 
-SPLITS = {config: ["train", "validation"] for config in _FILES}
+SOURCE = Source(
+    corpus="jemhopqa", description=_DESCRIPTION, citation=_CITATION,
+    homepage="https://github.com/aiishii/JEMHopQA", license="cc-by-sa-4.0",
+    base_url=_BASE_URL,
+    files=_FILES,
+    sha256={
+        "corpus/train.json": "c64392b4087299bcfaa02fe2584128b5dc50fe5ea83e1bd600cadfc984669e65",
+        "corpus/dev.json": "2f3b8a518ca3051fc002f343ba3c26f6f3be902464061b43c30c5a1d37a9269a",
+        "corpus_ver1.1/train_ver1.1.json": "cf3f2c0d25dca2a09ecbbd0ecd64fe7c1dc7932532bf60e0620d55be51d8bf46",
+        "corpus_ver1.1/dev_ver1.1.json": "839751f904f6e1eb0cdfc9b3b809f3381b6ca5fda8fdeb21bbe92eaa16ab8711",
+        "corpus_ver1.2/train_ver1.2.json": "e437d41f2fdac61b3954fb9d5d83a53c623db4194dec68b1cc8c406500d9e8ae",
+        "corpus_ver1.2/dev_ver1.2.json": "f7b3a5b86f7f16ef230c1b4f4307c467dbc4bd5f3eb4b8b35f8397ce06820b38",
+    },
+)
 
 _TYPES = ["compositional", "comparison"]
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _KEYS = ("qid", "type", "question", "answer", "derivations", "page_ids", "time_dependent")
 
 
-@dataclass
-class JemhopqaConfig(datasets.BuilderConfig):
-    """One release of the corpus; ``mirror_url`` replaces the upstream base URL."""
-
-    mirror_url: Optional[str] = None
-
-
 class Jemhopqa(datasets.GeneratorBasedBuilder):
     """JEMHopQA questions, answers and derivations, one config per release."""
 
     VERSION = datasets.Version("1.2.0")
-    BUILDER_CONFIG_CLASS = JemhopqaConfig
+    BUILDER_CONFIG_CLASS = SourceConfig
     BUILDER_CONFIGS = [
-        JemhopqaConfig(name="v1.0", version=datasets.Version("1.0.0"), description="First release (corpus/)."),
-        JemhopqaConfig(name="v1.1", version=datasets.Version("1.1.0"), description="Fixes of Nov 2023 (corpus_ver1.1/)."),
-        JemhopqaConfig(name="v1.2", version=datasets.Version("1.2.0"), description="Fixes of Mar 2025 (corpus_ver1.2/)."),
+        SourceConfig(name="v1.0", version=datasets.Version("1.0.0"), description="First release (corpus/)."),
+        SourceConfig(name="v1.1", version=datasets.Version("1.1.0"), description="Fixes of Nov 2023 (corpus_ver1.1/)."),
+        SourceConfig(name="v1.2", version=datasets.Version("1.2.0"), description="Fixes of Mar 2025 (corpus_ver1.2/)."),
     ]
     DEFAULT_CONFIG_NAME = "v1.2"
+    SPLITS = SOURCE.splits()
 
     def _info(self):
         features = datasets.Features(
@@ -91,38 +84,23 @@ class Jemhopqa(datasets.GeneratorBasedBuilder):
                 "time_dependent": datasets.Value("bool"),
             }
         )
-        return datasets.DatasetInfo(
-            description=_DESCRIPTION,
-            features=features,
-            homepage=_HOMEPAGE,
-            license=_LICENSE,
-            citation=_CITATION,
-        )
+        return SOURCE.info(features)
 
     def _split_generators(self, dl_manager):
-        files = _FILES[self.config.name]
-        paths = resolve_sources(self.config, dl_manager, "jemhopqa", _BASE_URL, files, _SHA256)
-        return [
-            datasets.SplitGenerator(name=split, gen_kwargs={"filepath": paths[split]})
-            for split in (datasets.Split.TRAIN, datasets.Split.VALIDATION)
-        ]
+        paths = SOURCE.resolve(self.config, dl_manager, SOURCE.files[self.config.name])
+        return [datasets.SplitGenerator(name=split, gen_kwargs={"filepath": paths[split]}) for split in paths]
 
     def _generate_examples(self, filepath):
         for index, record in enumerate(_read_records(filepath)):
             yield index, _parse_record(filepath, index, record)
 
 
+# read by qahub.cli until it asks qahub.registry.splits (issue 14)
+SPLITS = Jemhopqa.SPLITS
+
+
 def _read_records(filepath):
-    try:
-        # binary, then decode: in streaming mode `open` reaches HTTP files, whose text mode is broken in fsspec
-        with open(filepath, "rb") as f:
-            records = json.loads(f.read().decode("utf-8"))
-    except UnicodeDecodeError as err:
-        raise record_error(filepath, "-", f"not UTF-8 text ({err.reason} at byte {err.start})") from None
-    except json.JSONDecodeError as err:
-        raise record_error(filepath, "-", f"not valid JSON ({err.msg} at line {err.lineno} column {err.colno})") from None
-    except (ValueError, RecursionError) as err:  # e.g. a number of over 4,300 digits, or lists nested too deep
-        raise record_error(filepath, "-", f"not readable JSON ({type(err).__name__}: {str(err)[:200]})") from None
+    records = read_json(filepath)
     if not isinstance(records, list):
         raise record_error(filepath, "-", f"expected a JSON list of questions, got {type(records).__name__}")
     if not records:

@@ -1,15 +1,13 @@
 """Russian QA Jeopardy! ("Своя игра"): questions and answers of the Own Game quiz from db.chgk.info."""
 
-import csv
 import os
 import re
 import warnings
 from dataclasses import dataclass
-from typing import Optional
 
 import datasets
 
-from ._sources import record_error, resolve_sources
+from ._sources import Source, SourceConfig, in_data_dir, read_csv, record_error
 
 _CITATION = """\
 @inproceedings{mikhalkova-khlyupin-2022-russian,
@@ -30,21 +28,21 @@ question's value (its number 1-5 in the topic), topic, source, author and tourna
 split; the upstream training/validation files of questions and answers are the `qa` config.
 """
 
-_HOMEPAGE = "https://github.com/evrog/Russian-QA-Jeopardy"
-_LICENSE = "other"
-
 _COMMIT = "55b6876fe647571c8ea47a7aec192dfab72b99b1"
-_BASE_URL = f"https://raw.githubusercontent.com/evrog/Russian-QA-Jeopardy/{_COMMIT}"
 
 EXTENDED = "Russian_QA_Jeopardy_dataset_extended.csv"
 TRAINING = "Russian_QA_Jeopardy_dataset_extended_training.csv"
 VALIDATION = "Russian_QA_Jeopardy_dataset_extended_validation.csv"
 
-_FILES = {"extended": {"train": EXTENDED}, "qa": {"train": TRAINING, "validation": VALIDATION}}
-SPLITS = {config: list(files) for config, files in _FILES.items()}
-# Only the validation file could be checked here: the two large files are absent from the snapshot of the
-# pinned commit that was available (their git blob ids are in the card), so they are downloaded unchecked.
-_SHA256 = {VALIDATION: "c00cb469370ee62350e639a9f4435b5a58d8fe9ec3a87eaf027891f58819e9b3"}
+SOURCE = Source(
+    corpus="jeopardy", description=_DESCRIPTION, citation=_CITATION,
+    homepage="https://github.com/evrog/Russian-QA-Jeopardy", license="other",
+    base_url=f"https://raw.githubusercontent.com/evrog/Russian-QA-Jeopardy/{_COMMIT}",
+    files={"extended": {"train": EXTENDED}, "qa": {"train": TRAINING, "validation": VALIDATION}},
+    # Only the validation file could be checked here: the two large files are absent from the snapshot of the
+    # pinned commit that was available (their git blob ids are in the card), so they are downloaded unchecked.
+    sha256={VALIDATION: "c00cb469370ee62350e639a9f4435b5a58d8fe9ec3a87eaf027891f58819e9b3"},
+)
 
 # upstream header -> field; the extended file is tab-separated despite its .csv name
 _EXTENDED_COLUMNS = {
@@ -68,12 +66,10 @@ _VALUES = range(1, 6)  # question numbers the card documents; others are kept wi
 
 
 @dataclass
-class JeopardyConfig(datasets.BuilderConfig):
-    """One layout of the upstream files; ``mirror_url`` replaces the upstream base URL;
-    ``present_splits_only``: with ``data_dir``, build the splits whose files are there (e.g. ``qa`` from the
-    validation file alone) instead of failing on the absent ones."""
+class JeopardyConfig(SourceConfig):
+    """One layout of the upstream files; ``present_splits_only``: with ``data_dir``, build the splits whose files
+    are there (e.g. ``qa`` from the validation file alone) instead of failing on the absent ones."""
 
-    mirror_url: Optional[str] = None
     present_splits_only: bool = False
 
 
@@ -89,6 +85,7 @@ class Jeopardy(datasets.GeneratorBasedBuilder):
                        description=f"{TRAINING} and {VALIDATION}: question and answer only."),
     ]
     DEFAULT_CONFIG_NAME = "extended"
+    SPLITS = SOURCE.splits()
 
     def _info(self):
         if self.config.name == "qa":
@@ -99,25 +96,19 @@ class Jeopardy(datasets.GeneratorBasedBuilder):
                 "question_number": datasets.Value("int32"),
                 **{name: datasets.Value("string") for name in list(_EXTENDED_COLUMNS.values())[2:]},
             }
-        return datasets.DatasetInfo(
-            description=_DESCRIPTION,
-            features=datasets.Features(features),
-            homepage=_HOMEPAGE,
-            license=_LICENSE,
-            citation=_CITATION,
-        )
+        return SOURCE.info(features)
 
     def _split_generators(self, dl_manager):
-        files = self._present(_FILES[self.config.name])
-        paths = resolve_sources(self.config, dl_manager, "jeopardy", _BASE_URL, files, _SHA256)
+        files = self._present(SOURCE.files[self.config.name])
+        paths = SOURCE.resolve(self.config, dl_manager, files)
         return [datasets.SplitGenerator(name=split, gen_kwargs={"filepath": paths[split]}) for split in files]
 
     def _present(self, files):
         if not (self.config.present_splits_only and self.config.data_dir):
             return files
-        root = os.path.expanduser(str(self.config.data_dir))
-        present = {split: rel for split, rel in files.items() if os.path.isfile(os.path.join(root, rel))}
+        present = {split: rel for split, rel in files.items() if in_data_dir(self.config, rel)}
         if not present:
+            root = os.path.expanduser(str(self.config.data_dir))
             raise FileNotFoundError(f"{root}: none of {', '.join(files.values())} is there")
         return present
 
@@ -126,6 +117,10 @@ class Jeopardy(datasets.GeneratorBasedBuilder):
             yield from _read_table(filepath, ",", _QA_COLUMNS, _qa_row)
         else:
             yield from _extended_rows(filepath)
+
+
+# read by qahub.cli until it asks qahub.registry.splits (issue 14)
+SPLITS = Jeopardy.SPLITS
 
 
 def _extended_rows(filepath):
@@ -144,47 +139,18 @@ def _extended_rows(filepath):
 
 def _read_table(filepath, delimiter, columns, make_row):
     """Yield ``("line N", row)``; N is the line where the record starts."""
-    with open(filepath, encoding="utf-8-sig", newline="") as f:
-        reader = csv.reader(f, delimiter=delimiter, strict=True)
-        records = _records(filepath, reader)
-        line, header = next(records, (1, None))
-        _check_header(filepath, line, header, columns, delimiter)
-        count = 0
-        for line, record in records:
-            where = f"line {line}"
-            if len(record) != len(columns):
-                raise record_error(filepath, where, f"expected {len(columns)} columns, got {len(record)}: {record!r}")
-            count += 1
-            yield where, make_row(filepath, where, dict(zip(columns.values(), record, strict=True)))
+    records = read_csv(filepath, delimiter)
+    line, header = next(records, (1, None))
+    _check_header(filepath, line, header, columns, delimiter)
+    count = 0
+    for line, record in records:
+        where = f"line {line}"
+        if len(record) != len(columns):
+            raise record_error(filepath, where, f"expected {len(columns)} columns, got {len(record)}: {record!r}")
+        count += 1
+        yield where, make_row(filepath, where, dict(zip(columns.values(), record, strict=True)))
     if not count:
         raise record_error(filepath, f"line {line + 1}", "no rows after the header")
-
-
-def _records(filepath, reader):
-    start = 1
-    try:
-        for record in reader:
-            if record:  # blank lines (e.g. trailing ones) carry no record
-                yield start, record
-            start = reader.line_num + 1
-    except UnicodeDecodeError as err:
-        line, offset = _first_undecodable_line(filepath)
-        raise record_error(filepath, f"line {line}", f"not UTF-8 text ({err.reason} at byte {offset})") from None
-    except csv.Error as err:
-        raise record_error(filepath, f"line {start}", f"malformed CSV ({err})") from None
-
-
-def _first_undecodable_line(filepath):
-    """``(line, byte offset in the file)`` of the first byte that is not UTF-8 (lines split at b"\\n")."""
-    offset = 0
-    with open(filepath, "rb") as f:
-        for number, line in enumerate(f, 1):
-            try:
-                line.decode("utf-8")
-            except UnicodeDecodeError as err:
-                return number, offset + err.start
-            offset += len(line)
-    return "-", "-"  # not reached: the reader failed to decode some line
 
 
 def _check_header(filepath, line, header, columns, delimiter):

@@ -1,13 +1,21 @@
 """Topical-Chat: knowledge-grounded human-human conversations over eight broad topics."""
 
-import json
+import codecs
 import os
 from dataclasses import dataclass
 from typing import Optional
 
 import datasets
 
-from ._sources import record_error, resolve_sources
+from ._sources import (
+    Source,
+    SourceConfig,
+    expect_utf8_start,
+    in_data_dir,
+    read_json,
+    record_error,
+    utf8_problem,
+)
 
 _CITATION = """\
 @inproceedings{gopalakrishnan2019topical,
@@ -29,29 +37,29 @@ source and the partner's rating. The frequent splits hold entities often seen in
 entities seldom or never seen there.
 """
 
-_HOMEPAGE = "https://github.com/alexa/Topical-Chat"
-_LICENSE = "cdla-sharing-1.0"
-
 _COMMIT = "7c939229cbcf6f55f6977b341a5a2f2fe982d53f"
-_BASE_URL = f"https://raw.githubusercontent.com/alexa/Topical-Chat/{_COMMIT}"
 
-# sha256 of the upstream files at _COMMIT; the train files are not pinned (see the dataset card)
-_SHA256 = {
-    "conversations/valid_freq.json": "d14e8bde94fa5556d4aad8fd3fb666df674e4fef8b4193c8c3c06c72822a366b",
-    "conversations/valid_rare.json": "b0f3c59584ea4ed61e368dc94feade6ba499a207a6437573b028d1f3ff918714",
-    "conversations/test_freq.json": "3c65693d59e40a1fb58ead35dcfe85fbcc88ea93a4d74557df620996f72c8f08",
-    "conversations/test_rare.json": "4f21a18be16e310840280678e7bb4646852573b239b69183ddf8898f40119567",
-    "reading_sets/pre-build/valid_freq.json": "64eddf122c1ce8006b7f9bb7355a2c2fefe20b8458bdb6ee6c4fa970b3b6ad95",
-    "reading_sets/pre-build/valid_rare.json": "cfcde139c57f2181ef2ed633d05be6cb70117281cbf49dd9bafb07f9e29941fa",
-    "reading_sets/pre-build/test_freq.json": "9fca4e9f4bebf26ffb2231d2de0614dd2e2026912f9dd4478b6f7a59c08e19ac",
-    "reading_sets/pre-build/test_rare.json": "1c7ce89668cd23ee105871edfadcfce6a2d1940f1ded6cab44b3561ead84b842",
-    "src/wiki/wiki.json": "497122dbce37f5e5e15b7f5da54532a0c612f8d954858f48221a84c8b4540f91",
-    "TopicalChatASR/actual/test_freq_audio.json": "a549e2846c9dfc5c5a26c1a77822878cfd1226b6350d6b0f74d738d2b02d97a7",
-    "TopicalChatASR/actual/test_rare_audio.json": "5178b8f005477aa3450b5fbb5b2c40410799cbffd3b78b440d78e40d63ddd7ed",
-}
+SOURCE = Source(
+    corpus="topical_chat", description=_DESCRIPTION, citation=_CITATION,
+    homepage="https://github.com/alexa/Topical-Chat", license="cdla-sharing-1.0",
+    base_url=f"https://raw.githubusercontent.com/alexa/Topical-Chat/{_COMMIT}",
+    # the upstream files at _COMMIT; the train files are not pinned (see the dataset card)
+    sha256={
+        "conversations/valid_freq.json": "d14e8bde94fa5556d4aad8fd3fb666df674e4fef8b4193c8c3c06c72822a366b",
+        "conversations/valid_rare.json": "b0f3c59584ea4ed61e368dc94feade6ba499a207a6437573b028d1f3ff918714",
+        "conversations/test_freq.json": "3c65693d59e40a1fb58ead35dcfe85fbcc88ea93a4d74557df620996f72c8f08",
+        "conversations/test_rare.json": "4f21a18be16e310840280678e7bb4646852573b239b69183ddf8898f40119567",
+        "reading_sets/pre-build/valid_freq.json": "64eddf122c1ce8006b7f9bb7355a2c2fefe20b8458bdb6ee6c4fa970b3b6ad95",
+        "reading_sets/pre-build/valid_rare.json": "cfcde139c57f2181ef2ed633d05be6cb70117281cbf49dd9bafb07f9e29941fa",
+        "reading_sets/pre-build/test_freq.json": "9fca4e9f4bebf26ffb2231d2de0614dd2e2026912f9dd4478b6f7a59c08e19ac",
+        "reading_sets/pre-build/test_rare.json": "1c7ce89668cd23ee105871edfadcfce6a2d1940f1ded6cab44b3561ead84b842",
+        "src/wiki/wiki.json": "497122dbce37f5e5e15b7f5da54532a0c612f8d954858f48221a84c8b4540f91",
+        "TopicalChatASR/actual/test_freq_audio.json": "a549e2846c9dfc5c5a26c1a77822878cfd1226b6350d6b0f74d738d2b02d97a7",
+        "TopicalChatASR/actual/test_rare_audio.json": "5178b8f005477aa3450b5fbb5b2c40410799cbffd3b78b440d78e40d63ddd7ed",
+    },
+)
 
-_SPLITS = ("train", "valid_freq", "valid_rare", "test_freq", "test_rare")
-_ASR_SPLITS = ("test_freq", "test_rare")
+_SPLITS = ["train", "valid_freq", "valid_rare", "test_freq", "test_rare"]
 _WIKI = "src/wiki/wiki.json"
 _FORMS = ["post-build", "pre-build"]
 
@@ -79,16 +87,14 @@ def reading_set_file(split, form):
 def asr_file(split):
     return f"TopicalChatASR/actual/{split}_audio.json"
 
-SPLITS = {"conversations": list(_SPLITS), "reading_sets": list(_SPLITS), "asr": list(_ASR_SPLITS)}
 
 @dataclass
-class TopicalChatConfig(datasets.BuilderConfig):
+class TopicalChatConfig(SourceConfig):
     """``splits``: build only these splits; ``present_splits_only``: with ``data_dir``, build the splits whose
     files are there and skip the others; ``reading_set_form``: ``auto`` (post-build when the file is in
-    ``data_dir``, else pre-build), ``post-build`` or ``pre-build``; ``mirror_url`` replaces the upstream base URL.
+    ``data_dir``, else pre-build), ``post-build`` or ``pre-build``.
     """
 
-    mirror_url: Optional[str] = None
     splits: Optional[tuple] = None
     present_splits_only: bool = False
     reading_set_form: str = "auto"
@@ -105,26 +111,19 @@ class TopicalChat(datasets.GeneratorBasedBuilder):
         TopicalChatConfig(name="asr", version=VERSION, description="Test conversations with ASR hypotheses."),
     ]
     DEFAULT_CONFIG_NAME = "conversations"
+    SPLITS = {"conversations": _SPLITS, "reading_sets": _SPLITS, "asr": ["test_freq", "test_rare"]}  # ASR: test only
 
     def _info(self):
         if self.config.name == "reading_sets":
-            features = _reading_set_features()
-        else:
-            features = _conversation_features(asr=self.config.name == "asr")
-        return datasets.DatasetInfo(
-            description=_DESCRIPTION,
-            features=features,
-            homepage=_HOMEPAGE,
-            license=_LICENSE,
-            citation=_CITATION,
-        )
+            return SOURCE.info(_reading_set_features())
+        return SOURCE.info(_conversation_features(asr=self.config.name == "asr"))
 
     def _split_generators(self, dl_manager):
         _ijson()  # fail early: errors raised while generating rows reach the user wrapped
         plan = {split: self._files_of(split) for split in self._requested_splits()}
         plan = self._drop_absent(plan)
         files = {f"{split}/{key}": rel for split, keys in plan.items() for key, rel in keys.items()}
-        paths = resolve_sources(self.config, dl_manager, "topical_chat", _BASE_URL, files, _SHA256)
+        paths = SOURCE.resolve(self.config, dl_manager, files)
         return [
             datasets.SplitGenerator(
                 name=split,
@@ -142,7 +141,7 @@ class TopicalChat(datasets.GeneratorBasedBuilder):
             yield row["conversation_id"], row
 
     def _requested_splits(self):
-        available = _ASR_SPLITS if self.config.name == "asr" else _SPLITS
+        available = self.SPLITS[self.config.name]
         wanted = self.config.splits or available
         wanted = (wanted,) if isinstance(wanted, str) else tuple(wanted)
         unknown = [split for split in wanted if split not in available]
@@ -168,19 +167,14 @@ class TopicalChat(datasets.GeneratorBasedBuilder):
             raise ValueError(f"topical_chat: reading_set_form must be auto, post-build or pre-build, got {form!r}")
         if form != "auto":
             return form
-        post = reading_set_file(split, "post-build")
-        local = self.config.data_dir and os.path.isfile(os.path.join(os.path.expanduser(self.config.data_dir), post))
-        return "post-build" if local else "pre-build"
+        return "post-build" if in_data_dir(self.config, reading_set_file(split, "post-build")) else "pre-build"
 
     def _drop_absent(self, plan):
         """With ``data_dir``: an absent split is an error naming it, or skipped with ``present_splits_only``."""
         if not self.config.data_dir:
             return plan
         root = os.path.expanduser(self.config.data_dir)
-        missing = {
-            split: [rel for rel in keys.values() if not os.path.isfile(os.path.join(root, rel))]
-            for split, keys in plan.items()
-        }
+        missing = {split: [rel for rel in keys.values() if not in_data_dir(self.config, rel)] for split, keys in plan.items()}
         missing = {split: rels for split, rels in missing.items() if rels}
         if missing and not self.config.present_splits_only:
             split, rels = next(iter(missing.items()))
@@ -193,6 +187,10 @@ class TopicalChat(datasets.GeneratorBasedBuilder):
         if not present:
             raise FileNotFoundError(f"{root}: no split of topical_chat/{self.config.name} is present")
         return present
+
+
+# read by qahub.cli until it asks qahub.registry.splits (issue 14)
+SPLITS = TopicalChat.SPLITS
 
 
 # features
@@ -246,7 +244,8 @@ def _reading_set_features():
 def iter_records(path):
     """``(conversation id, record)`` pairs of the top-level JSON object in ``path``, parsed incrementally.
 
-    An empty object is an error: every upstream file holds conversations.
+    UTF-8, a byte-order mark allowed (the rest as ``read_json``). An empty object is an error: every upstream
+    file holds conversations.
     """
     ijson = _ijson()
     with open(path, "rb") as f:
@@ -258,7 +257,7 @@ def iter_records(path):
                 key, value = next(items)
             except StopIteration:
                 break
-            except (ijson.JSONError, UnicodeDecodeError) as err:
+            except (ijson.JSONError, UnicodeDecodeError, RecursionError) as err:
                 where = f"after {last}" if last else "-"
                 raise record_error(path, where, _json_problem(err)) from None
             if key in seen:
@@ -278,30 +277,27 @@ def _ijson():
 
 
 def _expect_object(path, f):
-    _expect_utf8_start(path, f.read(4))
-    f.seek(0)
+    """Leaves ``f`` at the start of the top-level object (after a byte-order mark)."""
+    head = f.read(4)
+    expect_utf8_start(path, head)
+    start = len(codecs.BOM_UTF8) if head.startswith(codecs.BOM_UTF8) else 0
+    f.seek(start)
     first = f.read(1)
     while first and first.isspace():
         first = f.read(1)
     if first != b"{":
         problem = "empty file" if not first else "expected a JSON object keyed by conversation id"
         raise record_error(path, "-", problem)
-    f.seek(0)
-
-
-def _expect_utf8_start(path, head):
-    """The upstream files are UTF-8 without a byte-order mark; name any other encoding seen at the start."""
-    if head.startswith(b"\xef\xbb\xbf"):
-        raise record_error(path, "-", "starts with a UTF-8 byte-order mark; expected UTF-8 without one, as upstream")
-    if head[:2] in (b"\xff\xfe", b"\xfe\xff") or b"\x00" in head:
-        raise record_error(path, "-", "is UTF-16 or UTF-32 encoded; expected UTF-8")
+    f.seek(start)
 
 
 def _json_problem(err):
     if isinstance(err, UnicodeDecodeError):
-        return f"not valid UTF-8 (byte {err.object[err.start]:#04x} at offset {err.start}: {err.reason})"
+        return utf8_problem(err.object, err)
+    if isinstance(err, RecursionError):
+        return "not valid JSON (nested too deeply)"
     text = _one_line(err)
-    return f"not valid UTF-8 ({text})" if "UTF8" in text else f"not valid JSON ({text})"
+    return f"not UTF-8 text ({text})" if "UTF8" in text else f"not valid JSON ({text})"
 
 
 def _one_line(err):
@@ -472,13 +468,7 @@ def _parse_article(path, cid, article, form):
 
 def _wiki_texts(path):
     """``src/wiki/wiki.json`` maps text to id per kind; build.py looks texts up by id."""
-    with open(path, "rb") as f:
-        raw = f.read()
-    _expect_utf8_start(path, raw[:4])
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise record_error(path, "-", _json_problem(err)) from None
+    data = read_json(path)
     _expect(isinstance(data, dict), path, "-", f"expected a JSON object, got {type(data).__name__}")
     extra = sorted(set(data) - {f"{kind}_wiki_lead_section" for kind in _WIKI_KINDS})
     _expect(not extra, path, "-", f"unexpected key(s) {', '.join(map(repr, extra))}")

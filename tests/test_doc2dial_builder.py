@@ -185,7 +185,7 @@ def leftovers(cache_dir):
 
 def test_zip_download_builds_the_same_rows(tmp_path, http_server, monkeypatch):
     sha = make_zip(tmp_path / "www" / "doc2dial" / loader._ZIP)
-    monkeypatch.setattr(loader, "ZIP_SHA256", sha)
+    monkeypatch.setitem(loader.SOURCE.sha256, loader._ZIP, sha)
     base = http_server(tmp_path / "www")
     for config in ("doc2dial_rc", "document_domain"):
         downloaded = build_from_mirror(config, base, tmp_path / "cache")
@@ -200,7 +200,7 @@ def test_zip_checksum_mismatch_is_refused_and_removed(tmp_path, http_server):
     make_zip(tmp_path / "www" / "doc2dial" / loader._ZIP)
     size = (tmp_path / "www" / "doc2dial" / loader._ZIP).stat().st_size
     base = http_server(tmp_path / "www")
-    with pytest.raises(SourceDataError, match=rf"doc2dial/{loader._ZIP}: checksum mismatch: expected sha256 {loader.ZIP_SHA256}"):
+    with pytest.raises(SourceDataError, match=rf"doc2dial/{loader._ZIP}: checksum mismatch: expected sha256 {loader.SOURCE.sha256[loader._ZIP]}"):
         build_from_mirror("dialogue_domain", base, tmp_path / "cache")
     cached = [p for p in (tmp_path / "cache").rglob("*") if p.is_file() and p.stat().st_size == size]
     assert cached == []
@@ -209,7 +209,7 @@ def test_zip_checksum_mismatch_is_refused_and_removed(tmp_path, http_server):
 
 def test_zip_member_outside_the_folder_is_refused(tmp_path, http_server, monkeypatch):
     sha = make_zip(tmp_path / "www" / "doc2dial" / loader._ZIP, extra=[("../escaped.txt", "x")])
-    monkeypatch.setattr(loader, "ZIP_SHA256", sha)
+    monkeypatch.setitem(loader.SOURCE.sha256, loader._ZIP, sha)
     base = http_server(tmp_path / "www")
     with pytest.raises(SourceDataError, match=r"member '\.\./escaped\.txt': path resolves outside the extraction folder"):
         build_from_mirror("doc2dial_rc", base, tmp_path / "cache")
@@ -426,7 +426,7 @@ def test_zip_without_the_release_files_leaves_nothing(tmp_path, http_server, mon
     archive.parent.mkdir(parents=True)
     with zipfile.ZipFile(archive, "w"):
         pass
-    monkeypatch.setattr(loader, "ZIP_SHA256", hashlib.sha256(archive.read_bytes()).hexdigest())
+    monkeypatch.setitem(loader.SOURCE.sha256, loader._ZIP, hashlib.sha256(archive.read_bytes()).hexdigest())
     with pytest.raises(SourceDataError, match=rf"{loader._ZIP} \(downloaded to .*\): the archive has no member {RELEASE}/doc2dial_doc\.json, "):
         build_from_mirror("dialogue_domain", http_server(tmp_path / "www"), tmp_path / "cache")
     assert not list((tmp_path / "cache").rglob("*.unpacked"))

@@ -257,7 +257,7 @@ def test_rebuild_uses_cached_downloads_when_the_mirror_is_gone(tmp_path, http_se
 
     mirror = tmp_path / "mirror"
     shutil.copytree(SAMPLE, mirror / "jemhopqa")
-    monkeypatch.setattr(jemhopqa, "_SHA256", {rel: sha256_of(SAMPLE / rel) for rel in jemhopqa._SHA256})
+    monkeypatch.setattr(jemhopqa.SOURCE, "sha256", {rel: sha256_of(SAMPLE / rel) for rel in jemhopqa.SOURCE.sha256})
     base = http_server(mirror)
     cache = tmp_path / "cache"
     export("jemhopqa", tmp_path / "a", configs=["v1.2"], mirror_url=base, cache_dir=str(cache))

@@ -137,8 +137,8 @@ def test_failed_export_leaves_no_folder(tmp_path):
 
 
 def _pin_sample_checksums(monkeypatch):
-    sums = {rel: jemhopqa_sha(rel) for rel in jemhopqa._SHA256}
-    monkeypatch.setattr(jemhopqa, "_SHA256", sums)
+    sums = {rel: jemhopqa_sha(rel) for rel in jemhopqa.SOURCE.sha256}
+    monkeypatch.setattr(jemhopqa.SOURCE, "sha256", sums)
 
 
 def jemhopqa_sha(rel):
@@ -203,9 +203,10 @@ def test_streaming_from_a_mirror_verifies_checksums(tmp_path, http_server, monke
 
 
 def test_canonical_urls_are_pinned_to_the_commit():
-    urls = {f"{jemhopqa._BASE_URL}/{rel}" for files in jemhopqa._FILES.values() for rel in files.values()}
+    source = jemhopqa.SOURCE
+    urls = {f"{source.base_url}/{rel}" for files in source.files.values() for rel in files.values()}
     assert all("/fed5024f4f39f02727e699cb7ccb67935a779a5a/" in url for url in urls)
-    assert set(jemhopqa._SHA256) == {rel for files in jemhopqa._FILES.values() for rel in files.values()}
+    assert set(source.sha256) == {rel for files in source.files.values() for rel in files.values()}
 
 
 REAL = shared_data("jemhopqa")
@@ -216,7 +217,7 @@ needs_real = pytest.mark.skipif(REAL is None, reason="../shared/data/jemhopqa is
 def test_real_checksums_match_the_pins():
     from qahub.loaders._sources import sha256_of
 
-    assert {rel: sha256_of(REAL / rel) for rel in jemhopqa._SHA256} == jemhopqa._SHA256
+    assert {rel: sha256_of(REAL / rel) for rel in jemhopqa.SOURCE.sha256} == jemhopqa.SOURCE.sha256
 
 
 @needs_real

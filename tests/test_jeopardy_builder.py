@@ -69,7 +69,8 @@ def test_sample_qa_rows(tmp_path):
 def test_configs_and_features():
     assert registry.config_names("jeopardy") == ["extended", "qa"]
     assert registry.default_config("jeopardy") == "extended"
-    assert jeopardy.SPLITS == {"extended": ["train"], "qa": ["train", "validation"]}
+    assert registry.splits("jeopardy", "extended") == ["train"]
+    assert registry.splits("jeopardy", "qa") == ["train", "validation"]
     features = jeopardy.Jeopardy(config_name="extended").info.features
     assert features["question_id"] == datasets.Value("int64")
     assert features["question_number"] == datasets.Value("int32")
@@ -214,7 +215,7 @@ def _mirror(tmp_path, monkeypatch):
     root = tmp_path / "mirror"
     shutil.copytree(SAMPLE, root / "jeopardy")
     sums = {name: sha256_of(SAMPLE / name) for name in (jeopardy.EXTENDED, jeopardy.TRAINING, jeopardy.VALIDATION)}
-    monkeypatch.setattr(jeopardy, "_SHA256", sums)
+    monkeypatch.setattr(jeopardy.SOURCE, "sha256", sums)
     return root
 
 
@@ -236,9 +237,9 @@ def test_checksum_mismatch_is_an_error(tmp_path, http_server, monkeypatch):
 
 
 def test_canonical_urls_are_pinned_to_the_commit():
-    assert jeopardy._BASE_URL == (
+    assert jeopardy.SOURCE.base_url == (
         "https://raw.githubusercontent.com/evrog/Russian-QA-Jeopardy/55b6876fe647571c8ea47a7aec192dfab72b99b1")
-    assert set(jeopardy._SHA256) == {jeopardy.VALIDATION}
+    assert set(jeopardy.SOURCE.sha256) == {jeopardy.VALIDATION}
 
 
 REAL = shared_data("jeopardy")
@@ -247,7 +248,7 @@ needs_real = pytest.mark.skipif(REAL is None, reason="../shared/data/jeopardy is
 
 @needs_real
 def test_real_validation_checksum_matches_the_pin():
-    assert sha256_of(REAL / jeopardy.VALIDATION) == jeopardy._SHA256[jeopardy.VALIDATION]
+    assert sha256_of(REAL / jeopardy.VALIDATION) == jeopardy.SOURCE.sha256[jeopardy.VALIDATION]
 
 
 @needs_real

@@ -6,12 +6,12 @@ import ast
 import math
 import random
 import re
-import shutil
 import sys
 import warnings
 from pathlib import Path
 
 import evaluate
+import hostile
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -250,23 +250,6 @@ def test_a_100000_character_answer(metric):
 SOURCES = [("extended", jeopardy.EXTENDED), ("qa", jeopardy.TRAINING), ("qa", jeopardy.VALIDATION)]
 
 
-def _truncate(data, rng):
-    return data[: rng.randrange(len(data))]
-
-
-def _flip_bytes(data, rng):
-    out = bytearray(data)
-    for _ in range(rng.randint(1, 4)):
-        out[rng.randrange(len(out))] = rng.randrange(256)
-    return bytes(out)
-
-
-def _delete_line(data, rng):
-    lines = data.split(b"\n")
-    del lines[rng.randrange(len(lines))]
-    return b"\n".join(lines)
-
-
 def _delete_column(data, rng):
     delimiter = b"\t" if b"\t" in data.split(b"\n", 1)[0] else b","
     column = rng.randrange(2)
@@ -292,15 +275,10 @@ def _delete_cell(data, rng):
     return b"\n".join(lines)
 
 
-def _reencode(encoding):
-    return lambda data, rng: data.decode("utf-8").encode(encoding, errors="replace")
-
-
 MUTATIONS = {
-    "truncate": _truncate, "flip": _flip_bytes, "delete_line": _delete_line, "delete_column": _delete_column,
-    "delete_header_key": _delete_header_key, "delete_cell": _delete_cell,
-    "cp1251": _reencode("cp1251"), "utf-16": _reencode("utf-16"), "shift_jis": _reencode("shift_jis"),
-    "koi8_r": _reencode("koi8_r"),
+    "truncate": hostile.truncated, "flip": hostile.flipped, "delete_line": hostile.deleted_line,
+    "delete_column": _delete_column, "delete_header_key": _delete_header_key, "delete_cell": _delete_cell,
+    **{encoding: hostile.reencoded(encoding) for encoding in ("cp1251", "utf-16", "shift_jis", "koi8_r")},
 }
 SEEDED = ["truncate", "flip", "delete_line", "delete_cell"]
 CASES = [(config, name, mutation, seed) for config, name in SOURCES for mutation in MUTATIONS
@@ -308,11 +286,7 @@ CASES = [(config, name, mutation, seed) for config, name in SOURCES for mutation
 
 
 def _mutated_copy(tmp_path, name, mutation, seed):
-    data_dir = tmp_path / "data"
-    shutil.copytree(SAMPLE, data_dir)
-    original = (SAMPLE / name).read_bytes()
-    (data_dir / name).write_bytes(MUTATIONS[mutation](original, random.Random(f"{name}/{mutation}/{seed}")))
-    return data_dir
+    return hostile.damaged_copy(SAMPLE, tmp_path / "data", name, MUTATIONS[mutation], seed)
 
 
 def _check_failure(err, data_dir):
@@ -321,10 +295,6 @@ def _check_failure(err, data_dir):
         return
     assert isinstance(err, SourceDataError), f"{type(err).__name__}: {err}"
     assert re.match(rf"{re.escape(str(data_dir))}/\S+: record (line \d+|-): \S", str(err)), str(err)
-
-
-def _leftovers(cache):
-    return [p for p in cache.rglob("*") if p.suffix == ".arrow" or ".incomplete" in p.name]
 
 
 @pytest.mark.parametrize("config, name, mutation, seed", CASES)
@@ -337,7 +307,7 @@ def test_a_mutated_source_builds_or_fails_with_the_documented_error(tmp_path, co
             dsd = build("jeopardy", config, data_dir, cache)
     except Exception as err:  # noqa: BLE001 - which exception it is, is what the test checks
         _check_failure(err, data_dir)
-        assert _leftovers(cache) == [], "a failed build left a half-written cache"
+        assert hostile.half_written(cache) == [], "a failed build left a half-written cache"
     else:
         assert all(len(ds) > 0 for ds in dsd.values())
 

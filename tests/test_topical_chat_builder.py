@@ -498,10 +498,9 @@ def test_empty_split_file(tmp_path):
 
 
 @pytest.mark.parametrize("encode, problem", [
-    (lambda text: b"\xef\xbb\xbf" + text.encode("utf-8"), "starts with a UTF-8 byte-order mark"),
-    (lambda text: text.encode("utf-16"), "is UTF-16 or UTF-32 encoded; expected UTF-8"),
-    (lambda text: text.encode("utf-16-le"), "is UTF-16 or UTF-32 encoded; expected UTF-8"),
-    (lambda text: text.replace("Hello", "H\u00e9llo").encode("cp1252"), r"not valid UTF-8 \("),
+    (lambda text: text.encode("utf-16"), r"not UTF-8 text \(UTF-16 or UTF-32 encoded\)"),
+    (lambda text: text.encode("utf-16-le"), r"not UTF-8 text \(UTF-16 or UTF-32 encoded\)"),
+    (lambda text: text.replace("Hello", "H\u00e9llo").encode("cp1252"), r"not UTF-8 text \("),
 ])
 def test_wrong_encodings_are_named(tmp_path, encode, problem):
     data = copy_sample(tmp_path)
@@ -512,9 +511,9 @@ def test_wrong_encodings_are_named(tmp_path, encode, problem):
 
 
 @pytest.mark.parametrize("encode, problem", [
-    (lambda text: text.encode("utf-16"), "is UTF-16 or UTF-32 encoded"),
+    (lambda text: text.encode("utf-16"), r"not UTF-8 text \(UTF-16 or UTF-32 encoded\)"),
     (lambda text: text.replace("Jazz is a music genre from", "Le jazz, caf\u00e9").encode("latin-1"),
-     r"not valid UTF-8 \(byte 0xe9 at offset \d+: invalid continuation byte\)"),
+     r"not UTF-8 text \(invalid continuation byte at byte \d+, line \d+\)"),
 ])
 def test_wiki_encoding_problems_are_named(tmp_path, encode, problem):
     data = copy_sample(tmp_path)
@@ -522,6 +521,27 @@ def test_wiki_encoding_problems_are_named(tmp_path, encode, problem):
     wiki.write_bytes(encode(wiki.read_text(encoding="utf-8")))
     assert_bad(tmp_path, data, "reading_sets", rf"src/wiki/wiki\.json: record -: {problem}",
                splits=("test_freq",), reading_set_form="pre-build")
+
+
+def test_a_utf8_byte_order_mark_is_allowed(tmp_path):
+    """As in every qahub reader (RFC 8259 lets a parser ignore it): the rows are those of the file without one."""
+    data = copy_sample(tmp_path)
+    for rel in ("conversations/test_freq.json", "reading_sets/pre-build/test_freq.json", "src/wiki/wiki.json"):
+        (data / rel).write_bytes(b"\xef\xbb\xbf" + (data / rel).read_bytes())
+    for config, options in [("conversations", {}), ("reading_sets", {"reading_set_form": "pre-build"})]:
+        marked = build_with(config, data, tmp_path / "marked", splits=("test_freq",), **options)
+        plain = build_with(config, SAMPLE, tmp_path / "plain", splits=("test_freq",), **options)
+        assert marked["test_freq"].to_list() == plain["test_freq"].to_list()
+
+
+def test_duplicate_keys_in_wiki_are_an_error(tmp_path):
+    data = copy_sample(tmp_path)
+    wiki = data / "src/wiki/wiki.json"
+    wiki.write_text(wiki.read_text(encoding="utf-8").replace("{", '{"shortened_wiki_lead_section": {}, ', 1),
+                    encoding="utf-8")
+    assert_bad(tmp_path, data, "reading_sets",
+               r"src/wiki/wiki\.json: record -: not valid JSON \(an object names the key "
+               r"'shortened_wiki_lead_section' twice\)", splits=("test_freq",), reading_set_form="pre-build")
 
 
 def test_post_build_file_read_as_pre_build(tmp_path):
@@ -556,5 +576,5 @@ def test_pinned_checksums_match_the_shared_copies():
     from qahub.loaders import topical_chat
     from qahub.loaders._sources import sha256_of
 
-    assert len(topical_chat._SHA256) == 11
-    assert {rel: sha256_of(real / rel) for rel in topical_chat._SHA256} == topical_chat._SHA256
+    assert len(topical_chat.SOURCE.sha256) == 11
+    assert {rel: sha256_of(real / rel) for rel in topical_chat.SOURCE.sha256} == topical_chat.SOURCE.sha256

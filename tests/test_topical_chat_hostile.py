@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import evaluate
+import hostile
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -213,57 +214,8 @@ def truncate(raw, rng):
     return raw[:rng.randrange(len(raw.rstrip()))]  # always before the closing brace
 
 
-def flip_bytes(raw, rng):
-    raw = bytearray(raw)
-    for _ in range(rng.randint(1, 8)):
-        raw[rng.randrange(len(raw))] = rng.randrange(256)
-    return bytes(raw)
-
-
-def delete_lines(raw, rng):
-    lines = raw.splitlines(keepends=True)
-    for _ in range(rng.randint(1, 3)):
-        del lines[rng.randrange(len(lines))]
-    return b"".join(lines)
-
-
-def _objects(value, root=True):
-    """The JSON objects inside ``value`` (not the top level: removing a whole record leaves a valid file)."""
-    if isinstance(value, dict):
-        if not root:
-            yield value
-        for item in value.values():
-            yield from _objects(item, root=False)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _objects(item, root=False)
-
-
-def delete_key(raw, rng):
-    data = json.loads(raw)
-    target = rng.choice([obj for obj in _objects(data) if obj])
-    del target[rng.choice(sorted(target))]
-    return json.dumps(data, indent=2).encode("utf-8")
-
-
-def delete_column(raw, rng):
-    """The same key removed from every object that has it (a column of the file)."""
-    data = json.loads(raw)
-    objects = [obj for obj in _objects(data) if obj]
-    key = rng.choice(sorted({key for obj in objects for key in obj}))
-    for obj in objects:
-        obj.pop(key, None)
-    return json.dumps(data, indent=2).encode("utf-8")
-
-
-def replace_value(raw, rng):
-    data = json.loads(raw)
-    target = rng.choice([obj for obj in _objects(data) if obj])
-    target[rng.choice(sorted(target))] = rng.choice([None, 0, 1.5, True, "", [], {}, ["x"], {"x": 1}, "Poor", -1])
-    return json.dumps(data, indent=2).encode("utf-8")
-
-
-MUTATIONS = [truncate, flip_bytes, delete_lines, delete_key, delete_column, replace_value]
+MUTATIONS = [truncate, hostile.flipped, hostile.deleted_line, hostile.deleted_key, hostile.deleted_column,
+             hostile.replaced_value]
 TARGETS = [  # (config, file, builder options)
     ("conversations", "conversations/test_freq.json", {}),
     ("asr", "TopicalChatASR/actual/test_freq_audio.json", {}),
@@ -276,10 +228,6 @@ CASES = [(config, rel, options, mutate, seed) for config, rel, options in TARGET
          for seed in range(3)]
 
 
-def leftovers(cache):
-    return [p for p in cache.rglob("*") if p.suffix == ".arrow" or p.name.endswith(".incomplete")]
-
-
 def assert_builds_or_documented_error(data, config, cache, **options):
     """Returns None when it builds, else the SourceDataError / FileNotFoundError (nothing left in the cache)."""
     builder = qahub.make_builder("topical_chat", config, data_dir=str(data), cache_dir=str(cache),
@@ -288,7 +236,7 @@ def assert_builds_or_documented_error(data, config, cache, **options):
         qahub.prepare(builder)
     except (SourceDataError, FileNotFoundError) as err:
         assert str(data) in str(err), f"the error does not name the file: {err}"
-        assert leftovers(cache) == [], f"half-written cache after: {err}"
+        assert hostile.half_written(cache) == [], f"half-written cache after: {err}"
         return err
     assert len(builder.as_dataset()["test_freq"]) > 0
     return None
@@ -303,7 +251,7 @@ def test_damaged_copies_build_or_fail_with_the_documented_error(tmp_path, config
     assert_builds_or_documented_error(data, config, tmp_path / "cache", **options)
 
 
-@pytest.mark.parametrize("mutate", [truncate, delete_key])
+@pytest.mark.parametrize("mutate", [truncate, hostile.deleted_key])
 def test_truncated_or_keyless_files_are_refused(tmp_path, mutate):
     """Every key of a conversation is required and a truncated file is not JSON: these copies never build, so
     the fuzzing above does reach the checks."""
@@ -317,7 +265,7 @@ def test_truncated_or_keyless_files_are_refused(tmp_path, mutate):
 
 ENCODINGS = [("cp1251", "Привет, ты любишь космос?"), ("shift_jis", "こんにちは、宇宙は好き？"),
              ("utf-16", "Hello — ¿te gusta el espacio?"), ("utf-16-be", "Hello"), ("utf-32", "Hello"),
-             ("utf-8-sig", "Hello"), ("latin-1", "Café au lait?"), ("cp1252", "“Hello”")]
+             ("latin-1", "Café au lait?"), ("cp1252", "“Hello”")]  # utf-8-sig builds: a BOM is allowed
 
 
 @pytest.mark.parametrize("encoding, message", ENCODINGS, ids=[e for e, _ in ENCODINGS])
@@ -360,7 +308,7 @@ def test_a_failed_export_leaves_nothing(tmp_path, mutate, seed):
         assert str(data) in str(err)
         assert not out.exists()
         assert list(out.parent.glob(".*partial-*")) == []
-        assert leftovers(tmp_path / "cache") == []
+        assert hostile.half_written(tmp_path / "cache") == []
     else:
         assert (out / "README.md").is_file()
 

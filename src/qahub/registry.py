@@ -56,6 +56,24 @@ def default_config(corpus: str) -> str:
     return cls.DEFAULT_CONFIG_NAME or cls.BUILDER_CONFIGS[0].name
 
 
+def splits(corpus: str, config: str) -> list[str]:
+    """The splits of ``config`` as its builder declares them (its ``SPLITS``, which ``_split_generators`` uses).
+
+    Empty when the builder does not declare them.
+    """
+    cls = builder_class(corpus)
+    declared = getattr(cls, "SPLITS", None) or getattr(builder_module(corpus), "SPLITS", {})  # module: LIMUR, for now
+    return list(declared.get(config, []))
+
+
+def absent_splits(corpus: str, config: str, built) -> list[str]:
+    """The declared splits of ``config`` missing from ``built``; none for a builder that declares
+    ``SPLITS_FROM_FILES = True`` (its splits are whichever its source files hold, e.g. LIMUR's)."""
+    if getattr(builder_class(corpus), "SPLITS_FROM_FILES", False):
+        return []
+    return [split for split in splits(corpus, config) if split not in set(built)]
+
+
 def check_config(corpus: str, config: str, options: dict | None = None) -> None:
     """Fail early, naming what exists, on an unknown config or builder option."""
     if config not in config_names(corpus):
