@@ -23,7 +23,7 @@ JUDGE_LATENCY = 0.02
 
 def _sample_inputs(n):
     from qahub import registry
-    from qahub.scoring import limur as scoring
+    from qahub.evaluate_cli import limur as scoring
 
     folder = registry.samples_dir("limur")
     rows = scoring.load_references(folder / "test.jsonl")

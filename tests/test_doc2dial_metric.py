@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from qahub import registry
-from qahub.scoring import doc2dial as scoring
+from qahub.evaluate_cli import doc2dial as scoring
 
 SAMPLES = registry.samples_dir("doc2dial")
 METRIC_DIR = str(registry.metric_dir("doc2dial"))

@@ -293,7 +293,7 @@ def test_import_errors_that_are_not_a_missing_extra_keep_their_message():
     assert "pip install 'qahub[bleu]'" in cli.explain(ModuleNotFoundError("x", name="sacrebleu"))
     internal = ImportError("cannot import name 'x' from 'scipy.optimize'", name="scipy.optimize")
     assert cli.explain(internal) == "cannot import name 'x' from 'scipy.optimize'"
-    assert "pip install" not in cli.explain(ModuleNotFoundError("no qahub.scoring._x", name="qahub.scoring._x"))
+    assert "pip install" not in cli.explain(ModuleNotFoundError("no qahub.evaluate_cli._x", name="qahub.evaluate_cli._x"))
 
 
 def test_single_build_says_which_splits_are_absent(tmp_path, capsys):

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 import qahub
 from qahub import registry
-from qahub.scoring import jemhopqa as cli
+from qahub.evaluate_cli import jemhopqa as cli
 from qahub.testing import shared_data
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -349,7 +349,7 @@ CLI_CASES = [(role, name, mutation, seed) for role, name in CLI_FILES for mutati
 def test_the_command_line_scores_mutated_files_or_names_file_and_problem(tmp_path, role, name, mutation, seed):
     import argparse
 
-    from qahub.scoring import jeopardy_meteor as scoring
+    from qahub.evaluate_cli import jeopardy_meteor as scoring
 
     data_dir = _mutated_copy(tmp_path, name, mutation, seed)
     parser = argparse.ArgumentParser()

@@ -13,7 +13,7 @@ from jeopardy_predictions import GARBAGE, perturb, replies
 from qahub.metrics.jeopardy_meteor import task_api
 
 from qahub import cli, registry
-from qahub.scoring import jeopardy_meteor as scoring
+from qahub.evaluate_cli import jeopardy_meteor as scoring
 from qahub.testing import shared_data
 
 METRIC_DIR = registry.metric_dir("jeopardy_meteor")

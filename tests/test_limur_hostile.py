@@ -409,7 +409,7 @@ def test_hostile_task_file(tmp_path):
 
 
 def test_hostile_predictions_file(tmp_path):
-    from qahub.scoring import limur as scoring
+    from qahub.evaluate_cli import limur as scoring
 
     path = tmp_path / "p.json"
     path.write_bytes(b"[" * 100_000)
@@ -422,7 +422,7 @@ def test_hostile_predictions_file(tmp_path):
 def _our_code():
     from qahub.loaders import limur as loader
 
-    from qahub.scoring import limur as scoring
+    from qahub.evaluate_cli import limur as scoring
 
     return [Path(loader.__file__), Path(scoring.__file__), *sorted(registry.metric_dir("limur").glob("*.py"))]
 

@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from qahub import registry
-from qahub.scoring import limur as scoring
+from qahub.evaluate_cli import limur as scoring
 
 SAMPLES = registry.samples_dir("limur")
 KEY = "sk-test-9f8e7d6c5b4a-SECRET"
@@ -816,7 +816,7 @@ def test_judge_score_is_over_judged_examples_and_coverage_is_reported(metric):
 
 def test_cli_exit_status_says_when_judge_calls_failed(tmp_path, capsys):
     from qahub import cli
-    from qahub.scoring import limur as limur_cli
+    from qahub.evaluate_cli import limur as limur_cli
 
     assert limur_cli.exit_status({"judge": {"computed": False, "reason": "no judge"}}) == 0
     assert limur_cli.exit_status({"judge": {"computed": True, "failed": 0}}) == 0

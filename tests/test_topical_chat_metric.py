@@ -15,7 +15,7 @@ from qahub.metrics.topical_chat import task_api
 from qahub.metrics.topical_chat.turns import turn_examples
 
 from qahub import registry
-from qahub.scoring import topical_chat as scoring
+from qahub.evaluate_cli import topical_chat as scoring
 from qahub.testing import shared_data
 
 SAMPLE = registry.samples_dir("topical_chat")

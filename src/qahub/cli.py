@@ -15,7 +15,7 @@ import threading
 import warnings
 from pathlib import Path
 
-from qahub import registry, scoring
+from qahub import evaluate_cli, registry
 
 # optional dependency -> the extra that installs it
 EXTRAS = {"sacrebleu": "bleu", "nltk": "jeopardy", "pymorphy3": "jeopardy", "sudachipy": "jemhopqa",
@@ -537,8 +537,8 @@ def _metric_copy(args) -> int:
 
 
 def scoring_modules() -> dict:
-    names = [m.name for m in pkgutil.iter_modules(scoring.__path__) if not m.name.startswith("_")]
-    return {name: importlib.import_module(f"qahub.scoring.{name}") for name in sorted(names)}
+    names = [m.name for m in pkgutil.iter_modules(evaluate_cli.__path__) if not m.name.startswith("_")]
+    return {name: importlib.import_module(f"qahub.evaluate_cli.{name}") for name in sorted(names)}
 
 
 def _add_evaluate(commands):

@@ -2,7 +2,7 @@
 
 Both are discovered, so adding a corpus is adding ``loaders/<name>.py`` and ``dataset_cards/<name>.md``;
 adding a metric is adding ``metrics/<name>/<name>.py`` (and, for the command line,
-``src/qahub/scoring/<name>.py``).
+``src/qahub/evaluate_cli/<name>.py``).
 """
 
 from __future__ import annotations
