@@ -1,7 +1,8 @@
 """LIMUR metric: exact-match throughput through `evaluate`, and the judge's concurrency on a local endpoint.
 
-1. ``limur EM``: ``metric.compute`` (input checks, arrow round trip, two readings, breakdowns) against the
-   bare reading functions of ``metrics/limur/answers.py`` in a loop, on the sample replies repeated.
+1. ``limur EM``: ``evaluate.load(metrics/limur).compute`` (input checks, scores, breakdowns) against a plain loop
+   of the metric's own per-example scorer (``score.score_reply``) and the three means, on the sample replies and
+   rows repeated (100,000). Target: at most 2x.
 2. ``limur judge``: the endpoint judge with 8 concurrent requests against one request at a time, on a fake
    OpenAI-compatible server on 127.0.0.1 that answers after a fixed latency.
 """
@@ -11,56 +12,64 @@ from __future__ import annotations
 import http.server
 import importlib.util
 import json
+import sys
 import threading
 import time
 
 from _common import measure, row
 
-EM_REPLIES = 20_000
+EM_REPLIES = 100_000
 JUDGE_ITEMS = 64
 JUDGE_LATENCY = 0.02
 
 
 def _sample_inputs(n):
+    from qahub.loaders.limur import read_rows
+
     from qahub import registry
-    from qahub.evaluate_cli import limur as scoring
+    from qahub.evaluate_cli import limur as adapter
 
     folder = registry.samples_dir("limur")
-    rows = scoring.load_references(folder / "test.jsonl")
-    replies = scoring.load_predictions(folder / "predictions.json")
+    rows = read_rows(str(folder / "test.jsonl"), "test")
+    replies = adapter.load_predictions(folder / "predictions.json")
     refs = [{**rows[i % len(rows)], "meta": {**rows[i % len(rows)]["meta"], "id": i}} for i in range(n)]
     preds = [replies[rows[i % len(rows)]["meta"]["id"]] for i in range(n)]
     return preds, refs
 
 
 def prepare_em_metric(n):
+    import evaluate
+
     from qahub import registry
 
-    return (registry.load_metric("limur"), *_sample_inputs(n))
+    return (evaluate.load(str(registry.metric_dir("limur"))), *_sample_inputs(n))
 
 
 def em_metric(metric, preds, refs):
     result = metric.compute(predictions=preds, references=refs)
-    return result["exact_match"], result["exact_match_lenient"]
+    return result["exact_match"], result["exact_match_lenient"], result["exact_match_mera"]
 
 
 def prepare_em_plain(n):
     from qahub import registry
 
-    path = registry.metric_dir("limur") / "answers.py"
-    spec = importlib.util.spec_from_file_location("limur_answers", path)
-    answers = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(answers)
-    return (answers, *_sample_inputs(n))
+    folder = registry.metric_dir("limur")
+    spec = importlib.util.spec_from_file_location("limur_plain", folder / "__init__.py",
+                                                  submodule_search_locations=[str(folder)])
+    package = importlib.util.module_from_spec(spec)
+    sys.modules["limur_plain"] = package
+    score = importlib.import_module("limur_plain.score")
+    return (score.score_reply, *_sample_inputs(n))
 
 
-def em_plain(answers, preds, refs):
-    strict = lenient = 0
+def em_plain(score_reply, preds, refs):
+    totals = {"strict": 0, "lenient": 0, "mera": 0}
     for pred, ref in zip(preds, refs, strict=True):
-        strict += answers.read_letter(pred)[0] == ref["outputs"]
-        lenient += answers.read_letter(pred, lenient=True)[0] == ref["outputs"]
+        values = score_reply(pred, ref["outputs"], len(ref["options"]))
+        for name in totals:
+            totals[name] += values[name]
     n = len(preds)
-    return strict / n, lenient / n
+    return totals["strict"] / n, totals["lenient"] / n, totals["mera"] / n
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -97,9 +106,12 @@ def judge(metric, preds, refs, url, concurrency):
 
 
 def run() -> list[dict]:
+    metric, plain = measure("bench_limur:em_metric", EM_REPLIES), measure("bench_limur:em_plain", EM_REPLIES)
+    ratio = metric[0] / plain[0]
+    verdict = "ok" if ratio <= 2 else "MISSED"
     return [
-        row(f"limur EM {EM_REPLIES} replies", measure("bench_limur:em_metric", EM_REPLIES),
-            measure("bench_limur:em_plain", EM_REPLIES), "baseline: bare reading functions, no evaluate"),
+        row(f"limur EM {EM_REPLIES} replies", metric, plain,
+            f"baseline: plain score_reply loop; ratio {ratio:.2f}x (target <= 2x: {verdict})"),
         row(f"limur judge {JUDGE_ITEMS} items, {JUDGE_LATENCY * 1000:.0f} ms", measure("bench_limur:judge", JUDGE_ITEMS, 8),
             measure("bench_limur:judge", JUDGE_ITEMS, 1), "ours: 8 concurrent requests; baseline: 1"),
     ]

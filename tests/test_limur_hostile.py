@@ -74,24 +74,23 @@ def grader(task, reference, answer):
 
 
 @FUZZ
-@given(examples())
+@given(examples(min_size=1))
 def test_scores_stay_in_their_ranges(metric, example):
     predictions, refs = example
     result = metric.compute(predictions=predictions, references=refs, judge=grader)
     n = len(refs)
     assert result["count"] == n
     for key in ("exact_match", "exact_match_lenient", "exact_match_mera"):
-        assert result[key] is None if n == 0 else 0 <= result[key] <= 1
-    strict_right = round((result["exact_match"] or 0) * n)
+        assert 0 <= result[key] <= 1
+    strict_right = round(result["exact_match"] * n)
     assert strict_right + result["unparseable"] + result["not_an_option"] <= n
     assert result["unparseable_lenient"] <= result["unparseable"] <= n
     info = result["judge"]
     assert info["judged"] + info["unparseable"] + info["failed"] == n
     # the mean over all examples (failures count 0) is at most the mean over the judged ones
-    assert (result["judge_score"] is None) == (n == 0)
-    assert n == 0 or 0 <= result["judge_score"] <= result["judge_score_judged"] <= 1
-    assert n == 0 or result["judge_score"] * n == pytest.approx(result["judge_score_judged"] * info["judged"])
-    assert info["coverage"] is None if n == 0 else info["coverage"] == info["judged"] / n
+    assert 0 <= result["judge_score"] <= result["judge_score_judged"] <= 1
+    assert result["judge_score"] * n == pytest.approx(result["judge_score_judged"] * info["judged"])
+    assert info["coverage"] == info["judged"] / n
     for field in ("by_task_type", "by_context_type"):
         assert sum(group["count"] for group in result[field].values()) == n
     json.dumps(result)
@@ -430,8 +429,9 @@ def _our_code():
 OUR_CODE = _our_code()
 FORBIDDEN_CALLS = {"eval", "exec", "compile", "__import__", "loads", "load", "literal_eval", "system", "popen",
                    "Popen", "run", "call", "check_output"}
-# evaluate.load in app.py loads the metric module itself (the Space), never data
-ALLOWED_CALLS = {("json", "loads"), ("json", "load"), ("re", "compile"), ("evaluate", "load")}
+# evaluate.load in app.py loads the metric module itself (the Space), never data; qahub.load in the command line
+# builds the references with the builder checked here
+ALLOWED_CALLS = {("json", "loads"), ("json", "load"), ("re", "compile"), ("evaluate", "load"), ("qahub", "load")}
 FORBIDDEN_MODULES = {"pickle", "cPickle", "dill", "marshal", "shelve", "subprocess", "yaml", "importlib", "ctypes"}
 
 

@@ -3,6 +3,7 @@ import http.server
 import itertools
 import json
 import logging
+import math
 import re
 import threading
 import time
@@ -13,7 +14,7 @@ from fractions import Fraction
 import evaluate
 import numpy
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from qahub import registry
@@ -170,7 +171,8 @@ def test_cli_closed_test_split(tmp_path):
     first = json.loads(lines[0])
     (tmp_path / "test.jsonl").write_text(json.dumps({**first, "outputs": ""}, ensure_ascii=False) + "\n",
                                          encoding="utf-8")
-    result = scoring.run(sample_args(references=str(tmp_path), predictions=str(_one_prediction(tmp_path))))
+    with pytest.warns(UserWarning, match="have no gold answer"):
+        result = scoring.run(sample_args(references=str(tmp_path), predictions=str(_one_prediction(tmp_path))))
     assert (result["count"], result["closed"], result["exact_match"], result["exact_match_mera"]) == (1, 1, 0.0, 0.0)
 
 
@@ -1289,3 +1291,282 @@ def test_meras_task_runs_on_a_qahub_export(tmp_path):
         results = lm_eval.simple_evaluate(model=Replies(oracle), tasks=["mera_limur_on_qahub"], task_manager=manager)
         row = results["results"]["mera_limur_on_qahub"]
         assert (row["exact_match,none"], row["sample_len"]) == (expected, 8)
+
+
+# ---------------------------------------------------------------- issues 14 and 15: one shape, rows only, nothing scored
+
+
+def run_cli(capsys, *argv):
+    """``qahub --quiet evaluate limur ARGV``: (exit code, stdout, stderr lines)."""
+    from qahub import cli
+
+    code = cli.main(["--quiet", "evaluate", "limur", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err.splitlines()
+
+
+def sample_cli_args(predictions=None, *extra):
+    return ["--predictions", str(predictions or SAMPLES / "predictions.json"), "--data-dir", str(SAMPLES), *extra]
+
+
+def test_zero_examples_is_an_error(metric):
+    with pytest.raises(ValueError, match="limur: nothing to score"):
+        metric.compute(predictions=[], references=[])
+    for _ in range(2):  # through add_batch, evaluate's path, the same
+        metric.add_batch(predictions=[], references=[])
+    with pytest.raises(ValueError, match="limur: nothing to score"):
+        metric.compute()
+
+
+def test_length_mismatch_names_both_counts(metric):
+    with pytest.raises(ValueError, match="limur: 2 predictions but 1 references"):
+        metric.compute(predictions=["Б", "Б"], references=[ref("Б")])
+
+
+def test_fast_path_and_add_batch_agree(metric, sample_rows):
+    test = sample_rows["test"].to_list()
+    replies = json.loads((SAMPLES / "predictions.json").read_text(encoding="utf-8"))
+    preds = [replies[str(row["meta"]["id"])] for row in test]
+    direct = metric.compute(predictions=preds, references=test)
+    metric.add_batch(predictions=preds[:3], references=test[:3])
+    for pred, row in zip(preds[3:], test[3:], strict=True):
+        metric.add(prediction=pred, reference=row)
+    assert metric.compute() == direct
+    assert (direct["exact_match"], direct["exact_match_lenient"], direct["exact_match_mera"]) == (5 / 8, 6 / 8, 4 / 8)
+    metric.add_batch(predictions=preds[:1], references=test[:1])
+    metric.add_batch(predictions=preds[:1], references=test[:1])
+    with pytest.raises(ValueError, match=r"reference 1 \(id 426\): id 426 is also the id of reference 0"):
+        metric.compute()
+
+
+@pytest.mark.parametrize("option, value, problem", [
+    ("judge_retries", -1, "judge_retries must be a non-negative integer, got -1"),
+    ("judge_retries", 1.5, "judge_retries must be a non-negative integer, got 1.5"),
+    ("judge_timeout", float("nan"), "judge_timeout must be a positive number of seconds, got nan"),
+    ("judge_timeout", float("inf"), "judge_timeout must be a positive number of seconds, got inf"),
+    ("judge_timeout", 0, "judge_timeout must be a positive number of seconds, got 0"),
+    ("judge_timeout", -1, "judge_timeout must be a positive number of seconds, got -1"),
+    ("judge_timeout", "5", "judge_timeout must be a positive number of seconds, got '5'"),
+    ("judge_concurrency", 0, "judge_concurrency must be a positive integer, got 0"),
+    ("judge_concurrency", -3, "judge_concurrency must be a positive integer, got -3"),
+    ("judge_concurrency", True, "judge_concurrency must be a positive integer, got True"),
+    ("judge_backoff", -0.5, "judge_backoff must be a non-negative number of seconds, got -0.5"),
+    ("judge_backoff", float("inf"), "judge_backoff must be a non-negative number of seconds, got inf"),
+])
+def test_judge_options_are_checked_in_python(metric, option, value, problem):
+    """Before: retries -1 failed each call with an AssertionError, nan/inf timeouts failed every request or
+    ended in an OverflowError, concurrency 0 or -3 was accepted."""
+    with pytest.raises(ValueError, match=re.escape(problem)):
+        metric.compute(predictions=["Ответ: Б"], references=[ref("Б")], judge=lambda *a: "1", **{option: value})
+    with pytest.raises(ValueError, match=re.escape(problem)):  # and without a judge: checked where read
+        metric.compute(predictions=["Ответ: Б"], references=[ref("Б")], **{option: value})
+
+
+def test_judge_model_without_url_is_refused(metric, monkeypatch):
+    with pytest.raises(RuntimeError, match="judge_model 'm' is set but no judge_url"):
+        metric.compute(predictions=["Ответ: Б"], references=[ref("Б")], judge_model="m")
+    with pytest.raises(RuntimeError, match="pass either judge .* or judge_url and judge_model"):
+        metric.compute(predictions=["Ответ: Б"], references=[ref("Б")], judge=lambda *a: "1", judge_model="m")
+    with pytest.raises(RuntimeError, match="judge_prompt must be one of seed, mera, got 'x'"):
+        metric.compute(predictions=["Ответ: Б"], references=[ref("Б")], judge_prompt="x")
+
+
+@pytest.mark.parametrize("argv, problem", [
+    (["--judge-retries", "-1"], "argument --judge-retries: expected an integer >= 0, got -1"),
+    (["--judge-timeout", "nan"], "argument --judge-timeout: expected a finite number of seconds > 0, got 'nan'"),
+    (["--judge-timeout", "inf"], "argument --judge-timeout: expected a finite number of seconds > 0, got 'inf'"),
+    (["--judge-timeout", "0"], "argument --judge-timeout: expected a finite number of seconds > 0, got '0'"),
+    (["--judge-timeout", "-1"], "argument --judge-timeout: expected a finite number of seconds > 0, got '-1'"),
+    (["--judge-concurrency", "0"], "argument --judge-concurrency: expected an integer >= 1, got 0"),
+    (["--judge-concurrency", "-3"], "argument --judge-concurrency: expected an integer >= 1, got -3"),
+    (["--judge-backoff", "-1"], "argument --judge-backoff: expected a finite number of seconds >= 0, got '-1'"),
+    (["--judge-prompt", "x"], "argument --judge-prompt: invalid choice: 'x'"),
+])
+def test_judge_options_are_checked_on_the_command_line(capsys, argv, problem):
+    with pytest.raises(SystemExit) as stop:
+        run_cli(capsys, *sample_cli_args(None, *argv))
+    assert stop.value.code == 2
+    assert problem in capsys.readouterr().err
+
+
+def test_judge_model_without_url_on_the_command_line(capsys):
+    code, out, err = run_cli(capsys, *sample_cli_args(None, "--judge-model", "m"))
+    assert (code, out) == (1, "")
+    assert err == ["qahub evaluate: error: --judge-model needs --judge-url (or $QAHUB_JUDGE_URL): the judge is an endpoint"]
+
+
+@pytest.mark.parametrize("content, problem", [
+    (b"", "empty: no predictions, nothing to score"),
+    (b"  \n", "empty: no predictions, nothing to score"),
+    (b"{}", "holds no predictions: nothing to score"),
+    (b"[]", "holds no predictions: nothing to score"),
+    (b'{"data": {"test": []}}', "holds no predictions: nothing to score"),
+    (b'{"426": null}', "record 426: the reply must be a string, got None"),
+    (b'{"426": "\\ud800"}', r"record 426: the reply holds a lone surrogate (\ud800 at position 0), which is not text"),
+    (b'{"426": "\xff\xfe"}', "not UTF-8 text (byte 9 cannot be decoded)"),
+    (b'{"426": "a", "426": "b"}', "key '426' appears twice in one JSON object"),
+    (b'{"\\udc80": "a"}', r"record \udc80: id '\udc80' is not an integer"),
+    (b'[{"id": 1e400, "outputs": "a"}]', "record 0: id inf is not an integer"),
+])
+def test_prediction_files_that_score_nothing_or_are_broken(tmp_path, capsys, content, problem):
+    """Each is one line on stderr naming the file, exit 1, and nothing on stdout (no score printed)."""
+    path = tmp_path / "p.json"
+    path.write_bytes(content)
+    code, out, err = run_cli(capsys, *sample_cli_args(path))
+    assert (code, out) == (1, "")
+    assert err == [f"qahub evaluate: error: {path}: {problem}"]
+
+
+def test_duplicate_key_in_a_json_lines_file(tmp_path, capsys):
+    path = tmp_path / "p.jsonl"
+    path.write_text('{"id": 426, "outputs": "Б"}\n{"id": 429, "id": 430, "outputs": "Б"}\n', encoding="utf-8")
+    code, out, err = run_cli(capsys, *sample_cli_args(path))
+    assert (code, out, err) == (1, "", [f"qahub evaluate: error: {path}: line 2: key 'id' appears twice in one JSON object"])
+
+
+def test_task_type_matching_nothing_is_an_error(tmp_path, capsys):
+    """Before: a --task-type that matched no record printed count 0 with exit 0."""
+    lines = [line for line in (SAMPLES / "test.jsonl").read_text(encoding="utf-8").splitlines()
+             if json.loads(line)["meta"]["task_type"] == "kusdra"]
+    (tmp_path / "test.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    code, out, err = run_cli(capsys, "--predictions", str(SAMPLES / "predictions.json"), "--data-dir", str(tmp_path),
+                             "--task-type", "rwsd")
+    assert (code, out) == (1, "")
+    assert err == [f"qahub evaluate: error: {tmp_path} (all, test): no record of task type 'rwsd': nothing to score"]
+
+
+def test_references_from_an_export_a_build_and_a_file_agree(tmp_path, capsys):
+    from qahub.export import export
+
+    export("limur", tmp_path / "limur", data_dir=SAMPLES, cache_dir=tmp_path / "cache")
+    results = []
+    for refs in (["--references", str(tmp_path / "limur")], ["--data-dir", str(SAMPLES)],
+                 ["--references", str(SAMPLES / "test.jsonl")], ["--references", str(SAMPLES)]):
+        code, out, err = run_cli(capsys, "--predictions", str(SAMPLES / "predictions.json"), *refs)
+        assert (code, err) == (0, [])
+        result = json.loads(out)
+        results.append({key: value for key, value in result.items() if key != "references"})
+    assert all(result == results[0] for result in results)
+    assert (results[0]["exact_match"], results[0]["exact_match_mera"], results[0]["count"]) == (5 / 8, 4 / 8, 8)
+    code, out, err = run_cli(capsys, "--predictions", str(SAMPLES / "predictions.json"),
+                             "--references", str(tmp_path / "limur"), "--config", "rwsd")
+    assert (code, json.loads(out)["count"], json.loads(out)["exact_match"]) == (0, 3, 2 / 3)
+
+
+def test_a_file_with_any_name_is_built_as_the_split_asked_for(tmp_path):
+    mine = tmp_path / "my-dev-copy.jsonl"
+    mine.write_text((SAMPLES / "test.jsonl").read_text(encoding="utf-8"), encoding="utf-8")
+    result = scoring.run(sample_args(references=str(mine), split="dev"))
+    assert (result["count"], result["exact_match"]) == (8, 5 / 8)
+    mine.write_text('{"instruction": 1}\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=f"{re.escape(str(mine))}: record line 1"):
+        scoring.run(sample_args(references=str(mine)))
+
+
+def test_closed_answers_note_is_a_warning_silenced_by_quiet(tmp_path, capsys):
+    first = json.loads((SAMPLES / "test.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    (tmp_path / "test.jsonl").write_text(json.dumps({**first, "outputs": ""}, ensure_ascii=False) + "\n",
+                                         encoding="utf-8")
+    with pytest.warns(UserWarning, match="1 of 1 record"):
+        scoring.run(sample_args(references=str(tmp_path), predictions=str(_one_prediction(tmp_path))))
+    code, out, err = run_cli(capsys, "--predictions", str(tmp_path / "p.json"), "--data-dir", str(tmp_path))
+    assert (code, err, json.loads(out)["closed"]) == (0, [], 1)
+
+
+def test_readme_maps_no_closed_answer_to_a_letter():
+    """Issue 15.11: a closed test answer (-1, or "") is scored 0, never read as «З»."""
+    readme = (registry.metric_dir("limur") / "README.md").read_text(encoding="utf-8")
+    assert not re.search(r"-1[^\n]{0,60}З|З[^\n]{0,60}-1", readme)
+    assert "`-1` (an older export's closed answer) is `\"\"` too: closed, scored 0" in " ".join(readme.split())
+
+
+def test_api_key_that_no_header_can_carry_is_refused_unshown():
+    with pytest.raises(JUDGE.JudgeConfigError, match="only printable ASCII") as err:
+        JUDGE.Endpoint("http://127.0.0.1:9", "m", api_key="ключ-SECRET")
+    assert "SECRET" not in str(err.value)
+
+
+PREDICTION_FILES = st.one_of(
+    st.binary(max_size=200),
+    st.text(max_size=200).map(lambda t: t.encode("utf-8", "surrogatepass")),
+    st.dictionaries(st.one_of(st.sampled_from(["426", "0426", "429", "-1", "1e3", ""]), st.text(max_size=5)),
+                    st.one_of(st.text(max_size=20), st.none(), st.integers(), st.floats(), st.booleans(),
+                              st.lists(st.text(max_size=3), max_size=2)),
+                    max_size=10).map(lambda d: json.dumps(d).encode()),
+    st.lists(st.fixed_dictionaries({"id": st.one_of(st.integers(-2**70, 2**70), st.text(max_size=4), st.none(),
+                                                    st.floats()),
+                                     "outputs": st.one_of(st.text(max_size=20), st.none(), st.integers())}),
+             max_size=6).map(lambda rows: json.dumps(rows).encode()),
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(PREDICTION_FILES, st.sampled_from(["p.json", "p.jsonl"]))
+def test_any_prediction_file_is_a_named_error_or_a_score(tmp_path_factory, content, name):
+    """Whatever the bytes of the predictions file, the reader returns replies or raises PredictionsError
+    naming the file; never another exception."""
+    path = tmp_path_factory.mktemp("p") / name
+    path.write_bytes(content)
+    try:
+        by_id = scoring.load_predictions(path)
+    except scoring.PredictionsError as err:
+        assert str(err).startswith(f"{path}: ") and "\n" not in str(err)
+        str(err).encode("utf-8")  # printable
+    else:
+        assert by_id and all(isinstance(k, int) and isinstance(v, str) for k, v in by_id.items())
+
+
+def test_any_prediction_file_through_the_command_line(tmp_path, capsys):
+    """The reader's errors reach the user as one line and exit 1 (a few files, the whole command line each)."""
+    for content in (b"\x00\xff", b'{"426": 1}', b"[[]]", b'{"data": {"dev": []}}', b"\xef\xbb\xbf{}"):
+        path = tmp_path / "p.json"
+        path.write_bytes(content)
+        code, out, err = run_cli(capsys, *sample_cli_args(path))
+        assert (code, out, len(err)) == (1, "", 1) and err[0].startswith(f"qahub evaluate: error: {path}: ")
+
+
+ODD_REPLIES = st.one_of(st.none(), st.integers(), st.floats(), st.binary(max_size=10), st.text(max_size=40),
+                        st.lists(st.text(max_size=3), max_size=2), st.just("\ud800Ответ: Б"),
+                        st.just("Ответ: " + "Б" * 100_000))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(ODD_REPLIES, min_size=1, max_size=5), st.booleans())
+def test_entry_points_give_scores_in_range(metric, replies, added):
+    refs = [ref("Б", record_id=index + 1) for index in range(len(replies))]
+    if added:
+        metric.add_batch(predictions=replies, references=refs)
+        result = metric.compute()
+    else:
+        result = metric.compute(predictions=replies, references=refs)
+    for key in ("exact_match", "exact_match_lenient", "exact_match_mera"):
+        assert 0 <= result[key] <= 1 and math.isfinite(result[key])
+    assert result["count"] == len(replies)
+    doc = {"outputs": "Б", "inputs": {"option_a": "a", "option_b": "b"}, "instruction": "{option_a}"}
+    for reply in replies:
+        values = TASK_API.score(reply, doc)
+        assert set(values) == {"exact_match", "exact_match_mera", "unparseable"}
+        assert all(value in (0, 1) for value in values.values())
+
+
+def test_docstring_example_runs(monkeypatch):
+    """The doctest of _KWARGS_DESCRIPTION, run as written: evaluate.load("limur") from metrics/."""
+    import doctest
+
+    monkeypatch.chdir(registry.metric_dir("limur").parent)
+    module = evaluate.load("limur")
+    test = doctest.DocTestParser().get_doctest(module.inputs_description, {"evaluate": evaluate}, "limur", None, 0)
+    runner = doctest.DocTestRunner()
+    runner.run(test)
+    assert runner.summarize(verbose=False) == doctest.TestResults(failed=0, attempted=5)
+
+
+def test_references_that_are_nothing_loadable(tmp_path, capsys):
+    (tmp_path / "notes.txt").write_text("not a dataset", encoding="utf-8")
+    code, out, err = run_cli(capsys, "--predictions", str(SAMPLES / "predictions.json"), "--references", str(tmp_path))
+    assert (code, out, len(err)) == (1, "", 1)
+    assert err[0].startswith(f"qahub evaluate: error: {tmp_path}: not a LIMUR export, a Hub dataset or a folder of MERA")
+    code, out, err = run_cli(capsys, "--predictions", str(SAMPLES / "predictions.json"), "--data-dir", str(SAMPLES),
+                             "--split", "train")
+    assert (code, out, err) == (1, "", [f"qahub evaluate: error: {SAMPLES}: no train split with all records "
+                                        "(found validation, test, shots)"])

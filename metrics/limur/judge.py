@@ -1,6 +1,6 @@
 """The LLM judge of the ``limur`` metric: prompt, reply parsing, an OpenAI-compatible client and a cache.
 
-Standard library only. The judge sees the task as the model saw it, the reference answer and the model's
+The HTTP client is ``httpx``. The judge sees the task as the model saw it, the reference answer and the model's
 answer. Two prompts: ``seed`` (qahub's; the judge replies 1, 0.5 or 0) and ``mera`` (MERA's
 ``benchmark_tasks/mera_judge.py``: criterion «Правильность ответа», rubric 0/1/2, the grade divided by 2 and
 clamped to [0, 1]). A reply that is not a grade is *unparseable*, a request that fails after its retries is
@@ -12,7 +12,6 @@ message this module produces.
 
 import decimal
 import hashlib
-import http.client
 import ipaddress
 import json
 import logging
@@ -28,6 +27,8 @@ import urllib.parse
 import uuid
 from concurrent.futures import CancelledError, ThreadPoolExecutor
 from email.utils import parsedate_to_datetime
+
+import httpx
 
 logger = logging.getLogger(__name__)
 
@@ -194,7 +195,9 @@ def is_loopback(host):
 class Endpoint:
     """A judge served by an OpenAI-compatible ``/v1/chat/completions`` API (vLLM, llama.cpp, hosted services).
 
-    ``timeout`` bounds each request as a whole (connecting, sending, the headers and the whole body).
+    The HTTP goes through ``httpx`` (no redirects followed, no proxy or netrc from the environment, a fresh
+    connection a request). ``timeout`` bounds each request as a whole (connecting, sending, the headers and the
+    whole body): httpx's timeouts bound each read, so a watchdog shuts the socket at the deadline.
     """
 
     def __init__(self, base_url, model, api_key=None, timeout=60.0, retries=3, backoff=1.0, max_tokens=16,
@@ -206,17 +209,23 @@ class Endpoint:
         if api_key and parts.scheme == "http" and not is_loopback(parts.hostname) and not allow_insecure_http:
             raise JudgeConfigError(f"refusing to send the API key over plain http to {parts.hostname}: use https, "
                                    "or pass judge_allow_insecure_http=True (--judge-allow-insecure-http)")
+        if api_key and not (api_key.isascii() and api_key.isprintable()):
+            raise JudgeConfigError("the judge API key holds characters an HTTP header cannot carry "
+                                   "(only printable ASCII); the key itself is not shown")
+        check_options(timeout=timeout, retries=retries, backoff=backoff)
         self.prompt = check_prompt(prompt)
         self.url = chat_completions_url(base_url)
         self.model = model
         self._api_key = api_key or None
-        self.timeout = timeout
+        self.timeout = float(timeout)
         self.retries = retries
-        self.backoff = backoff
+        self.backoff = float(backoff)
         self.max_tokens = max_tokens
         self.sleep = sleep
         self.name = f"{model} at {public_url(self.url)}"
         self.identity = json.dumps(["endpoint", self.url, model, max_tokens, PROMPT_IDS[self.prompt]])
+        self._client = httpx.Client(timeout=self.timeout, follow_redirects=False, trust_env=False,
+                                    limits=httpx.Limits(max_keepalive_connections=0))
 
     def __repr__(self):
         return f"Endpoint({self.name!r})"
@@ -224,7 +233,7 @@ class Endpoint:
     def __call__(self, task, reference, answer):
         body = {"model": self.model, "messages": judge_messages(task, reference, answer, self.prompt),
                 "temperature": 0, "max_tokens": self.max_tokens}
-        data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        data = json.dumps(body, ensure_ascii=False).encode("utf-8", "replace")
         for attempt in range(self.retries + 1):
             reply, wait = self._attempt(data, last=attempt == self.retries)
             if reply is not None:
@@ -235,14 +244,15 @@ class Endpoint:
     def _attempt(self, data, last):
         """``(reply, None)``, or ``(None, seconds)`` after a retryable failure; the last attempt raises instead."""
         try:
-            status, reason, headers, payload = self._post(data)
-        except (OSError, http.client.HTTPException) as err:  # timeouts, refused or dropped connections
+            response, payload = self._post(data)
+        except (TimeoutError, httpx.HTTPError) as err:  # timeouts, refused or dropped connections
             if last:
                 raise JudgeRequestError(self.mask(_describe(err, self.timeout))) from None
             return None, 0.0
-        problem = f"HTTP {status} {reason}: {self.brief(payload)}"
+        status = response.status_code
+        problem = f"HTTP {status} {response.reason_phrase}: {self.brief(payload)}"
         if 300 <= status < 400:
-            where = public_url(headers.get("Location") or "") or "nowhere"
+            where = public_url(response.headers.get("Location") or "") or "nowhere"
             raise JudgeConfigError(f"judge {self.name}: HTTP {status} redirect to {where}; redirects are not "
                                    "followed (the API key must not go elsewhere): set judge_url to the final address")
         if status in _FATAL_STATUS:
@@ -251,38 +261,24 @@ class Endpoint:
             return self._content(payload), None
         if status not in _RETRY_STATUS or last:
             raise JudgeRequestError(problem)
-        return None, retry_after(headers.get("Retry-After"))
+        return None, retry_after(response.headers.get("Retry-After"))
 
     def _post(self, data):
-        """``(status, reason, headers, body)`` of one POST, all of it within ``self.timeout`` seconds."""
-        parts = urllib.parse.urlsplit(self.url)
-        connection_class = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-        connection = connection_class(parts.hostname, parts.port, timeout=self.timeout)
+        """``(response, body)`` of one POST, all of it within ``self.timeout`` seconds."""
         deadline = time.monotonic() + self.timeout
-        # a server that sends its reply a byte at a time would reset every socket timeout: at the deadline the
-        # watchdog shuts the socket, which ends any read in progress (the response may own the socket by then)
-        sockets = []
+        sockets = []  # the connection's socket, shut by the watchdog at the deadline (ends any read in progress)
         watchdog = threading.Timer(self.timeout, _shut, (sockets,))
         watchdog.start()
         try:
-            connection.connect()
-            sockets.append(connection.sock)
-            if time.monotonic() >= deadline:
-                raise TimeoutError()
-            connection.request("POST", parts.path + (f"?{parts.query}" if parts.query else ""), body=data,
-                               headers=self._headers())
-            response = connection.getresponse()
-            body = _read_body(response, deadline)
-            return response.status, response.reason, response.headers, body
-        except (OSError, http.client.HTTPException):
+            with self._client.stream("POST", self.url, content=data, headers=self._headers(),
+                                     extensions={"trace": _socket_catcher(sockets)}) as response:
+                return response, _read_body(response, deadline)
+        except httpx.HTTPError:
             if time.monotonic() >= deadline:
                 raise TimeoutError() from None
             raise
         finally:
             watchdog.cancel()
-            connection.close()
-            for sock in sockets:
-                sock.close()
 
     def _headers(self):
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
@@ -307,6 +303,16 @@ class Endpoint:
         return self.mask(payload[:65536].decode("utf-8", "replace"))[:200].replace("\n", " ")
 
 
+def _socket_catcher(sockets):
+    """An httpcore ``trace`` hook keeping the socket of the connection the request opens."""
+    def trace(event, info):
+        if event == "connection.connect_tcp.complete" and info.get("return_value") is not None:
+            sock = info["return_value"].get_extra_info("socket")
+            if sock is not None:
+                sockets.append(sock)
+    return trace
+
+
 def _shut(sockets):
     for sock in sockets:
         try:
@@ -317,10 +323,10 @@ def _shut(sockets):
 
 def _read_body(response, deadline):
     chunks, size = [], 0
-    while chunk := response.read(65536):
+    for chunk in response.iter_bytes():
         size += len(chunk)
         if size > MAX_BODY:
-            raise http.client.HTTPException(f"response body larger than {MAX_BODY} bytes")
+            raise httpx.DecodingError(f"response body larger than {MAX_BODY} bytes")
         if time.monotonic() >= deadline:
             raise TimeoutError()
         chunks.append(chunk)
@@ -330,9 +336,32 @@ def _read_body(response, deadline):
 
 
 def _describe(err, timeout):
-    if isinstance(err, TimeoutError):
+    if isinstance(err, (TimeoutError, httpx.TimeoutException)):
         return f"no complete reply within {timeout} s"
     return f"{type(err).__name__}: {err}"
+
+
+def check_options(timeout=None, retries=None, backoff=None, concurrency=None):
+    """The judge's numeric options, each checked where it is read; a ValueError names the option."""
+    if timeout is not None:
+        _check_number("judge_timeout", timeout, "a positive number of seconds", lambda v: v > 0)
+    if backoff is not None:
+        _check_number("judge_backoff", backoff, "a non-negative number of seconds", lambda v: v >= 0)
+    if retries is not None:
+        _check_int("judge_retries", retries, "a non-negative integer", 0)
+    if concurrency is not None:
+        _check_int("judge_concurrency", concurrency, "a positive integer", 1)
+
+
+def _check_number(name, value, what, ok):
+    number = _as_float(value)
+    if number is None or not math.isfinite(number) or not ok(number):
+        raise ValueError(f"{name} must be {what}, got {value!r}")
+
+
+def _check_int(name, value, what, least):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
+        raise ValueError(f"{name} must be {what}, got {value!r}")
 
 
 def retry_after(value):

@@ -1,7 +1,10 @@
 """LIMUR metric: exact match of the answer letter (seed strict and lenient readings, MERA's recipe) and an LLM
 judge score."""
 
+import contextlib
+import gc
 import os
+from operator import itemgetter
 
 import datasets
 import evaluate
@@ -10,6 +13,7 @@ from .answers import LETTERS
 from .judge import (
     Endpoint,
     JudgeConfigError,
+    check_options,
     check_prompt,
     grade_parser,
     judge_all,
@@ -18,7 +22,14 @@ from .judge import (
     save_cache,
 )
 from .mera import answer_candidates
-from .references import check_predictions, check_references, normalise_references
+from .references import (
+    check_added,
+    check_inputs,
+    check_predictions,
+    normalise_references,
+    storable,
+    task_text,
+)
 from .score import score_reply
 from .task_api import TASKS
 
@@ -58,10 +69,11 @@ Args:
         (an explicit `judge` callable wins over these variables).
     judge_api_key: sent as a bearer token; default `$QAHUB_JUDGE_API_KEY`. Never sent over plain http to a
         host that is not loopback unless judge_allow_insecure_http=True.
-    judge_concurrency (4), judge_timeout (60 s for a whole request), judge_retries (3), judge_backoff (1 s, doubling).
+    judge_concurrency (4, a positive int), judge_timeout (60 s for a whole request, positive and finite),
+        judge_retries (3, a non-negative int), judge_backoff (1 s, doubling; non-negative and finite).
     judge_cache: a dict reused across calls; judge_cache_file: a JSON Lines file read and written back.
 Returns:
-    exact_match, exact_match_lenient, exact_match_mera: fractions in [0, 1] (None when there are no examples);
+    exact_match, exact_match_lenient, exact_match_mera: fractions in [0, 1];
     count; closed: references without a gold answer (scored 0);
     unparseable, unparseable_lenient: replies with no readable letter;
     not_an_option, not_an_option_lenient: letters read that name no option of the example;
@@ -71,8 +83,10 @@ Returns:
     judge: whether the judge ran, its prompt and counts (judged, unparseable, failed, coverage, requests, cache_hits).
 Raises:
     ValueError naming the record: a reference that lacks a field or holds a wrong value, two references with
-    one id, predictions and references of different lengths.
-    JudgeConfigError (a RuntimeError): the judge cannot work at all (configuration, HTTP 401/403/404, a redirect).
+    one id, predictions and references of different lengths; nothing to score (zero examples: "limur: nothing
+    to score"); a judge option out of range, naming it.
+    JudgeConfigError (a RuntimeError): the judge cannot work at all (configuration, judge_model without
+    judge_url, HTTP 401/403/404, a redirect).
 Examples:
     >>> limur = evaluate.load("limur")
     >>> row = {"instruction": "{question}\\nА. {option_a}\\nБ. {option_b}\\nОтвет: (А, Б)",
@@ -82,6 +96,9 @@ Examples:
     >>> result = limur.compute(predictions=["**Ответ:** Б."], references=[row])
     >>> result["exact_match"], result["exact_match_mera"], result["unparseable"], result["judge"]["computed"]
     (1.0, 1.0, 0, False)
+    >>> limur.compute(predictions=[], references=[])
+    Traceback (most recent call last):
+    ValueError: limur: nothing to score: no predictions and no references were given
 """
 
 _NO_JUDGE = ("no judge configured: pass judge=<callable>, or judge_url and judge_model "
@@ -111,50 +128,76 @@ class Limur(evaluate.Metric):
             reference_urls=["https://github.com/MERA-Evaluation/MERA"],
         )
 
+    def compute(self, *, predictions=None, references=None, **kwargs):
+        """Given directly (nothing added before, one process), the inputs are checked once and scored without
+        evaluate's Arrow cache; after add / add_batch, evaluate's path."""
+        if predictions is not None and references is not None and self.writer is None and self.num_process == 1:
+            with gc_paused():
+                checked = check_inputs(predictions, references)
+            return score_all(*checked, **kwargs)
+        return super().compute(predictions=predictions, references=references, **kwargs)
+
     def add_batch(self, *, predictions=None, references=None, **kwargs):
         """Add a batch: replies made storable, references (dataset rows) checked and flattened first."""
         if predictions is not None:
             predictions = check_predictions(predictions)
         if references is not None:
-            references = normalise_references(references)
+            references = storable(normalise_references(references))
         return super().add_batch(predictions=predictions, references=references, **kwargs)
 
     def add(self, *, prediction=None, reference=None, **kwargs):
         """Add one prediction and reference, the reference checked first so that any error names the record."""
         if prediction is not None or reference is not None:
             prediction = check_predictions([prediction])[0]
-            reference = normalise_references([reference])[0]
+            reference = storable(normalise_references([reference]))[0]
         return super().add(prediction=prediction, reference=reference, **kwargs)
 
-    def _compute(self, predictions, references, judge=None, judge_prompt="seed", judge_name=None, judge_url=None,
-                 judge_model=None, judge_api_key=None, judge_allow_insecure_http=False, judge_concurrency=4,
-                 judge_timeout=60.0, judge_retries=3, judge_backoff=1.0, judge_cache=None, judge_cache_file=None):
-        check_references(references, unique=True)
-        predictions = check_predictions(predictions)
+    def _compute(self, predictions, references, **options):
+        check_added(references)  # each one was checked when added
+        return score_all(predictions, references, **options)
+
+
+def score_all(predictions, references, judge=None, judge_prompt="seed", judge_name=None, judge_url=None,
+              judge_model=None, judge_api_key=None, judge_allow_insecure_http=False, judge_concurrency=4,
+              judge_timeout=60.0, judge_retries=3, judge_backoff=1.0, judge_cache=None, judge_cache_file=None):
+    """The result of checked replies and references (internal records); the judge's options checked first."""
+    check_prompt(judge_prompt)
+    check_options(timeout=judge_timeout, retries=judge_retries, backoff=judge_backoff, concurrency=judge_concurrency)
+    endpoint = {"url": judge_url, "model": judge_model, "api_key": judge_api_key, "timeout": judge_timeout,
+                "retries": judge_retries, "backoff": judge_backoff, "allow_insecure_http": judge_allow_insecure_http,
+                "prompt": judge_prompt}
+    judge, name, identity = _make_judge(judge, judge_name, endpoint)
+    with gc_paused():
         rows = [score_reply(pred, ref["answer"], len(ref["options"]))
                 for pred, ref in zip(predictions, references, strict=True)]
-        check_prompt(judge_prompt)
-        endpoint = {"url": judge_url, "model": judge_model, "api_key": judge_api_key, "timeout": judge_timeout,
-                    "retries": judge_retries, "backoff": judge_backoff, "allow_insecure_http": judge_allow_insecure_http,
-                    "prompt": judge_prompt}
-        judge, name, identity = _make_judge(judge, judge_name, endpoint)
-        if judge is None:
-            judge_info = {"computed": False, "reason": _NO_JUDGE}
-        else:
-            if identity is None:
-                if judge_cache is not None or judge_cache_file:
-                    raise JudgeConfigError("judge_cache / judge_cache_file with a callable judge need judge_name=..., "
-                                           "the name its replies are cached under (two callables cannot be told apart)")
-                identity = private_identity()
-            identity = f"{identity}|{judge_prompt}" if judge_prompt != "seed" else identity
-            judge_info = _run_judge(rows, predictions, references, judge, (name, identity, judge_prompt),
-                                    judge_concurrency, judge_cache, judge_cache_file)
-        result = _summary(rows)
-        result["by_task_type"] = _groups(rows, references, "task_type")
-        result["by_context_type"] = _groups(rows, references, "context_type")
-        result.pop("judged", None)  # in judge_info
-        result["judge"] = judge_info
-        return result
+    if judge is None:
+        judge_info = {"computed": False, "reason": _NO_JUDGE}
+    else:
+        if identity is None:
+            if judge_cache is not None or judge_cache_file:
+                raise JudgeConfigError("judge_cache / judge_cache_file with a callable judge need judge_name=..., "
+                                       "the name its replies are cached under (two callables cannot be told apart)")
+            identity = private_identity()
+        identity = f"{identity}|{judge_prompt}" if judge_prompt != "seed" else identity
+        judge_info = _run_judge(rows, predictions, references, judge, (name, identity, judge_prompt),
+                                judge_concurrency, judge_cache, judge_cache_file)
+    result = _summaries(rows, references)
+    result.pop("judged", None)  # in judge_info
+    result["judge"] = judge_info
+    return result
+
+
+@contextlib.contextmanager
+def gc_paused():
+    """The cyclic garbage collector paused while a dict per example is made: it would walk every one of them
+    again and again, finding no cycle (reference counting still frees what is dropped)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _make_judge(judge, judge_name, endpoint):
@@ -163,12 +206,15 @@ def _make_judge(judge, judge_name, endpoint):
     A callable without ``judge_name`` gets identity None: the caller gives it a private one.
     """
     if judge is not None:
-        if endpoint["url"]:
-            raise JudgeConfigError("pass either judge (a callable) or judge_url, not both")
+        if endpoint["url"] or endpoint["model"]:
+            raise JudgeConfigError("pass either judge (a callable) or judge_url and judge_model, not both")
         name = judge_name or getattr(judge, "__qualname__", type(judge).__name__)
         return judge, name, (f"callable:{judge_name}" if judge_name else None)
     url = endpoint["url"] or os.environ.get("QAHUB_JUDGE_URL")
     if not url:
+        if endpoint["model"]:
+            raise JudgeConfigError(f"judge_model {endpoint['model']!r} is set but no judge_url "
+                                   "(pass judge_url, --judge-url, or set QAHUB_JUDGE_URL)")
         return None, None, None
     model = endpoint["model"] or os.environ.get("QAHUB_JUDGE_MODEL")
     if not model:
@@ -224,26 +270,59 @@ def _judge_items(predictions, references, prompt):
             answers, reference = answer_candidates(pred), ref["answer"]
         else:
             answers, reference = [pred], f"{letter}. {ref['options'][LETTERS.index(letter)]}"
+        task = task_text(ref["prompt"])
         for answer in answers:
-            items.append((ref["prompt"], reference, answer))
+            items.append((task, reference, answer))
             owners.append(index)
     return items, owners
 
 
-def _summary(rows):
-    count = len(rows)
-    summary = {
-        "exact_match": _mean([row["strict"] for row in rows]),
-        "exact_match_lenient": _mean([row["lenient"] for row in rows]),
-        "exact_match_mera": _mean([row["mera"] for row in rows]),
-        "count": count,
-        "closed": sum(row["closed"] for row in rows),
-        "unparseable": sum(row["strict_letter"] is None for row in rows),
-        "unparseable_lenient": sum(row["lenient_letter"] is None for row in rows),
-        "not_an_option": sum(row["strict_letter"] is not None and not row["strict_offered"] for row in rows),
-        "not_an_option_lenient": sum(row["lenient_letter"] is not None and not row["lenient_offered"] for row in rows),
-    }
-    if any("judge_status" in row for row in rows):
+def _summaries(rows, references):
+    """The summary of all rows and of each task type and context type; the counts of all rows are the sums of
+    the task types' counts (one pass over the rows fewer)."""
+    by_task, by_context = _grouped(rows, references)
+    task_counts = {name: _counts(group) for name, group in by_task.items()}
+    total = {key: sum(counts[key] for counts in task_counts.values()) for key in _COUNTED}
+    result = _summary(total, rows)
+    result["by_task_type"] = {name: _summary(task_counts[name], by_task[name]) for name in sorted(by_task)}
+    result["by_context_type"] = {name: _summary(_counts(by_context[name]), by_context[name]) for name in sorted(by_context)}
+    return result
+
+
+def _grouped(rows, references):
+    """The rows of each task type and of each context type."""
+    by_task, by_context = {}, {}
+    for row, ref in zip(rows, references, strict=True):
+        by_task.setdefault(ref["task_type"], []).append(row)
+        by_context.setdefault(ref["context_type"], []).append(row)
+    return by_task, by_context
+
+
+# per-example values of score_reply counted where true, and the counts made of them
+_TRUE_COUNTED = ("strict", "lenient", "mera", "closed", "strict_offered", "lenient_offered")
+_COUNTED = ("count", "strict_unread", "lenient_unread", *_TRUE_COUNTED)
+
+
+def _counts(rows):
+    """How many rows there are, how many read no letter, and how many have each value of _TRUE_COUNTED true
+    (every one is 0/1 or a bool)."""
+    counts = {"count": len(rows)}
+    for mode in ("strict", "lenient"):
+        counts[f"{mode}_unread"] = list(map(itemgetter(f"{mode}_letter"), rows)).count(None)
+    for key in _TRUE_COUNTED:
+        counts[key] = list(map(itemgetter(key), rows)).count(True)
+    return counts
+
+
+def _summary(counts, rows):
+    count = counts["count"]
+    summary = {"exact_match": counts["strict"] / count, "exact_match_lenient": counts["lenient"] / count,
+               "exact_match_mera": counts["mera"] / count, "count": count, "closed": counts["closed"],
+               "unparseable": counts["strict_unread"], "unparseable_lenient": counts["lenient_unread"],
+               # a letter is read and offered, read and not offered, or not read
+               "not_an_option": count - counts["strict_unread"] - counts["strict_offered"],
+               "not_an_option_lenient": count - counts["lenient_unread"] - counts["lenient_offered"]}
+    if "judge_status" in rows[0]:  # the judge ran: every row has one
         judged = [row["judge"] for row in rows if row["judge_status"] == "judged"]
         summary["judge_score"] = _mean([row["judge"] or 0.0 for row in rows])
         summary["judge_score_judged"] = _mean(judged) if judged else 0.0
@@ -251,11 +330,6 @@ def _summary(rows):
     else:
         summary["judge_score"] = None
     return summary
-
-
-def _groups(rows, references, field):
-    names = sorted({ref[field] for ref in references})
-    return {name: _summary([row for row, ref in zip(rows, references, strict=True) if ref[field] == name]) for name in names}
 
 
 def _mean(values):

@@ -75,7 +75,7 @@ def judge_score(reply, doc):
     of the answer candidates, as MERA does; the ``seed`` prompt judges the whole reply."""
     try:
         judge = configured_judge()
-    except JudgeConfigError as err:
+    except (JudgeConfigError, ValueError) as err:  # e.g. QAHUB_JUDGE_TIMEOUT=0
         logger.warning("limur judge not usable, scoring 0.0: %s", err)
         return 0.0
     gold = doc.get("outputs") or ""

@@ -1,23 +1,27 @@
-"""``qahub evaluate limur``: exact match and (optionally) the LLM judge score of predictions on LIMUR."""
+"""``qahub evaluate limur``: exact match and (optionally) the LLM judge score of predictions on LIMUR.
+
+References are dataset rows: an export loaded with ``datasets.load_dataset`` (``--references FOLDER_OR_HUB_ID``),
+or the corpus built from MERA's task files with ``qahub.load`` (``--data-dir DIR``; a ``--references`` that is a
+split file or a folder of them is built the same way). This module reads only the prediction files.
+"""
 
 from __future__ import annotations
 
-import json
+import argparse
+import math
 import os
+import re
 import sys
+import tempfile
+import warnings
 from pathlib import Path
 
 from qahub import registry
-from qahub.files import loads_strict
-from qahub.loaders.limur import (
-    TASK_FILE,
-    TASK_SPLITS,
-    find_sources,
-    json_problem,
-    read_rows,
-)
+from qahub.files import DuplicateKeyError, loads_strict
+from qahub.loaders.limur import SPLIT_FILES, TASK_FILE, TASK_SPLITS, json_problem
 
 HELP = "LIMUR: exact match of the answer letter (strict, lenient, MERA's recipe) and an optional LLM judge score"
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class PredictionsError(ValueError):
@@ -38,37 +42,75 @@ def add_arguments(parser):
     parser.add_argument("--predictions", required=True,
                         help="JSON {id: reply}, a JSON list / JSON Lines of {id or meta.id, outputs}, "
                              'or a MERA submission {"data": {split: [...]}}')
-    parser.add_argument("--references", required=True,
-                        help=f"a LIMUR split file (*.jsonl), a {TASK_FILE}, or a data_dir holding them")
-    parser.add_argument("--split", default="test",
-                        help="split to score when --references is a folder or task.json (default: test)")
+    refs = parser.add_mutually_exclusive_group(required=True)
+    refs.add_argument("--references", help="an exported LIMUR folder or Hub dataset id (loaded with "
+                                           "datasets.load_dataset); a MERA split file (*.jsonl), a task.json or a "
+                                           "folder of them is built as --data-dir")
+    refs.add_argument("--data-dir", help="build the references with qahub.load('limur', CONFIG, data_dir=DIR) "
+                                         "from MERA's task files (train/dev/test/shots.jsonl or task.json)")
+    parser.add_argument("--config", default="all", choices=["all", "rwsd", "kusdra"], help="config (default: all)")
+    parser.add_argument("--split", default="test", help="split to score (default: test; dev means validation)")
     parser.add_argument("--task-type", choices=["rwsd", "kusdra"], help="score only this task type")
     parser.add_argument("--judge-url", help="OpenAI-compatible endpoint (default $QAHUB_JUDGE_URL)")
-    parser.add_argument("--judge-model", help="judge model name (default $QAHUB_JUDGE_MODEL)")
+    parser.add_argument("--judge-model", help="judge model name (default $QAHUB_JUDGE_MODEL); needs a judge URL")
     parser.add_argument("--judge-prompt", choices=["seed", "mera"], default="seed",
                         help="seed: qahub's prompt, grades 1/0.5/0; mera: MERA's prompt, grades 0/1/2 divided by 2")
     parser.add_argument("--judge-api-key-env", default="QAHUB_JUDGE_API_KEY",
                         help="name of the environment variable holding the API key (never pass the key itself)")
     parser.add_argument("--judge-allow-insecure-http", action="store_true",
                         help="allow sending the API key over plain http to a host that is not loopback")
-    parser.add_argument("--judge-concurrency", type=int, default=4)
-    parser.add_argument("--judge-timeout", type=float, default=60.0, help="seconds a request")
-    parser.add_argument("--judge-retries", type=int, default=3)
-    parser.add_argument("--judge-backoff", type=float, default=1.0, help="first retry wait in seconds, doubling")
+    parser.add_argument("--judge-concurrency", type=whole_number(1), default=4, help="requests at a time (>= 1)")
+    parser.add_argument("--judge-timeout", type=seconds(positive=True), default=60.0, help="seconds a request (> 0)")
+    parser.add_argument("--judge-retries", type=whole_number(0), default=3, help="retries of a failed request (>= 0)")
+    parser.add_argument("--judge-backoff", type=seconds(positive=False), default=1.0,
+                        help="first retry wait in seconds, doubling (>= 0)")
     parser.add_argument("--judge-cache", help="JSON Lines file of judge replies, read and updated")
 
 
+def whole_number(least):
+    """An argparse type: an integer of at least ``least``."""
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {least}, got {text!r}") from None
+        if value < least:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {least}, got {value}")
+        return value
+    parse.__name__ = f"integer >= {least}"
+    return parse
+
+
+def seconds(positive):
+    """An argparse type: a finite number of seconds, above 0 (``positive``) or at least 0."""
+    bound = "> 0" if positive else ">= 0"
+
+    def parse(text):
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value) or value < 0 or (positive and value == 0):
+            raise argparse.ArgumentTypeError(f"expected a finite number of seconds {bound}, got {text!r}")
+        return value
+    parse.__name__ = f"seconds {bound}"
+    return parse
+
+
 def run(args) -> dict:
-    references = load_references(args.references, args.split, args.task_type)
+    if args.judge_model and not (args.judge_url or os.environ.get("QAHUB_JUDGE_URL")):
+        raise ValueError("--judge-model needs --judge-url (or $QAHUB_JUDGE_URL): the judge is an endpoint")
+    references, where = load_references(args)
     by_id = load_predictions(args.predictions, args.split)
-    predictions = match(args.predictions, by_id, references, allow_extra=bool(args.task_type))
+    subset = bool(args.task_type) or args.config != "all"  # predictions of the whole corpus may hold more ids
+    predictions = match(args.predictions, by_id, references, allow_extra=subset)
     metric = registry.load_metric("limur")
     result = metric.compute(
         predictions=predictions,
         references=references,
         judge_url=args.judge_url,
         judge_model=args.judge_model,
-        judge_prompt=getattr(args, "judge_prompt", "seed"),
+        judge_prompt=args.judge_prompt,
         judge_api_key=os.environ.get(args.judge_api_key_env),
         judge_allow_insecure_http=args.judge_allow_insecure_http,
         judge_concurrency=args.judge_concurrency,
@@ -77,73 +119,132 @@ def run(args) -> dict:
         judge_backoff=args.judge_backoff,
         judge_cache_file=args.judge_cache,
     )
-    return {"predictions": str(args.predictions), "references": str(args.references), **result}
+    return {"predictions": str(args.predictions), "references": where, **result}
 
 
-def load_references(path, split="test", task_type=None) -> list[dict]:
-    """The dataset rows of a LIMUR file or folder (validated as the builder validates), the metric's references.
+def load_references(args) -> tuple[list[dict], str]:
+    """``(rows, what they are)``: the split's dataset rows, of ``--task-type`` only when given.
 
     Closed answers (``outputs`` "") are kept: the metric scores them 0 and counts them (``closed``)."""
-    split = TASK_SPLITS.get(split, split)
-    filepath = _reference_file(Path(path), split)
-    rows = read_rows(str(filepath), split)  # validated, ids unique
-    references = [row for row in rows if not task_type or row["meta"]["task_type"] == task_type]
-    closed = sum(not row["outputs"].strip() for row in references)
+    split = TASK_SPLITS.get(args.split, args.split)
+    source = args.data_dir or args.references
+    path = Path(source).expanduser()
+    if args.data_dir or path.is_file() or _holds_task_files(path):
+        rows = built_rows(path, args.config, split)
+    else:
+        rows = exported_rows(source, args.config, split)
+    where = f"{source} ({args.config}, {split})"
+    if args.task_type:
+        rows = [row for row in rows if row["meta"]["task_type"] == args.task_type]
+        if not rows:
+            raise ValueError(f"{where}: no record of task type {args.task_type!r}: nothing to score")
+    closed = sum(not row["outputs"].strip() for row in rows)
     if closed:
-        print(f"qahub evaluate limur: {filepath}: {closed} of {len(references)} record(s) have no gold answer "
-              "(closed test split?): scored 0, counted in 'closed'", file=sys.stderr)
-    return references
+        warnings.warn(f"{where}: {closed} of {len(rows)} record(s) have no gold answer (closed test split?): "
+                      "scored 0, counted in 'closed'", stacklevel=2)
+    return rows, where
 
 
-def _reference_file(path: Path, split: str) -> Path:
-    if path.is_dir():
-        sources = find_sources(path)
-        if split not in sources:
-            raise FileNotFoundError(f"{path}: no {split} split here (found {', '.join(sources)})")
-        return Path(sources[split])
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: references file not found")
-    if path.name == TASK_FILE or path.suffix == ".jsonl":
-        return path
-    raise ValueError(f"{path}: expected a LIMUR *.jsonl split file, a {TASK_FILE} or a folder")
+def _holds_task_files(path: Path) -> bool:
+    return path.is_dir() and any((path / name).is_file() for name in (*SPLIT_FILES, TASK_FILE))
+
+
+def built_rows(path: Path, config: str, split: str) -> list[dict]:
+    """The rows of ``split`` built by the builder from a folder of MERA task files, or from one such file (linked
+    under its split's name in a temporary folder; messages name the user's file). Built in a temporary cache,
+    so an edited file is never answered from an old build."""
+    import qahub
+
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: references not found")
+    with tempfile.TemporaryDirectory(prefix="qahub-limur-") as tmp:
+        folder, link = path, None
+        if path.is_file():
+            folder = Path(tmp, "data")
+            folder.mkdir()
+            link = folder / _source_name(path, split)
+            link.symlink_to(path.resolve())
+        try:
+            dataset = qahub.load("limur", config, data_dir=folder, cache_dir=str(Path(tmp, "cache")))
+        except (ValueError, OSError) as err:
+            if link is None:
+                raise
+            raise ValueError(str(err).replace(str(link), str(path))) from None
+        if split not in dataset:
+            raise ValueError(f"{path}: no {split} split with {config} records (found {', '.join(dataset) or 'none'})")
+        return dataset[split].to_list()
+
+
+def _source_name(path: Path, split: str) -> str:
+    """The name a single references file is built under: a task.json stays one; a JSON Lines file is the split
+    its name says (dev.jsonl: validation), else the --split asked for."""
+    if path.name == TASK_FILE:
+        return TASK_FILE
+    if path.suffix != ".jsonl":
+        raise ValueError(f"{path}: expected a LIMUR *.jsonl split file, a {TASK_FILE}, a folder or a Hub dataset id")
+    if path.name in SPLIT_FILES:
+        return path.name
+    return {value: name for name, value in SPLIT_FILES.items()}.get(split, f"{split}.jsonl")
+
+
+def exported_rows(location: str, config: str, split: str) -> list[dict]:
+    """The rows of ``split`` of an exported folder or Hub dataset, loaded with ``datasets.load_dataset``."""
+    import datasets
+
+    try:
+        return datasets.load_dataset(location, config, split=split).to_list()
+    except datasets.exceptions.DatasetNotFoundError as err:
+        raise FileNotFoundError(f"{location}: no exported LIMUR dataset here ({err})") from None
+    except Exception as err:  # noqa: BLE001 - datasets' and the Hub client's errors (network, HTTP) as one line
+        raise ValueError(f"{location}: not a LIMUR export, a Hub dataset or a folder of MERA task files "
+                         f"({type(err).__name__}: {err})") from None
 
 
 def load_predictions(path, split="test") -> dict[int, str]:
-    """``{record id: reply}`` from any of the accepted prediction layouts."""
+    """``{record id: reply}`` from any of the accepted prediction layouts; nothing to read is an error."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise PredictionsError(f"{path}: cannot read predictions ({err})") from None
+    text = _read_text(path)
     if path.suffix == ".jsonl":
-        return _from_records(path, [_json_line(path, number, line)
-                                    for number, line in enumerate(text.splitlines(), 1) if line.strip()])
-    try:
-        data = json.loads(text, object_pairs_hook=_no_duplicate_keys(path))
-    except PredictionsError:
-        raise
-    except (ValueError, RecursionError) as err:
-        raise PredictionsError(f"{path}: not valid JSON ({json_problem(err)})") from None
+        data = [_json(path, line, f"line {number}") for number, line in enumerate(text.splitlines(), 1)
+                if line.strip()]
+    else:
+        data = _json(path, text, "")
     if isinstance(data, dict) and isinstance(data.get("data"), dict):
         if split not in data["data"]:
             raise PredictionsError(f"{path}: no {split!r} under 'data' (found {', '.join(data['data'])})")
         data = data["data"][split]
     if isinstance(data, list):
-        return _from_records(path, data)
-    if isinstance(data, dict):
-        return _from_mapping(path, data)
-    raise PredictionsError(f"{path}: expected a JSON object or list, got {type(data).__name__}")
+        by_id = _from_records(path, data)
+    elif isinstance(data, dict):
+        by_id = _from_mapping(path, data)
+    else:
+        raise PredictionsError(f"{path}: expected a JSON object or list, got {type(data).__name__}")
+    if not by_id:
+        raise PredictionsError(f"{path}: holds no predictions: nothing to score")
+    return by_id
 
 
-def _no_duplicate_keys(path):
-    def pairs_to_dict(pairs):
-        seen = {}
-        for key, value in pairs:
-            if key in seen:
-                raise PredictionsError(f"{path}: key {key!r} appears twice in one JSON object")
-            seen[key] = value
-        return seen
-    return pairs_to_dict
+def _read_text(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise PredictionsError(f"{path}: cannot read predictions ({err.strerror or err})") from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise PredictionsError(f"{path}: not UTF-8 text (byte {err.start} cannot be decoded)") from None
+
+
+def _json(path, text, where):
+    place = f"{path}: {where}" if where else str(path)
+    if not text.strip():
+        raise PredictionsError(f"{place}: empty: no predictions, nothing to score")
+    try:
+        return loads_strict(text, place)
+    except DuplicateKeyError as err:
+        raise PredictionsError(_printable(err, limit=None)) from None
+    except (ValueError, RecursionError) as err:
+        raise PredictionsError(f"{place}: not valid JSON ({json_problem(err)})") from None
 
 
 def _from_mapping(path, data) -> dict[int, str]:
@@ -154,13 +255,6 @@ def _from_mapping(path, data) -> dict[int, str]:
             raise PredictionsError(f"{path}: record {key}: id {record_id} predicted twice")
         by_id[record_id] = _text_of(path, key, value)
     return by_id
-
-
-def _json_line(path, number, line):
-    try:
-        return loads_strict(line, f"{path}: line {number}")
-    except (ValueError, RecursionError) as err:
-        raise PredictionsError(f"{path}: line {number}: not valid JSON ({json_problem(err)})") from None
 
 
 def _from_records(path, records) -> dict[int, str]:
@@ -179,22 +273,33 @@ def _from_records(path, records) -> dict[int, str]:
 
 def _id_of(path, where, value) -> int:
     try:
-        if isinstance(value, bool):
+        if isinstance(value, (bool, float)):
             raise ValueError
         return int(value)
     except (TypeError, ValueError):
-        raise PredictionsError(f"{path}: record {where}: id {value!r} is not an integer") from None
+        raise PredictionsError(f"{path}: record {_printable(where)}: id {_printable(repr(value))} "
+                               "is not an integer") from None
 
 
 def _text_of(path, where, value) -> str:
     if not isinstance(value, str):
-        raise PredictionsError(f"{path}: record {where}: the reply must be a string, got {value!r}")
+        raise PredictionsError(f"{path}: record {_printable(where)}: the reply must be a string, "
+                               f"got {_printable(repr(value))}")
+    match = _SURROGATE.search(value)
+    if match:
+        raise PredictionsError(f"{path}: record {_printable(where)}: the reply holds a lone surrogate "
+                               f"(\\u{ord(match.group()):04x} at position {match.start()}), which is not text")
     return value
+
+
+def _printable(value, limit=80) -> str:
+    """Text for a message: at most ``limit`` characters, a lone surrogate escaped (it cannot be printed as UTF-8)."""
+    return str(value)[:limit].encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def match(path, by_id: dict[int, str], references: list[dict], allow_extra=False) -> list[str]:
     """The replies in reference order; every reference needs one, and (unless ``allow_extra``) nothing else."""
-    ids = [ref["meta"]["id"] if "meta" in ref else ref["id"] for ref in references]
+    ids = [ref["meta"]["id"] for ref in references]
     missing = [i for i in ids if i not in by_id]
     if missing:
         raise PredictionsError(f"{path}: no prediction for {len(missing)} of {len(ids)} records (ids {_some(missing)})")
