@@ -2,6 +2,7 @@
 builder's sample files, and a scan for code that would run data."""
 
 import json
+import math
 import random
 import re
 import shutil
@@ -55,13 +56,13 @@ steps = st.lists(st.tuples(short_text, short_text, st.lists(short_text, max_size
 
 
 @st.composite
-def questions(draw, min_size=1):
+def questions(draw, min_size=1, texts=text):
     """(references, predictions): gold rows and predictions, answers possibly None or not strings."""
     n = draw(st.integers(min_size, 4))
     refs, preds = [], []
     for i in range(n):
-        gold = {"qid": f"q{i}", "answer": draw(text), "derivations": [[s, r, o] for s, r, o in draw(steps)]}
-        answer = draw(st.one_of(text, st.none(), st.integers(), st.just(gold["answer"])))
+        gold = {"qid": f"q{i}", "answer": draw(texts), "derivations": [[s, r, o] for s, r, o in draw(steps)]}
+        answer = draw(st.one_of(texts, st.none(), st.integers(), st.just(gold["answer"])))
         derivations = draw(st.one_of(steps, st.just(gold["derivations"])))
         refs.append(gold)
         preds.append({"qid": f"q{i}", "answer": answer, "derivations": [[s, r, o] for s, r, o in derivations]})
@@ -96,9 +97,9 @@ def test_gold_as_prediction_scores_one(metric, data):
     assert all(value == 1.0 for row in result["per_question"] for key, value in row.items() if key != "qid")
 
 
-# fewer examples: each scores two corpora that may hold texts of hundreds of kilobytes
+# short texts only: the order of examples is the point here (long texts are scored by the tests above)
 @settings(max_examples=20, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
-@given(questions(min_size=2), st.randoms(use_true_random=False))
+@given(questions(min_size=2, texts=short_text), st.randoms(use_true_random=False))
 def test_order_of_examples_does_not_change_corpus_scores(metric, data, rng):
     refs, preds = data
     first = metric.compute(predictions=preds, references=refs, **CORE)
@@ -232,6 +233,195 @@ def helper_module(metric, name):
     return sys.modules[type(metric).__module__.rsplit(".", 1)[0] + "." + name]
 
 
+# --- issue 15: every entry point and the command line's reader, with any value ----------------------------------
+
+json_values = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.integers(-10**30, 10**30), st.floats(), st.text(max_size=8),
+              st.sampled_from(["\ud800", "\x00", "\u202e", "\ufeff", "ﾟ", "𠮷", "\r\n\r\n"])),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=5), inner, max_size=3)),
+    max_leaves=8)
+SAMPLE_ROWS = json.loads((SAMPLE / "corpus_ver1.2" / "dev_ver1.2.json").read_text(encoding="utf-8"))
+QIDS = [r["qid"] for r in SAMPLE_ROWS]
+KEYS = ["qid", "answer", "derivations"]
+
+
+@st.composite
+def spoiled_record(draw, base):
+    """``base`` with some keys replaced by arbitrary values or removed."""
+    record = dict(base)
+    for key in draw(st.lists(st.sampled_from(KEYS), max_size=2, unique=True)):
+        if draw(st.booleans()):
+            record[key] = draw(json_values)
+        else:
+            record.pop(key, None)
+    return record
+
+
+gold_records = st.sampled_from(SAMPLE_ROWS)
+any_predictions = st.one_of(
+    st.lists(st.one_of(gold_records.flatmap(spoiled_record), json_values), max_size=4),
+    json_values)
+any_references = st.one_of(st.just(SAMPLE_ROWS), st.lists(gold_records.flatmap(spoiled_record), max_size=3),
+                           json_values)
+
+
+def assert_scores_in_range(result):
+    for part in ("a", "e", "r", "er", "llm_jp_eval"):
+        for name, value in result.get(part, {}).items():
+            assert isinstance(value, float) and math.isfinite(value) and 0.0 <= value <= 1.0, (part, name, value)
+    assert {"a", "er"} & set(result), "a result must hold some score"
+    assert all(isinstance(result[k], int) and result[k] >= 0 for k in ("replies", "unparseable", "derivations_unreadable"))
+
+
+@PROPERTY
+@given(any_predictions, any_references, st.booleans(), st.booleans())
+def test_compute_and_add_batch_give_a_named_error_or_scores_in_range(metric, metric_cache, preds, refs, batched,
+                                                                    ignore_missing):
+    input_error = sys.modules[type(metric).__module__].JemhopqaInputError
+    try:
+        if batched:
+            metric.add_batch(predictions=preds, references=refs)
+            result = metric.compute(ignore_missing=ignore_missing, **CORE)
+        else:
+            result = metric.compute(predictions=preds, references=refs, ignore_missing=ignore_missing, **CORE)
+    except input_error as err:
+        assert str(err) and "\n" not in str(err)
+    else:
+        assert_scores_in_range(result)
+    assert arrow_files(metric_cache) == []
+
+
+@PROPERTY
+@given(json_values, gold_records)
+def test_task_scores_of_any_reply_stay_in_range(task_api, reply, doc):
+    for name, spec in task_api.TASKS.items():
+        scores = spec["score"](reply, doc)
+        assert all(isinstance(v, float) and 0.0 <= v <= 1.0 for v in scores.values()), (name, scores)
+
+
+def test_compute_on_direct_inputs_checks_once_and_writes_no_cache(metric, metric_cache, monkeypatch):
+    """Issue 14.4/14 speed: given predictions and references alone, compute checks each input once and skips
+    evaluate's Arrow cache; add_batch checks once too."""
+    records = helper_module(metric, "records")
+    calls = []
+    original = records.check_prediction
+    monkeypatch.setattr(records, "check_prediction", lambda p, i: calls.append(i) or original(p, i))
+    preds = [{"qid": r["qid"], "answer": r["answer"], "derivations": r["derivations"]} for r in SAMPLE_ROWS]
+    result = metric.compute(predictions=preds, references=SAMPLE_ROWS, **CORE)
+    assert calls == [0, 1, 2] and result["er"]["f1"] == 1.0
+    assert arrow_files(metric_cache) == [] and metric.writer is None
+    calls.clear()
+    metric.add_batch(predictions=preds, references=SAMPLE_ROWS)
+    assert len(arrow_files(metric_cache)) == 1
+    assert metric.compute(**CORE) == result and calls == [0, 1, 2]
+
+
+# the command line: any prediction file gives the result or one line naming the problem, exit 1
+
+CLI_BASE = ["evaluate", "jemhopqa", "--data-dir", str(SAMPLE), "--config", "v1.2", *sum(
+    ([f"--{k}", v] for k, v in CORE.items()), [])]
+official_files = st.builds(lambda answers, derivations: {"answer": answers, "derivations": derivations},
+                           st.dictionaries(st.sampled_from(QIDS), json_values, max_size=3),
+                           st.dictionaries(st.sampled_from(QIDS), json_values, max_size=3))
+file_bytes = st.one_of(
+    st.binary(max_size=64),
+    st.text(max_size=64).map(lambda t: t.encode("utf-8", "surrogatepass")),
+    st.one_of(json_values, official_files).map(lambda v: json.dumps(v).encode()),
+    st.one_of(json_values, official_files).map(lambda v: json.dumps(v, ensure_ascii=False).encode("utf-8",
+                                                                                                    "surrogatepass")),
+    st.sampled_from([b"", b"{}", b"[]", b"\xef\xbb\xbf[]", "[\"x\"]".encode("utf-16"), b"[" * 50_000,
+                     b"[" + b"9" * 5000 + b"]", b'{"answer": {"a": 1, "a": 2}, "derivations": {}}',
+                     b"qid\tpredicted_answer\tpredicted_derivations\n", b"qid\tpredicted_answer\n\xff\n"]),
+)
+
+
+def run_cli(capsys, argv):
+    from qahub.cli import main
+
+    status = main(argv)
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def assert_named_error_or_result(status, out, err, name):
+    assert status in (0, 1), (status, err)
+    if status == 1:
+        assert out == "" and len(err.strip().splitlines()) == 1 and err.startswith("qahub evaluate: error: "), err
+        assert "Traceback" not in err
+    else:
+        assert_scores_in_range(json.loads(out))
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(file_bytes)
+def test_reader_gives_records_or_an_error_naming_the_file(tmp_path_factory, data):
+    from qahub.evaluate_cli import jemhopqa as cli
+
+    path = tmp_path_factory.mktemp("pred") / "pred.json"
+    path.write_bytes(data)
+    try:
+        records = cli.read_predictions(path)
+    except ValueError as err:
+        assert "pred.json" in str(err) and "\n" not in str(err).strip(), str(err)
+    else:
+        assert isinstance(records, list)
+
+
+@settings(max_examples=12, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(file_bytes, st.booleans())
+def test_cli_gives_a_result_or_one_named_error(tmp_path_factory, capsys, data, ignore_missing):
+    path = tmp_path_factory.mktemp("pred") / "pred.json"
+    path.write_bytes(data)
+    argv = ["--quiet", *CLI_BASE, "--predictions", str(path), *(["--ignore-missing"] if ignore_missing else [])]
+    assert_named_error_or_result(*run_cli(capsys, argv), "pred.json")
+
+
+@pytest.mark.parametrize("text, ignore_missing, message", [
+    ("[]", True, "nothing to score: none of the 3 questions"),
+    ("{}", True, "not the official prediction format"),
+    ('{"answer": {}, "derivations": {}}', True, "nothing to score"),
+    ('{"answer": {"%s": null, "%s": null}, "derivations": {}}' % tuple(QIDS[:2]), True, "nothing to score"),
+    ("qid\tpredicted_answer\tpredicted_derivations\n", True, "nothing to score"),
+    ("[]", False, r"3 question\(s\) have no predicted answer"),
+])
+def test_cli_nothing_scored_is_one_line_and_exit_1(tmp_path, capsys, text, ignore_missing, message):
+    """Issue 15.1: never a 0.0 / NaN / null printed as a score when nothing was scored."""
+    path = tmp_path / "pred.json"
+    path.write_text(text, encoding="utf-8")
+    argv = [*CLI_BASE, "--predictions", str(path), *(["--ignore-missing"] if ignore_missing else [])]
+    status, out, err = run_cli(capsys, argv)
+    assert (status, out) == (1, "") and re.search(message, err) and len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.parametrize("data, message", [
+    ('{"answer": {"q": "a", "q": "b"}, "derivations": {}}'.encode(), r"pred.json: key 'q' appears twice"),
+    (b'["x", {"qid": "a", "qid": "b"}]', r"pred.json: key 'qid' appears twice"),
+    ('{"answer": {"%s": "\\ud800"}, "derivations": {}}'.encode() % QIDS[0].encode(),
+     r"scoring .*pred.json against .*: prediction for qid .* holds a lone surrogate"),
+    (b'["\xff"]', r"prediction file .*pred.json: not UTF-8 text \(invalid start byte at byte 2\)"),
+    (b"[" * 100_000, r"prediction file .*pred.json: not valid JSON \(nested too deeply\)"),
+    (b"[" + b"1" * 5000 + b"]", r"prediction file .*pred.json: not valid JSON \(Exceeds the limit"),
+])
+def test_cli_bad_prediction_bytes_are_one_named_line(tmp_path, capsys, data, message):
+    """Issue 15.10/15.12: duplicate keys, lone surrogates and undecodable bytes name the file; no raw codec error."""
+    path = tmp_path / "pred.json"
+    path.write_bytes(data)
+    status, out, err = run_cli(capsys, [*CLI_BASE, "--predictions", str(path), "--ignore-missing"])
+    assert (status, out) == (1, "") and re.search(message, err) and len(err.strip().splitlines()) == 1, err
+
+
+def test_quiet_prints_only_the_result(tmp_path, capsys):
+    """Issue 15.12: the notes (a repeated TSV row, a non-official configuration) are warnings; --quiet hides them."""
+    path = tmp_path / "pred.tsv"
+    path.write_text(f"qid\tpredicted_answer\tpredicted_derivations\n{QIDS[0]}\tA\t(a, b, c)\n{QIDS[0]}\t星の歌\t"
+                    "(a, b, c)\n", encoding="utf-8")
+    argv = [*CLI_BASE, "--predictions", str(path), "--ignore-missing"]
+    status, out, err = run_cli(capsys, ["--quiet", *argv])
+    assert (status, err) == (0, "") and json.loads(out)["a"] == {"em": 1.0, "score": 1.0}
+    with pytest.warns(UserWarning, match="appears again"):
+        assert run_cli(capsys, argv)[0] == 0
+
+
 # --- the builder: damaged copies of the sample files -----------------------------------------------------------
 
 
@@ -311,7 +501,7 @@ def test_hostile_json_is_a_documented_error(tmp_path, text, problem):
 
 CODE = [Path(registry.__file__).parents[2] / "loaders" / "jemhopqa.py",
         *sorted(registry.metric_dir("jemhopqa").glob("*.py")),
-        Path(registry.__file__).parent / "scoring" / "jemhopqa.py"]
+        Path(registry.__file__).parent / "evaluate_cli" / "jemhopqa.py"]
 RUNS_DATA = re.compile(r"\b(pickle|cPickle|marshal|dill|shelve|joblib)\b|(?<![\w.])(eval|exec|compile)\s*\(|__import__"
                        r"|yaml\.load\(|torch\.load|allow_pickle")
 

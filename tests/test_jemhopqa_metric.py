@@ -218,8 +218,31 @@ def test_ignore_missing(metric):
     assert result["a"] == {"em": 1.0, "score": 1.0}  # Q1, Q2 scored
     assert result["er"] == {"prec": 1.0, "recall": 1.0, "f1": 1.0}  # only Q2 has derivations
     assert [r["er_f"] for r in result["per_question"]] == [None, 1.0, None]
-    nothing = metric.compute(predictions=[], references=rows, ignore_missing=True, **CORE)
-    assert math.isnan(nothing["a"]["em"]) and math.isnan(nothing["er"]["f1"])  # the official np.mean([])
+    answers_only = metric.compute(predictions=preds[:1], references=rows, ignore_missing=True, **CORE)
+    assert answers_only["a"] == {"em": 1.0, "score": 1.0} and "er" not in answers_only  # no NaN for unscored parts
+
+
+# --- nothing scored is an error (issue 15.1) ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("preds, refs, ignore_missing, message", [
+    ([], [], False, "nothing to score: there are no references"),
+    ([], [row()], True, r"nothing to score: none of the 1 questions has a predicted answer"),
+    ([{"qid": "q1", "answer": None}], [row()], True, "nothing to score: none of the 1 questions"),
+    ([{"qid": "q1"}], [row()], True, "nothing to score"),
+])
+def test_nothing_to_score_is_an_error(metric, preds, refs, ignore_missing, message):
+    with pytest.raises(ValueError, match=message):
+        metric.compute(predictions=preds, references=refs, ignore_missing=ignore_missing, **CORE)
+    metric.add_batch(predictions=preds, references=refs)
+    with pytest.raises(ValueError, match=message):
+        metric.compute(ignore_missing=ignore_missing, **CORE)
+
+
+def test_null_answers_with_derivations_still_score_as_official(metric):
+    result = metric.compute(predictions=[{"qid": "q1", "answer": None, "derivations": row()["derivations"]}],
+                            references=[row()], ignore_missing=True, **CORE)
+    assert result["a"] == {"em": 0.0, "score": 0.0} and result["er"]["f1"] == 1.0
 
 
 # --- bad input -----------------------------------------------------------------------------------------------
@@ -377,7 +400,7 @@ def test_loads_without_qahub(tmp_path):
 
 def cli_args(**kwargs):
     base = {"predictions": str(SAMPLE / "predictions.json"), "references": str(SAMPLE_DEV), "config": None,
-            "split": "validation", "data_dir": None, "ignore_missing": False, "per_question": None,
+            "split": None, "data_dir": None, "ignore_missing": False, "per_question": None,
             "dictionary": "core", "synonyms": "none", "user_dic": None, "mirror_url": None, "solver": "assignment"}
     return argparse.Namespace(**{**base, **kwargs})
 
@@ -389,8 +412,36 @@ def test_cli_formats_and_references_agree(metric, tmp_path):
     assert cli.run(cli_args(predictions=str(SAMPLE / "predictions.tsv"))) == expected
     built = cli.run(cli_args(references=None, config="v1.2", data_dir=str(SAMPLE)))
     assert built == expected
-    with pytest.raises(ValueError, match="--data-dir goes with --config"):
-        cli.run(cli_args(data_dir=str(SAMPLE)))
+    assert cli.run(cli_args(references=None, data_dir=str(SAMPLE))) == expected  # the default config: v1.2
+
+
+def test_cli_references_come_from_rows_only(metric, tmp_path, monkeypatch):
+    """Issue 14.2: an export (load_dataset), a build (--data-dir) or an upstream file's folder; never parsed here."""
+    from qahub.export import export
+
+    folder = tmp_path / "export" / "jemhopqa"
+    export("jemhopqa", folder, configs=["v1.2"], data_dir=SAMPLE, cache_dir=str(tmp_path / "cache"))
+    expected = cli.run(cli_args(references=None, data_dir=str(SAMPLE), config="v1.2"))
+    assert cli.run(cli_args(references=str(folder), config="v1.2")) == expected
+    assert cli.run(cli_args(references=str(folder), config="v1.2", split="validation")) == expected
+    train_file = SAMPLE / "corpus_ver1.2" / "train_ver1.2.json"
+    first = json.loads(train_file.read_text(encoding="utf-8"))[0]
+    pred = tmp_path / "pred.json"
+    pred.write_text(json.dumps({"answer": {first["qid"]: first["answer"]}, "derivations": {}}), encoding="utf-8")
+    train = cli.run(cli_args(predictions=str(pred), references=str(train_file), ignore_missing=True))
+    assert train["a"] == {"em": 1.0, "score": 1.0}  # an upstream train file: the train split of its folder
+    gold = tmp_path / "gold.json"
+    gold.write_text(SAMPLE_DEV.read_text(encoding="utf-8"), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"--references .*gold.json: a file is read only where the upstream layout"):
+        cli.run(cli_args(references=str(gold)))
+    with pytest.raises(ValueError, match=r"is the v1.2 validation file, but --config v1.1"):
+        cli.run(cli_args(config="v1.1"))
+    with pytest.raises(ValueError, match="give the references"):
+        cli.run(cli_args(references=None))
+    # the adapter's JSON reader never sees the references (the prediction file here is a TSV)
+    monkeypatch.setattr(cli, "loads_strict", lambda text, where="": pytest.fail(f"parsed {where}"))
+    assert cli.run(cli_args(predictions=str(SAMPLE / "predictions.tsv"), references=None,
+                            data_dir=str(SAMPLE), config="v1.2")) == expected
 
 
 def test_cli_per_question_file(tmp_path):
@@ -409,7 +460,7 @@ def test_cli_ignore_missing_partial_file(tmp_path):
         cli.run(cli_args(predictions=str(pred)))
     out = tmp_path / "scores.tsv"
     result = cli.run(cli_args(predictions=str(pred), ignore_missing=True, per_question=str(out)))
-    assert result["a"] == {"em": 1.0, "score": 1.0} and result["er"] == {"prec": None, "recall": None, "f1": None}
+    assert result["a"] == {"em": 1.0, "score": 1.0} and "er" not in result  # nothing printed as a score
     rows = [line.split("\t") for line in out.read_text(encoding="utf-8").splitlines()[1:]]
     assert rows[0][1:4] == ["1.0", "1.0", ""] and rows[1][1:] == [""] * 11
 
@@ -732,10 +783,14 @@ def test_cli_auto_downloads_user_dic_when_chikkarpy_is_installed(tmp_path, http_
 
     monkeypatch.setattr(datasets.config, "DOWNLOADED_DATASETS_PATH", tmp_path / "downloads")
     monkeypatch.setattr(cli, "USER_DIC_SHA256", hashlib.sha256(STAND_IN_USER_DIC).hexdigest())
-    pred, gold = tmp_path / "pred.json", tmp_path / "gold.json"
-    pred.write_text(json.dumps({"answer": {"q1": "794年"}, "derivations": {"q1": birthday("誕生日")["derivations"]}},
+    pred, gold = tmp_path / "pred.json", tmp_path / "data" / "corpus_ver1.2" / "dev_ver1.2.json"
+    qid = sample_rows()[0]["qid"]
+    pred.write_text(json.dumps({"answer": {qid: "794年"}, "derivations": {qid: birthday("誕生日")["derivations"]}},
                                ensure_ascii=False), encoding="utf-8")
-    gold.write_text(json.dumps([birthday("生年月日")], ensure_ascii=False), encoding="utf-8")
+    gold.parent.mkdir(parents=True)
+    gold_rows = [{**sample_rows()[0], **birthday("生年月日"), "qid": qid}]
+    gold.write_text(json.dumps(gold_rows, ensure_ascii=False), encoding="utf-8")
+    shutil.copy(SAMPLE / "corpus_ver1.2" / "train_ver1.2.json", gold.parent)
     args = cli_args(predictions=str(pred), references=str(gold), synonyms="auto", mirror_url=http_server(mirror))
     result = cli.run(args)
     assert result["r"]["f1"] == 1.0 and result["synonyms"].startswith("chikkarpy system dictionary + user.dic ")

@@ -9,7 +9,7 @@ import evaluate
 
 # evaluate copies only the helpers imported here: so also replies (used by records) and task_api (harness tasks)
 from .llm_jp_eval import aggregate, example_scores
-from .records import JemhopqaInputError, check_prediction, check_reference, pair
+from .records import JemhopqaInputError, check_solver, checked, pair
 from .replies import parse_reply
 from .scoring import Similarity, score_questions, summarize
 from .task_api import TASKS
@@ -46,7 +46,9 @@ Args:
         (a plain answer is read too); what cannot be read scores 0 and is counted, a reply never raises.
     references: list (or datasets.Dataset) of JEMHopQA rows {"qid", "answer", "derivations", ...} (upstream
         nested derivations or the qahub builder's records {"subject", "relation", "objects"}).
-    ignore_missing: score only the predicted questions (default False: missing questions are an error).
+    ignore_missing: score only the predicted parts of questions (default False: a question without a predicted
+        answer or derivations is an error); a null answer scores 0, as official, but null answers alone are
+        nothing to score.
     per_question: also return "per_question", one row per reference question with the official -o columns.
     dictionary: Sudachi dictionary "full", "core" or "small" (default: the best one installed).
     synonyms: "auto" (chikkarpy, with user_dic when given, when installed; else none), "chikkarpy", "none",
@@ -57,6 +59,8 @@ Args:
 Returns:
     a: {"em", "score"}: answer exact match and similarity.
     e, r, er: {"prec", "recall", "f1"}: derivation scores for entities, relations and both.
+        With ignore_missing, a (and llm_jp_eval) or e, r, er are left out when no question's answer or
+        derivations were predicted.
     dictionary, synonyms: the Sudachi dictionary and the synonym source that were used.
     official_configuration: True when they are the official ones (full dictionary, chikkarpy + user.dic).
     llm_jp_eval: {"exact_match", "char_f1"}: llm-jp-eval v1.3.0's scores of the answers (of a reply: its
@@ -65,6 +69,9 @@ Returns:
         derivations_unreadable: replies without readable derivations.
     per_question (on request): list of {"qid", "a_em", "a_score", "e_p", ..., "er_f", "exact_match",
         "char_f1"}; None for ignored parts.
+Raises:
+    ValueError (JemhopqaInputError) for inputs the official scorer could not score, naming the record, and
+    when there is nothing to score: no references, or no question with a reply, derivations or a string answer.
 Examples:
     >>> metric = evaluate.load("jemhopqa")
     >>> row = {"qid": "q1", "answer": "794年", "derivations": [["平安京", "遷都された年", ["794年"]]]}
@@ -75,6 +82,11 @@ Examples:
     >>> results = metric.compute(predictions=[reply, None], references=[row, row], synonyms="none")
     >>> results["a"], results["unparseable"], results["derivations_unreadable"]
     ({'em': 0.5, 'score': 0.5}, 1, 1)
+    >>> try:
+    ...     metric.compute(predictions=[], references=[], synonyms="none")
+    ... except ValueError as err:
+    ...     print(err)
+    nothing to score: there are no references
 """
 
 
@@ -95,13 +107,12 @@ class Jemhopqa(evaluate.Metric):
         )
 
     def compute(self, *, predictions=None, references=None, **kwargs):
-        """Check the inputs and options first, so that bad input fails before evaluate writes its cache file;
-        a failure after that (inputs added earlier with add_batch) removes the cache file."""
-        _check_solver(kwargs.get("solver", "assignment"))
-        if predictions is not None and references is not None and self.writer is None:
-            preds = [check_prediction(p, i) for i, p in enumerate(_as_list(predictions, "predictions"))]
-            refs = [check_reference(r, i) for i, r in enumerate(_as_list(references, "references"))]
-            pair(preds, refs, kwargs.get("ignore_missing", False))
+        """Inputs given here alone (nothing added before) are checked and scored directly, without evaluate's
+        cache file; otherwise they go through evaluate (add_batch checks them before they are written), and a
+        failure removes the cache file."""
+        check_solver(kwargs.get("solver", "assignment"))
+        if predictions is not None and references is not None and self.writer is None and self.num_process == 1:
+            return score(*checked(predictions, references), **kwargs)
         try:
             return super().compute(predictions=predictions, references=references, **kwargs)
         except BaseException:
@@ -126,8 +137,7 @@ class Jemhopqa(evaluate.Metric):
     def add_batch(self, *, predictions=None, references=None, **kwargs):
         """Check and add a batch of predictions (records or replies) and reference rows (their numbers may
         differ; replies are paired by position over all batches)."""
-        predictions = [check_prediction(p, i) for i, p in enumerate(_as_list(predictions, "predictions"))]
-        references = [check_reference(r, i) for i, r in enumerate(_as_list(references, "references"))]
+        predictions, references = checked(predictions, references)
         # ASCII JSON: a reply may hold lone surrogates, which Arrow cannot store as text
         encoded = {"predictions": [json.dumps(predictions)],
                    "references": [json.dumps(references, ensure_ascii=False)]}
@@ -137,26 +147,33 @@ class Jemhopqa(evaluate.Metric):
         """Check and add one prediction record and one reference row."""
         self.add_batch(predictions=[prediction], references=[reference], **kwargs)
 
-    def _compute(self, predictions, references, ignore_missing=False, per_question=False, dictionary=None,
-                 synonyms="auto", user_dic=None, solver="assignment", cache=True):
-        _check_solver(solver)
+    def _compute(self, predictions, references, **options):
+        """The batches add_batch checked and stored, scored."""
         preds = [record for batch in predictions for record in json.loads(batch)]
         refs = [record for batch in references for record in json.loads(batch)]
-        questions = pair(preds, refs, ignore_missing)
-        tokenizer = get_tokenizer(dictionary, synonyms, user_dic, cache)
-        rows = score_questions(questions, Similarity(tokenizer, cache), solver)
-        for row, (_, gold, pred) in zip(rows, questions, strict=True):
-            row.update(_llm_jp_eval_row(pred, gold))
-        out = summarize(rows)
-        out["llm_jp_eval"] = aggregate([row for row in rows if row["exact_match"] is not None])
-        replies = [pred for _, _, pred in questions if "reply" in pred]
-        out.update({"replies": len(replies), "unparseable": sum(p["unparseable"] for p in replies),
-                    "derivations_unreadable": sum(p["derivations_unreadable"] for p in replies),
-                    "dictionary": tokenizer.dictionary, "synonyms": tokenizer.synonyms.description,
-                    "official_configuration": tokenizer.official})
-        if per_question:
-            out["per_question"] = rows
-        return out
+        return score(preds, refs, **options)
+
+
+def score(preds, refs, ignore_missing=False, per_question=False, dictionary=None, synonyms="auto", user_dic=None,
+          solver="assignment", cache=True) -> dict:
+    """The result (see the kwargs docs) of checked predictions and references."""
+    questions = pair(preds, refs, ignore_missing)
+    tokenizer = get_tokenizer(dictionary, synonyms, user_dic, cache)
+    rows = score_questions(questions, Similarity(tokenizer, cache), solver)
+    for row, (_, gold, pred) in zip(rows, questions, strict=True):
+        row.update(_llm_jp_eval_row(pred, gold))
+    out = summarize(rows)
+    answered = [row for row in rows if row["exact_match"] is not None]
+    if answered:
+        out["llm_jp_eval"] = aggregate(answered)
+    replies = [pred for _, _, pred in questions if "reply" in pred]
+    out.update({"replies": len(replies), "unparseable": sum(p["unparseable"] for p in replies),
+                "derivations_unreadable": sum(p["derivations_unreadable"] for p in replies),
+                "dictionary": tokenizer.dictionary, "synonyms": tokenizer.synonyms.description,
+                "official_configuration": tokenizer.official})
+    if per_question:
+        out["per_question"] = rows
+    return out
 
 
 def _llm_jp_eval_row(pred: dict, gold: dict) -> dict:
@@ -166,18 +183,3 @@ def _llm_jp_eval_row(pred: dict, gold: dict) -> dict:
     if "answer" in pred:
         return example_scores(pred["answer"], gold["answer"])
     return {"exact_match": None, "char_f1": None}
-
-
-def _check_solver(solver):
-    if solver not in ("assignment", "ilp"):
-        raise ValueError(f"solver must be 'assignment' or 'ilp', got {solver!r}")
-
-
-def _as_list(values, name):
-    if values is None:
-        return []
-    if isinstance(values, (str, bytes, dict)):
-        hint = " (convert the official {answer: {qid: ...}, derivations: {qid: ...}} format to records)"
-        raise JemhopqaInputError(f"{name} must be a list (of records or replies), got {type(values).__name__}"
-                                 + (hint if isinstance(values, dict) else ""))
-    return list(values)

@@ -66,9 +66,7 @@ def example_scores(output, answer: str) -> dict:
     return {"exact_match": 1.0 if y_pred == y_true else 0.0, "char_f1": token_sort_ratio(y_pred, y_true) / 100.0}
 
 
-def aggregate(rows: list, empty: float = float("nan")) -> dict:
-    """llm-jp-eval's aggregates: accuracy (count / n) and ``statistics.mean`` of char_f1 (``empty`` without rows)."""
-    if not rows:
-        return {"exact_match": empty, "char_f1": empty}
+def aggregate(rows: list) -> dict:
+    """llm-jp-eval's aggregates of one or more rows: accuracy (count / n) and ``statistics.mean`` of char_f1."""
     return {"exact_match": sum(row["exact_match"] for row in rows) / len(rows),
             "char_f1": float(mean(row["char_f1"] for row in rows))}

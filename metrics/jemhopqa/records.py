@@ -6,6 +6,8 @@ other object), paired with the reference at its position and read by ``replies.p
 fails. References are dataset rows ``{"qid", "answer", "derivations", ...}``. Derivations are in the
 upstream nested form ``[[subject, relation, [object, ...]], ...]``; the record form of the qahub builder
 (``[{"subject", "relation", "objects"}, ...]``, or its dict-of-lists variant) is accepted too.
+
+Every input is checked here, once (``checked``), and paired here (``pair``); the scoring modules trust them.
 """
 
 from __future__ import annotations
@@ -40,7 +42,18 @@ def upstream_derivations(derivations, where: str) -> list:
     if not isinstance(derivations, list):
         raise JemhopqaInputError(f"{where}: derivations must be a list of [subject, relation, [objects...]], "
                                  f"got {derivations!r}")
-    return [_step(step, where) for step in derivations]
+    if not all(_is_upstream_step(step) for step in derivations):  # else they are kept as they are: no copy
+        derivations = [_step(step, where) for step in derivations]
+    texts = [text for subject, relation, objects in derivations for text in (subject, relation, *objects)]
+    if _SURROGATE.search("".join(texts)):  # one search per question; the loop below names the text
+        for text in texts:
+            check_text(text, where, "derivation element")
+    return derivations
+
+
+def _is_upstream_step(step) -> bool:
+    return (type(step) is list and len(step) == 3 and type(step[0]) is str and type(step[1]) is str
+            and type(step[2]) is list and all(type(obj) is str for obj in step[2]))
 
 
 def _step(step, where: str) -> list:
@@ -56,8 +69,6 @@ def _step(step, where: str) -> list:
         objects = list(objects)
     if not (isinstance(objects, list) and all(isinstance(obj, str) for obj in objects)):
         raise JemhopqaInputError(f"{where}: objects of derivation step {step!r} must be a list of strings")
-    for text in (step[0], step[1], *objects):
-        check_text(text, where, "derivation element")
     return [step[0], step[1], objects]
 
 
@@ -71,6 +82,38 @@ def check_text(text: str, where: str, what: str):
 
 def _clip(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
+
+
+SOLVERS = ("assignment", "ilp")
+
+
+def check_solver(solver):
+    if solver not in SOLVERS:
+        raise ValueError(f"solver must be 'assignment' or 'ilp', got {solver!r}")
+
+
+def as_list(values, name: str) -> list:
+    """``values`` (a list, a datasets.Dataset or any iterable) as a list; a string, bytes or a mapping is refused."""
+    if values is None:
+        return []
+    if isinstance(values, (str, bytes, dict)):
+        hint = " (convert the official {answer: {qid: ...}, derivations: {qid: ...}} format to records)"
+        raise JemhopqaInputError(f"{name} must be a list (of records or replies), got {type(values).__name__}"
+                                 + (hint if isinstance(values, dict) else ""))
+    if hasattr(values, "to_list"):  # a datasets.Dataset: its rows at once
+        return values.to_list()
+    try:
+        return list(values)
+    except TypeError:
+        raise JemhopqaInputError(f"{name} must be a list (of records or replies), "
+                                 f"got {type(values).__name__}") from None
+
+
+def checked(predictions, references) -> tuple[list, list]:
+    """The checked predictions (records or ``{"reply": ...}``) and references (see the module)."""
+    preds = [check_prediction(p, i) for i, p in enumerate(as_list(predictions, "predictions"))]
+    refs = [check_reference(r, i) for i, r in enumerate(as_list(references, "references"))]
+    return preds, refs
 
 
 def check_prediction(record, index: int) -> dict:
@@ -113,7 +156,8 @@ def check_reference(record, index: int) -> dict:
 def pair(predictions: list[dict], references: list[dict], ignore_missing: bool) -> list[tuple]:
     """``(qid, reference, prediction)`` in reference order: records by qid, replies by position. Unknown or
     repeated record qids, and a question given both a reply and a record, are errors; so are questions
-    without an answer or derivations unless ``ignore_missing`` (then that part is skipped)."""
+    without an answer or derivations unless ``ignore_missing`` (then that part is skipped), and so is nothing
+    to score: no references, or no question with a reply, derivations or a string answer."""
     records = [p for p in predictions if "reply" not in p]
     by_position = {i: _from_reply(p, i, references) for i, p in enumerate(predictions) if "reply" in p}
     counts = Counter(p["qid"] for p in records)
@@ -129,9 +173,19 @@ def pair(predictions: list[dict], references: list[dict], ignore_missing: bool) 
         raise JemhopqaInputError(f"{len(twice)} qid(s) predicted by both a reply and a record: {_shorten(twice)}")
     by_qid = {p["qid"]: p for p in records}
     questions = [(r["qid"], r, by_position.get(i) or by_qid.get(r["qid"], {})) for i, r in enumerate(references)]
+    if not questions:
+        raise JemhopqaInputError("nothing to score: there are no references")
     if not ignore_missing:
         _check_complete(questions)
+    if not any(_predicted(pred) for _, _, pred in questions):
+        raise JemhopqaInputError(f"nothing to score: none of the {len(questions)} questions has a predicted answer "
+                                 "(a string) or derivations")
     return questions
+
+
+def _predicted(pred: dict) -> bool:
+    """A reply (even an unreadable one), derivations, or an answer that is a string; a null answer is not."""
+    return "reply" in pred or "derivations" in pred or isinstance(pred.get("answer"), str)
 
 
 def _from_reply(prediction: dict, index: int, references: list[dict]) -> dict:

@@ -228,13 +228,16 @@ def score_questions(questions, sim: Similarity, solver: str) -> list[dict]:
 
 
 def summarize(rows: list[dict]) -> dict:
-    """The official output: means over the questions that were scored (NaN when none were)."""
+    """The official output: means over the questions that were scored; a part no question was scored on (with
+    ignore_missing) is left out rather than given as NaN."""
 
     def mean(column):
-        values = [row[column] for row in rows if row[column] is not None]
-        return float(np.mean(values)) if values else float("nan")
+        return float(np.mean([row[column] for row in rows if row[column] is not None]))
 
-    out = {"a": {"em": mean("a_em"), "score": mean("a_score")}}
-    for dim in DIMENSIONS:
-        out[dim] = {"prec": mean(f"{dim}_p"), "recall": mean(f"{dim}_r"), "f1": mean(f"{dim}_f")}
+    out = {}
+    if any(row["a_em"] is not None for row in rows):
+        out["a"] = {"em": mean("a_em"), "score": mean("a_score")}
+    if any(row["e_p"] is not None for row in rows):
+        for dim in DIMENSIONS:
+            out[dim] = {"prec": mean(f"{dim}_p"), "recall": mean(f"{dim}_r"), "f1": mean(f"{dim}_f")}
     return out

@@ -5,19 +5,23 @@ the official TSV form (columns ``qid, predicted_answer, predicted_derivations``;
 ``(subject, relation, object1、object2); (...)``), read with pandas and converted as the upstream
 ``tsv_to_pred_json.py`` does, or a JSON list of model replies (strings, paired with the references by
 position, read by the metric's reply parser) and/or records ``{qid, answer, derivations}``.
+
+References are dataset rows: an export loaded with ``datasets.load_dataset`` (``--references``), or the corpus
+built by its builder (``--data-dir``, or ``--config`` alone to download); an upstream file path given to
+``--references`` is built from its folder. This module reads only prediction files.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
-import math
 import re
 import sys
 import warnings
 from pathlib import Path
 
-from qahub.files import loads_strict, write_text_atomic
+from qahub.files import DuplicateKeyError, loads_strict, write_text_atomic
 
 HELP = "JEMHopQA answer and derivation scores, as the official evaluate.py"
 COLUMNS = ("a_em", "a_score", "e_p", "e_r", "e_f", "r_p", "r_r", "r_f", "er_p", "er_r", "er_f")
@@ -30,11 +34,14 @@ def add_arguments(parser):
     parser.add_argument("--predictions", required=True,
                         help="official prediction JSON ({answer: {qid: ...}, derivations: {qid: ...}}), its TSV "
                              "form, or a JSON list of model replies (paired with the references by position)")
-    refs = parser.add_mutually_exclusive_group(required=True)
-    refs.add_argument("--references", help="gold file in the upstream layout (e.g. corpus_ver1.2/dev_ver1.2.json)")
-    refs.add_argument("--config", help="build the references with qahub.load('jemhopqa', CONFIG)")
-    parser.add_argument("--split", default="validation", help="split of --config (default: validation)")
-    parser.add_argument("--data-dir", help="with --config: local copy of the upstream files instead of downloading")
+    refs = parser.add_mutually_exclusive_group()
+    refs.add_argument("--references", metavar="FOLDER_OR_HUB_ID",
+                      help="an export of the corpus (folder or Hub id), loaded with datasets.load_dataset "
+                           "(an upstream file such as DIR/corpus_ver1.2/dev_ver1.2.json is built from DIR)")
+    refs.add_argument("--data-dir", help="build the references from a local copy of the upstream files")
+    parser.add_argument("--config", help="corpus config, e.g. v1.2 (default: the export's or builder's default; "
+                                         "alone, without --references or --data-dir: build it by downloading)")
+    parser.add_argument("--split", help="split of the references (default: validation)")
     parser.add_argument("--ignore-missing", action="store_true", help="score only the predicted questions")
     parser.add_argument("--per-question", metavar="OUT_TSV", help="write the per-question scores (official -o columns)")
     parser.add_argument("--dictionary", choices=("full", "core", "small"), help="Sudachi dictionary (default: best installed)")
@@ -54,7 +61,7 @@ def run(args) -> dict:
     from qahub import registry
 
     predictions = read_predictions(Path(args.predictions))
-    references, ref_name = _references(args)
+    references, ref_name = load_references(args.references, args.data_dir, args.config, args.split)
     synonyms = _synonyms(args.synonyms)
     user_dic, note = _user_dic(args)
     metric = registry.load_metric("jemhopqa")
@@ -65,13 +72,13 @@ def run(args) -> dict:
             per_question=bool(args.per_question), dictionary=args.dictionary, synonyms=synonyms,
             user_dic=user_dic, solver=args.solver,
         )
-    except input_error as err:  # a problem of the data: name the two files
+    except input_error as err:  # a problem of the data: name the predictions and the references
         raise ValueError(f"scoring {args.predictions} against {ref_name}: {err}") from None
     if note:
         result["synonyms"] += f" ({note})"
     if args.per_question:
         write_per_question(Path(args.per_question), result.pop("per_question"))
-    return _json_safe(result)
+    return result
 
 
 def _user_dic(args):
@@ -100,42 +107,49 @@ def fetch_user_dic(mirror_url=None, cache_dir=None) -> str:
 
     import datasets
 
-    from qahub.loaders._sources import resolve_sources
-    from qahub.loaders.jemhopqa import _BASE_URL
+    from qahub.loaders.jemhopqa import SOURCE
 
     config = SimpleNamespace(data_dir=None, mirror_url=mirror_url)
     manager = datasets.DownloadManager("jemhopqa", download_config=datasets.DownloadConfig(cache_dir=cache_dir))
-    return resolve_sources(config, manager, "jemhopqa", _BASE_URL, {"user_dic": "user.dic"},
-                           {"user.dic": USER_DIC_SHA256})["user_dic"]
+    source = dataclasses.replace(SOURCE, sha256={"user.dic": USER_DIC_SHA256})
+    return source.resolve(config, manager, {"user_dic": "user.dic"})["user_dic"]
 
 
 def read_predictions(path: Path) -> list:
     """Prediction records ``{qid, answer?, derivations?}`` from the official JSON format or its TSV form, or
     the items of a JSON list (replies and/or records) as they are."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as err:
-        raise ValueError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
+    text = read_text(path, "prediction file")
     start = text.lstrip("\ufeff \t\r\n")[:1]
     if start == "{":
-        return _from_official(path, text)
+        return _from_official(path, load_json(path, text.lstrip("\ufeff"), "prediction file"))
     if start == "[":
-        return _from_list(path, text.lstrip("\ufeff"))
+        return load_json(path, text.lstrip("\ufeff"), "prediction file")
     return _from_tsv(path)
 
 
-def _from_list(path: Path, text: str) -> list:
+def read_text(path: Path, what: str) -> str:
     try:
-        return loads_strict(text, str(path))
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{path}: not valid JSON ({err.msg} at line {err.lineno} column {err.colno})") from None
+        return Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{what} {path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
 
 
-def _from_official(path: Path, text: str) -> list[dict]:
+def load_json(path: Path, text: str, what: str):
+    """The JSON value of ``text``; every failure a one-line ValueError naming the file (and a repeated key)."""
     try:
-        data = loads_strict(text, str(path))
+        return loads_strict(text, f"{what} {path}")
+    except DuplicateKeyError:
+        raise
     except json.JSONDecodeError as err:
-        raise ValueError(f"{path}: not valid JSON ({err.msg} at line {err.lineno} column {err.colno})") from None
+        problem = f"{err.msg} at line {err.lineno} column {err.colno}"
+    except RecursionError:
+        problem = "nested too deeply"
+    except ValueError as err:  # an integer of over 4,300 digits
+        problem = str(err)[:200]
+    raise ValueError(f"{what} {path}: not valid JSON ({problem})")
+
+
+def _from_official(path: Path, data) -> list[dict]:
     if not (isinstance(data, dict) and isinstance(data.get("answer"), dict) and isinstance(data.get("derivations"), dict)):
         keys = sorted(data) if isinstance(data, dict) else type(data).__name__
         raise ValueError(f"{path}: not the official prediction format: expected an object with \"answer\" and "
@@ -195,34 +209,56 @@ def _tsv_derivations(path, number, qid, cell: str) -> list:
     return steps
 
 
-def _references(args):
-    if args.references and args.data_dir:
-        raise ValueError("--data-dir goes with --config (it is where the corpus is built from), not with --references")
-    if args.references:
-        path = Path(args.references)
-        try:
-            rows = loads_strict(path.read_text(encoding="utf-8"), str(path))
-        except (UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise ValueError(f"{path}: not a JEMHopQA JSON file ({err})") from None
-        if not isinstance(rows, list):
-            raise ValueError(f"{path}: expected a JSON list of questions, got {type(rows).__name__}")
-        return rows, str(path)
-    import qahub
+def load_references(location, data_dir, config, split):
+    """(reference rows, their name): an export loaded with ``datasets.load_dataset`` (folder or Hub id), or
+    the corpus built from ``data_dir`` (or downloaded, with ``config`` alone); an upstream file given as
+    ``location`` is built from its folder."""
+    if location and Path(location).is_file():
+        rows, _ = _build(*_upstream_file(Path(location), config, split))
+        return rows, location
+    split = split or "validation"
+    if location:
+        import datasets
 
-    dataset = qahub.load("jemhopqa", args.config, data_dir=args.data_dir)
-    if args.split not in dataset:
-        raise ValueError(f"jemhopqa {args.config} has no split {args.split!r}; splits: {', '.join(dataset)}")
-    return dataset[args.split].to_list(), f"jemhopqa {args.config}/{args.split}"
+        rows = datasets.load_dataset(location, config, split=split)
+        return rows, f"{location} ({split})"
+    if not (data_dir or config):
+        raise ValueError("give the references: --references FOLDER_OR_HUB_ID (an export), --data-dir DIR "
+                         "(the upstream files) or --config CONFIG (built by downloading)")
+    return _build(data_dir, config, split)
+
+
+def _build(data_dir, config, split):
+    import qahub
+    from qahub import registry
+
+    config = config or registry.default_config("jemhopqa")
+    dataset = qahub.load("jemhopqa", config, data_dir=data_dir)
+    if split not in dataset:
+        raise ValueError(f"jemhopqa {config} has no split {split!r}; splits: {', '.join(dataset)}")
+    return dataset[split], f"jemhopqa {config}/{split}" + (f" built from {data_dir}" if data_dir else "")
+
+
+def _upstream_file(path: Path, config, split):
+    """(data folder, config, split) of an upstream file such as ``DIR/corpus_ver1.2/dev_ver1.2.json``."""
+    from qahub.loaders.jemhopqa import SOURCE
+
+    resolved = path.resolve().as_posix()
+    for file_config, by_split in SOURCE.files.items():
+        for file_split, relpath in by_split.items():
+            if resolved.endswith("/" + relpath):
+                if (config or file_config, split or file_split) != (file_config, file_split):
+                    raise ValueError(f"--references {path} is the {file_config} {file_split} file, but --config "
+                                     f"{config} --split {split} were asked for")
+                return resolved[: -len(relpath) - 1], file_config, file_split
+    layout = ", ".join(relpath for by_split in SOURCE.files.values() for relpath in by_split.values())
+    raise ValueError(f"--references {path}: a file is read only where the upstream layout places it ({layout}, "
+                     "in a data folder); give an export folder or Hub id, or --data-dir")
 
 
 def _synonyms(value: str):
     if value.endswith(".json"):
-        try:
-            return loads_strict(Path(value).read_text(encoding="utf-8"), value)
-        except json.JSONDecodeError as err:
-            raise ValueError(f"synonym file {value}: not valid JSON ({err.msg} at line {err.lineno})") from None
-        except UnicodeDecodeError as err:
-            raise ValueError(f"synonym file {value}: not UTF-8 text ({err.reason} at byte {err.start})") from None
+        return load_json(Path(value), read_text(Path(value), "synonym file"), "synonym file")
     return value
 
 
@@ -233,12 +269,3 @@ def write_per_question(path: Path, rows: list[dict]):
     for row in rows:
         lines.append("\t".join([row["qid"]] + ["" if row[c] is None else str(row[c]) for c in COLUMNS]))
     write_text_atomic(path, "\n".join(lines) + "\n")
-
-
-def _json_safe(value):
-    """NaN (a mean over no questions) becomes null, so the printed result is strict JSON."""
-    if isinstance(value, dict):
-        return {key: _json_safe(item) for key, item in value.items()}
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    return value
