@@ -1,10 +1,11 @@
-"""jeopardy_meteor: the metric's cached path against a plain per-call NLTK path, on the real validation answers.
+"""jeopardy_meteor: ``evaluate.load(...).compute`` against a plain loop of the metric's own scoring functions, and
+the metric's cached scorer against a plain per-call NLTK path, on the real validation answers.
 
-Predictions are the 3,376 gold answers of ``Russian_QA_Jeopardy_dataset_extended_validation.csv`` perturbed
+Predictions are the 3,376 gold answers of ``Russian_QA_Jeopardy_dataset_extended_validation.csv`` made noisy
 (exact, reordered, shortened, lowercased, or another question's answer). Each side runs in a fresh process
 and loads its pymorphy3 dictionary and its tokenizer (spaCy's Russian tokenizer when spaCy is installed, else
-the metric's regex imitation) before the timed part; the caches of ``ours`` start empty. The baseline
-tokenizes every text of every pair afresh with the same tokenizer.
+the metric's regex imitation) before the timed part; the caches start empty. The NLTK baseline tokenizes
+every text of every pair afresh with the same tokenizer.
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ from pathlib import Path
 from _common import SHARED_DATA, measure, row
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+METRIC_DIR = ROOT / "metrics" / "jeopardy_meteor"
 VALIDATION = SHARED_DATA / "jeopardy" / "Russian_QA_Jeopardy_dataset_extended_validation.csv"
+TARGET = 2.0  # compute at most this many times the plain loop
+COUNT = 100_000
 
 
 def _rows():
@@ -26,48 +29,72 @@ def _rows():
         return list(csv.DictReader(f))
 
 
-def pairs(seed=0):
-    from jeopardy_predictions import perturb  # tests/, shared with the metric tests
-
+def pairs(count=None, seed=0):
+    """``(predictions, answers)``: the validation answers (cycled to ``count``), each against a noisy copy."""
     answers = [r["Answer"] for r in _rows()]
-    return perturb(answers, seed), answers
-
-
-def prepare_ours():
-    sys.path.insert(0, str(ROOT / "metrics"))
-    from jeopardy_meteor.jeopardy_meteor import score_answers
-    from jeopardy_meteor.russian_meteor import shared
-
-    shared()  # loads the dictionary and the tokenizer; caches stay empty
-    return (score_answers, *pairs())
-
-
-def ours(score_answers, predictions, answers):
-    result = score_answers(predictions, answers)
-    return result["num_correct"], round(sum(result["meteor_per_example"]), 9), result["tokenizer"]
-
-
-def large_pairs(count=29375, seed=1):
-    """As many pairs as the full corpus has questions, with a vocabulary near its size: the validation answers
-    cycled, each against a 1-3 word span of some question text (most spans are new words)."""
-    rows = _rows()
+    if count:
+        answers = [answers[index % len(answers)] for index in range(count)]
     rng = random.Random(seed)
-    predictions, answers = [], []
-    for index in range(count):
-        words = rng.choice(rows)["QuestionText"].split()
-        start = rng.randrange(len(words))
-        predictions.append(" ".join(words[start:start + rng.randint(1, 3)]))
-        answers.append(rows[index % len(rows)]["Answer"])
+    predictions = []
+    for gold in answers:
+        words, kind = gold.split(), rng.randrange(4)
+        if kind == 1:
+            words = words[::-1]
+        elif kind == 2:
+            words = words[1:] or words
+        elif kind == 3:
+            words = rng.choice(answers).split()
+        text = " ".join(words)
+        predictions.append(text.lower() if rng.random() < 0.5 else text)
     return predictions, answers
 
 
-def prepare_ours_large():
-    score_answers, *_ = prepare_ours()
-    return (score_answers, *large_pairs())
+def _helpers():
+    sys.path.insert(0, str(ROOT / "metrics"))
+    from jeopardy_meteor import examples, russian_meteor
+
+    return examples, russian_meteor
 
 
-def ours_large(score_answers, predictions, answers):
-    return ours(score_answers, predictions, answers)
+# --- evaluate's compute against a plain loop of score_example, 100,000 examples ------------------------------
+
+def prepare_compute():
+    import evaluate
+
+    metric = evaluate.load(str(METRIC_DIR))
+    metric.compute(predictions=["Рим"], references=["Рим"])  # loads the dictionary and the tokenizer
+    return (metric, *pairs(COUNT))
+
+
+def compute(metric, predictions, answers):
+    result = metric.compute(predictions=predictions, references=answers)
+    return result["num_correct"], round(result["meteor"], 12)
+
+
+def prepare_loop():
+    examples, russian_meteor = _helpers()
+    meteor = russian_meteor.shared()
+    meteor.score("Рим", "Рим")
+    return (examples.score_example, meteor, *pairs(COUNT))
+
+
+def loop(score_example, meteor, predictions, answers):
+    scored = [score_example(reply, gold, None, meteor) for reply, gold in zip(predictions, answers, strict=True)]
+    return sum(e["correct"] for e in scored), round(sum(e["meteor"] for e in scored) / len(scored), 12)
+
+
+# --- the cached scorer against plain NLTK, the 3,376 validation pairs -----------------------------------------
+
+def prepare_ours():
+    examples, russian_meteor = _helpers()
+    meteor = russian_meteor.shared()
+    meteor.tokenize("Рим")
+    return (meteor, *pairs())
+
+
+def ours(meteor, predictions, answers):
+    scores = [meteor.score(p, g) for p, g in zip(predictions, answers, strict=True)]
+    return sum(s > 0.227743 for s in scores), round(sum(scores), 9), meteor.tokenizer
 
 
 def prepare_baseline():
@@ -105,13 +132,21 @@ def run() -> list[dict]:
     if not VALIDATION.is_file():
         print(f"bench_jeopardy_meteor: {VALIDATION} absent, skipped")
         return []
+    metric = measure("bench_jeopardy_meteor:compute")
+    plain = measure("bench_jeopardy_meteor:loop")
+    if metric[2] != plain[2]:
+        raise AssertionError(f"compute and the plain loop disagree: {metric[2]} vs {plain[2]}")
+    times = metric[0] / plain[0]
+    verdict = "ok" if times <= TARGET else "MISSED"
+    rows = [row(f"jeopardy_meteor compute, {COUNT:,} examples vs plain loop", metric, plain,
+                f"compute {times:.2f}x the loop (target <= {TARGET:g}x: {verdict}); same results {metric[2]}")]
     mine = measure("bench_jeopardy_meteor:ours")
-    plain = measure("bench_jeopardy_meteor:baseline")
-    if mine[2] != plain[2]:
-        raise AssertionError(f"the two paths disagree: ours {mine[2]} vs baseline {plain[2]}")
-    large = measure("bench_jeopardy_meteor:ours_large")
-    note = f"same results {mine[2]}; ours on 29,375 synthetic pairs: {large[0]:.2f} s"
-    return [row("jeopardy_meteor 3,376 validation pairs", mine, plain, note)]
+    nltk_path = measure("bench_jeopardy_meteor:baseline")
+    if mine[2] != nltk_path[2]:
+        raise AssertionError(f"the two paths disagree: ours {mine[2]} vs baseline {nltk_path[2]}")
+    rows.append(row("jeopardy_meteor scorer, 3,376 validation pairs vs plain NLTK", mine, nltk_path,
+                    f"same results {mine[2]} (no target: the caches' gain)"))
+    return rows
 
 
 if __name__ == "__main__":

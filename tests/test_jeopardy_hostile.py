@@ -3,6 +3,7 @@ of the builder's sample files (truncated, mutated, wrongly encoded), and a scan 
 unpickled."""
 
 import ast
+import json
 import math
 import random
 import re
@@ -370,7 +371,7 @@ def test_the_command_line_scores_mutated_files_or_names_file_and_problem(tmp_pat
 
 # --- nothing from the data is executed or unpickled -----------------------------------------------------------
 
-CODE = [ROOT / "loaders" / "jeopardy.py", ROOT / "src" / "qahub" / "scoring" / "jeopardy_meteor.py",
+CODE = [ROOT / "loaders" / "jeopardy.py", ROOT / "src" / "qahub" / "evaluate_cli" / "jeopardy_meteor.py",
         *sorted(METRIC_DIR.glob("*.py"))]
 UNSAFE_MODULES = {"pickle", "cPickle", "dill", "marshal", "shelve", "joblib", "cloudpickle", "yaml", "subprocess"}
 UNSAFE_BUILTINS = {"eval", "exec", "compile", "__import__"}  # called by bare name (re.compile is fine)
@@ -390,5 +391,99 @@ def test_the_code_neither_executes_nor_unpickles_data(path):
 
 
 def test_the_scan_covers_the_metric_helpers():
-    assert {p.name for p in CODE} >= {"jeopardy.py", "jeopardy_meteor.py", "game.py", "russian_meteor.py",
-                                      "spacy_like.py", "replies.py", "references.py", "examples.py", "task_api.py"}
+    assert {p.name for p in CODE} >= {"jeopardy.py", "jeopardy_meteor.py", "inputs.py", "russian_meteor.py",
+                                      "spacy_like.py", "replies.py", "examples.py", "task_api.py"}
+
+
+# --- the command line's readers and the metric's entry points, with any input ----------------------------------
+
+def _cli(tmp_path, name, data, *options):
+    import contextlib
+    import io
+
+    from qahub import cli
+
+    refs = tmp_path / "refs.jsonl"
+    refs.write_text("".join(f'{{"question_id": {i}, "answer": "Рим", "question_number": {i + 1}}}\n' for i in range(5)),
+                    encoding="utf-8")
+    preds = tmp_path / name
+    preds.write_bytes(data)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(["--quiet", "evaluate", "jeopardy_meteor", "--predictions", str(preds), "--references",
+                         str(refs), *options])
+    return code, out.getvalue(), err.getvalue()
+
+
+def _check_cli_outcome(code, out, err, name):
+    """Exit 0 with scores in range, or exit 1 with one line naming the predictions file; never a traceback."""
+    assert "Traceback" not in err
+    if code == 0:
+        result = json.loads(out)
+        assert 0.0 <= result["meteor"] <= 1.0 and 0.0 <= result["accuracy"] <= 1.0 and result["num_questions"] > 0
+        assert -15 <= result["score"] <= result["max_score"] <= 15
+    else:
+        assert (code, out) == (1, "") and err.count("\n") == 1, err
+        assert err.startswith(f"qahub evaluate: error: {name}"), err
+
+
+json_values = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(), st.text(max_size=6),
+              st.sampled_from(["0", "1", "Рим", "Ответ: Рим", "\ud800", "\ufeff", "𝕽им", "Р\u0301им"])),
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(
+        st.one_of(st.sampled_from(["question_id", "id", "prediction", "answer", "confidence", "0", "3"]),
+                  st.text(max_size=3)), inner, max_size=4)),
+    max_leaves=12,
+)
+MISSING = st.sampled_from(["skip", "abstain"])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(value=st.one_of(json_values, st.dictionaries(st.sampled_from("012345"), json_values, min_size=1)),
+       missing=MISSING, lines=st.booleans())
+def test_any_json_predictions_score_or_give_a_one_line_error(tmp_path, value, missing, lines):
+    name = "p.jsonl" if lines else "p.json"
+    data = ("\n".join(json.dumps(v) for v in value) if lines and isinstance(value, list) else json.dumps(value))
+    code, out, err = _cli(tmp_path, name, data.encode("utf-8", "surrogatepass"), "--missing", missing)
+    _check_cli_outcome(code, out, err, str(tmp_path / name))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.one_of(st.binary(max_size=60), st.text(max_size=60).map(lambda t: t.encode("utf-8", "surrogatepass")),
+                      st.lists(st.tuples(st.integers(-1, 6), st.text(max_size=8)), max_size=6).map(
+                          lambda rows: "".join(f"{i},{t}\n" for i, t in rows).encode("utf-8", "surrogatepass"))),
+       suffix=st.sampled_from([".csv", ".json", ".jsonl"]), missing=MISSING,
+       options=st.sampled_from([(), ("--confidence-threshold", "0.5"), ("--value-multiplier", "1e308"),
+                                ("--per-example",)]))
+def test_any_bytes_as_predictions_score_or_give_a_one_line_error(tmp_path, data, suffix, missing, options):
+    code, out, err = _cli(tmp_path, "p" + suffix, data, "--missing", missing, *options)
+    if code == 0 and "--value-multiplier" in options:
+        pytest.fail(f"a game score over 1e308 was printed: {out[:200]}")
+    if "--value-multiplier" not in options:
+        _check_cli_outcome(code, out, err, str(tmp_path / ("p" + suffix)))
+    else:
+        assert code == 1 and "Traceback" not in err and err.count("\n") == 1, err
+
+
+huge = st.one_of(st.integers(-(2**80), 2**80), st.floats(allow_nan=True, allow_infinity=True))
+
+
+@SETTINGS
+@given(examples=_examples(min_size=0, max_size=6), cut=st.integers(0, 6),
+       multiplier=st.one_of(st.just(1), huge), threshold=st.one_of(st.just(THRESHOLD), huge))
+def test_compute_and_add_batch_agree_or_give_a_clear_error(metric, examples, cut, multiplier, threshold):
+    predictions = [reply for reply, _, _ in examples]
+    references = [{"answer": gold, "question_number": number} for _, gold, number in examples]
+    options = {"value_multiplier": multiplier, "threshold": threshold}
+    try:
+        direct = metric.compute(predictions=predictions, references=references, **options)
+    except (TypeError, ValueError) as err:
+        assert re.match(r"(nothing to score|threshold must be a |value_multiplier must be a finite positive|"
+                        r"the game score overflows)", str(err)), str(err)
+        return
+    metric.add_batch(predictions=predictions[:cut], references=references[:cut])
+    for reply, reference in zip(predictions[cut:], references[cut:], strict=True):
+        metric.add(prediction=reply, reference=reference)
+    assert metric.compute(**options) == direct
+    assert 0.0 <= direct["meteor"] <= 1.0 and 0.0 <= direct["accuracy"] <= 1.0
+    assert math.isfinite(float(direct["max_score"])) and abs(direct["score"]) <= direct["max_score"]

@@ -833,3 +833,190 @@ def test_demo_json_runs_the_sample_evaluations(capsys):
     assert [e["status"] for e in replies["examples"]] == ["answer"] * 3 + ["unparseable"]
     assert [e["answer"] for e in replies["examples"][:3]] == ["Париж", "Канберра", "бульвара Сансет"]
     assert (replies["num_correct"], replies["num_unparseable"], "score" in replies) == (3, 1, False)
+
+
+# --- round 2: nothing scored, one check per input, references from rows, strict JSON -------------------------
+
+
+def test_nothing_to_score_is_a_value_error_not_zero(metric):
+    with pytest.raises(ValueError, match=r"^nothing to score: no predictions and no references were given$"):
+        metric.compute(predictions=[], references=[])
+    with pytest.raises(ValueError, match="nothing to score"):
+        task_api_free_score_answers()([], [])
+
+
+def task_api_free_score_answers():
+    """``score_answers`` from the metric directory (the metric without evaluate)."""
+    sys.path.insert(0, str(METRIC_DIR.parent))
+    try:
+        from jeopardy_meteor.jeopardy_meteor import score_answers
+    finally:
+        sys.path.pop(0)
+    return score_answers
+
+
+def test_direct_compute_skips_the_cache_and_equals_add_batch(metric, monkeypatch):
+    predictions = ["Ответ: бульвара Сансет", None, "Рим", 5, "\ud800", "Пас"]
+    references = [{"answer": "Бульвар Сансет", "question_number": 4}, {"answer": "Лима", "question_number": 1},
+                  {"answer": "Уругвай", "question_number": 2}, {"answer": "Рим", "question_number": 3},
+                  {"answer": "Рим", "question_number": 5}, {"answer": "Танка", "question_number": 2}]
+    metric.add_batch(predictions=predictions[:3], references=references[:3])
+    metric.add_batch(predictions=predictions[3:], references=references[3:])
+    through_cache = metric.compute()
+    monkeypatch.setattr(evaluate.Metric, "add_batch", lambda *a, **k: pytest.fail("compute wrote evaluate's cache"))
+    direct = metric.compute(predictions=predictions, references=references)
+    assert direct == through_cache
+    assert (direct["score"], direct["max_score"], direct["num_unparseable"]) == (4 - 2, 17, 3)
+
+
+def test_each_input_is_checked_once(metric):
+    """compute reads each input once (the previous version checked question numbers and confidences in
+    compute, then again while scoring)."""
+    reads = []
+
+    class Counted(list):
+        def __iter__(self):
+            reads.append(self.name)
+            return super().__iter__()
+
+    def counted(name, values):
+        values = Counted(values)
+        values.name = name
+        return values
+
+    result = metric.compute(predictions=counted("predictions", ["Рим", "Лима"]),
+                            references=counted("references", ["Рим", "Париж"]),
+                            question_numbers=counted("question_numbers", [2, 3]),
+                            confidences=counted("confidences", [0.9, 0.8]), confidence_threshold=0.5)
+    assert result["score"] == 2 - 3
+    assert sorted(reads) == ["confidences", "predictions", "question_numbers", "references"]
+
+
+def test_options_are_checked_before_evaluate_reads_its_cache(metric):
+    metric.add(prediction="Рим", reference="Рим")
+    with pytest.raises(ValueError, match="order must be one of"):
+        metric.compute(order="reverse")
+    assert metric.compute()["num_questions"] == 1  # the added example is still there, the cache not locked
+
+
+def _cli(argv, capsys):
+    code = cli.main(["evaluate", "jeopardy_meteor", *map(str, argv)])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("name, text", [("p.csv", ""), ("p.csv", "question_id,prediction\n"), ("p.json", "{}"),
+                                        ("p.json", "[]"), ("p.jsonl", "\n\n")])
+def test_cli_nothing_predicted_is_an_error_even_with_missing_abstain(tmp_path, capsys, name, text):
+    preds = tmp_path / name
+    preds.write_text(text, encoding="utf-8")
+    code, out, err = _cli(["--predictions", preds, "--references", SAMPLE / EXTENDED, "--missing", "abstain"], capsys)
+    assert (code, out) == (1, "")
+    assert err == f"qahub evaluate: error: {preds}: no predictions in the file: nothing was predicted, so nothing is scored\n"
+
+
+@pytest.mark.parametrize(
+    "name, text, where, key",
+    [("p.json", '{"0": "Рим", "0": "Париж"}', "", "0"),
+     ("p.json", '[{"question_id": 0, "prediction": "Рим", "prediction": "Париж"}]', "", "prediction"),
+     ("p.jsonl", '{"id": 0, "answer": "Рим"}\n{"id": 1, "id": 2, "answer": "Рим"}\n', ": line 2", "id")],
+)
+def test_cli_duplicate_json_keys_are_an_error_naming_the_key(tmp_path, capsys, name, text, where, key):
+    preds = tmp_path / name
+    preds.write_text(text, encoding="utf-8")
+    code, out, err = _cli(["--predictions", preds, "--references", SAMPLE / EXTENDED, "--missing", "skip"], capsys)
+    assert (code, out) == (1, "")
+    assert err == f"qahub evaluate: error: {preds}{where}: key {key!r} appears twice in one JSON object\n"
+
+
+def test_cli_duplicate_keys_in_json_references(tmp_path, capsys):
+    refs = tmp_path / "refs.jsonl"
+    refs.write_text('{"question_id": 0, "answer": "Рим", "answer": "Лима"}\n', encoding="utf-8")
+    preds = tmp_path / "p.json"
+    preds.write_text('{"0": "Рим"}', encoding="utf-8")
+    code, _, err = _cli(["--predictions", preds, "--references", refs], capsys)
+    assert (code, err) == (1, f"qahub evaluate: error: {refs}: line 1: key 'answer' appears twice in one JSON object\n")
+
+
+def test_cli_a_lone_surrogate_id_is_a_one_line_error_naming_the_file(tmp_path, capsys):
+    refs = tmp_path / "refs.jsonl"
+    refs.write_text('{"question_id": "\\ud800", "answer": "Рим"}\n', encoding="utf-8")
+    preds = tmp_path / "p.json"
+    preds.write_text('{"\\ud800": "Рим"}', encoding="utf-8")
+    code, out, err = _cli(["--predictions", preds, "--references", refs, "--per-example"], capsys)
+    assert (code, out) == (1, "")
+    assert err == f"qahub evaluate: error: {refs}: line 1: the question id '\\ud800' is not Unicode text (a lone surrogate)\n"
+    assert "codec" not in err
+
+
+def test_cli_a_lone_surrogate_reply_is_counted_unparseable(tmp_path, capsys):
+    preds = tmp_path / "p.json"
+    preds.write_text('{"0": "Рим\\ud800", "1": "Петербург"}', encoding="utf-8")
+    code, out, _ = _cli(["--predictions", preds, "--references", SAMPLE / EXTENDED, "--missing", "skip",
+                         "--per-example"], capsys)
+    result = json.loads(out)
+    assert code == 0 and [e["status"] for e in result["examples"]] == ["unparseable", "answer"]
+    assert (result["num_unparseable"], result["score"]) == (1, 2)
+
+
+def test_cli_data_dir_builds_the_references(tmp_path, capsys):
+    preds = tmp_path / "p.json"
+    preds.write_text(json.dumps({"0": "Париж", "2": "Ответ: бульвара Сансет"}, ensure_ascii=False), encoding="utf-8")
+    code, out, _ = _cli(["--predictions", preds, "--data-dir", SAMPLE, "--config", "qa", "--split", "validation",
+                         "--missing", "skip"], capsys)
+    assert code == 0 and (json.loads(out)["num_questions"], json.loads(out)["num_correct"]) == (2, 2)
+    code, out, _ = _cli(["--quiet", "--predictions", SAMPLE / "predictions.json", "--data-dir", SAMPLE,
+                         "--confidence-threshold", "0.3"], capsys)
+    assert code == 0 and json.loads(out)["score"] == 15  # extended, its only split (train)
+
+
+def test_cli_a_split_whose_file_is_absent_names_the_file(tmp_path, capsys):
+    folder = tmp_path / "upstream"
+    folder.mkdir()
+    (folder / VALIDATION).write_bytes((SAMPLE / VALIDATION).read_bytes())
+    preds = tmp_path / "p.json"
+    preds.write_text('{"0": "Рим"}', encoding="utf-8")
+    code, out, err = _cli(["--quiet", "--predictions", preds, "--data-dir", folder, "--config", "qa", "--split",
+                           "train"], capsys)
+    assert (code, out) == (1, "")
+    assert err == (f"qahub evaluate: error: {folder}: config qa split 'train' needs "
+                   "Russian_QA_Jeopardy_dataset_extended_training.csv, which is not there (splits built from the "
+                   "folder: validation)\n")
+
+
+@pytest.mark.parametrize("option, value, message", [
+    ("--references", "{tmp}/absent.csv", "--references {tmp}/absent.csv: no such file or folder (nor a Hub dataset id ORG/NAME)"),
+    ("--references", "{tmp}/absent", "--references {tmp}/absent: no such file or folder (nor a Hub dataset id ORG/NAME)"),
+    ("--data-dir", "{tmp}/absent", "--data-dir {tmp}/absent: no such file or folder"),
+    ("--data-dir", "{tmp}/p.json", "--data-dir {tmp}/p.json: not a folder"),
+])
+def test_cli_a_missing_reference_location_is_named(tmp_path, capsys, option, value, message):
+    preds = tmp_path / "p.json"
+    preds.write_text('{"0": "Рим"}', encoding="utf-8")
+    code, _, err = _cli(["--predictions", preds, option, value.format(tmp=tmp_path)], capsys)
+    assert (code, err) == (1, f"qahub evaluate: error: {message.format(tmp=tmp_path)}\n")
+
+
+def test_cli_quiet_prints_only_the_result(tmp_path, capsys):
+    refs = tmp_path / "refs.tsv"
+    refs.write_text(_extended((0, 0, "Рим"), (1, 2, "Лима")), encoding="utf-8")  # 0: outside 1-5, a warning
+    preds = tmp_path / "p.json"
+    preds.write_text('{"0": "Рим", "1": "Лима"}', encoding="utf-8")
+    argv = ["evaluate", "jeopardy_meteor", "--predictions", str(preds), "--references", str(refs)]
+    with pytest.warns(UserWarning, match="outside 1-5"):
+        assert cli.main(argv) == 0
+    capsys.readouterr()
+    assert cli.main(["--quiet", *argv]) == 0
+    out, err = capsys.readouterr()
+    assert err == "" and json.loads(out)["score"] == 2
+
+
+def test_the_adapter_has_no_reference_csv_parser():
+    """References come from the builder or an export: the adapter's CSV reader serves prediction files only."""
+    import inspect
+
+    source = inspect.getsource(scoring)
+    assert "def read_references" in source and "load(\"jeopardy\"" in source and "datasets.load_dataset" in source
+    callers = [name for name, func in inspect.getmembers(scoring, inspect.isfunction)
+               if "_csv_rows(" in inspect.getsource(func) and name != "_csv_rows"]
+    assert callers == ["_prediction_rows"]

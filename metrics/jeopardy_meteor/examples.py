@@ -21,3 +21,40 @@ def score_example(reply, gold, value, meteor, order="official", threshold=THRESH
     game = 0 if value is None else (value if correct else -value)
     return {"answer": answer, "status": status, "meteor": value_of, "correct": correct, "abstained": False,
             "unparseable": False, "game_score": game}
+
+
+def score_questions(replies, answers, values, skip, meteor, order="official", threshold=THRESHOLD):
+    """Every question scored and summed up: the result of the `evaluate` metric. ``values``: each question's
+    value, or ``None`` (no game score); ``skip``: per question, True where the caller abstains."""
+    examples = [score_example(reply, gold, None if values is None else values[i], meteor, order, threshold, skip[i])
+                for i, (reply, gold) in enumerate(zip(replies, answers, strict=True))]
+    result = _counts(examples)
+    if values is not None:
+        result["score"] = result["game_score"] = sum(example["game_score"] for example in examples)
+        result["max_score"] = sum(values)
+    result.update(
+        meteor_per_example=[e["meteor"] for e in examples], correct=[e["correct"] for e in examples],
+        abstained=[e["abstained"] for e in examples], status=[e["status"] for e in examples],
+        answers=[e["answer"] for e in examples],
+        order=order, threshold=threshold, tokenizer=meteor.tokenizer, preprocessing=meteor.description,
+    )
+    return result
+
+
+def _counts(examples):
+    total = len(examples)  # never 0: no question is an error before scoring
+    num_correct = sum(e["correct"] for e in examples)
+    num_abstained = sum(e["abstained"] for e in examples)
+    num_unparseable = sum(e["unparseable"] for e in examples)
+    return {
+        "meteor": sum(e["meteor"] for e in examples) / total,
+        "accuracy": num_correct / total,
+        "num_questions": total,
+        "num_answered": total - num_abstained,
+        "num_abstained": num_abstained,
+        "num_unparseable": num_unparseable,
+        "num_correct": num_correct,
+        "num_wrong": total - num_abstained - num_correct,
+        "abstention_rate": num_abstained / total,
+        "unparseable": num_unparseable / total,
+    }

@@ -3,22 +3,14 @@
 import datasets
 import evaluate
 
-from .examples import score_example
-from .game import check_number, checked_numbers, low_confidence, question_values
-from .references import (
-    decode_reference,
-    decode_reply,
-    encode_reference,
-    encode_reply,
-    read_references,
-    row_numbers,
-)
-from .replies import UNPARSEABLE, parse_reply
-from .russian_meteor import ORDERS, THRESHOLD, shared
+from .examples import score_questions
+from .inputs import check_options, decode_pairs, encode_pairs, read_pairs, values_and_skips
+from .replies import parse_reply
+from .russian_meteor import THRESHOLD, shared
 from .spacy_like import TOKENIZERS
 from .task_api import TASKS
 
-__all__ = ["JeopardyMeteor", "TASKS", "parse_reply", "score_answers"]
+__all__ = ["TASKS", "TOKENIZERS", "JeopardyMeteor", "parse_reply", "score_answers"]
 
 _CITATION = """\
 @inproceedings{mikhalkova-khlyupin-2022-russian,
@@ -81,6 +73,9 @@ Returns:
     abstained: per question, True for an abstention,
     status: per question, "answer", "abstained" or "unparseable"; answers: the answer read from each reply,
     order, threshold, tokenizer, preprocessing: what was computed.
+Raises:
+    ValueError or TypeError naming the reference or option at fault; ValueError "nothing to score" for zero
+    predictions and references (no score is given for nothing: 0.0 would look like a model that got all wrong).
 Examples:
     >>> metric = evaluate.load("jeopardy_meteor")
     >>> results = metric.compute(predictions=["Ответ: бульвара Сансет", "Рим.", "Пас"],
@@ -95,11 +90,11 @@ Examples:
     >>> results = metric.compute(predictions=["**Рим**", None], references=rows)
     >>> results["score"], results["num_unparseable"], results["status"]
     (3, 1, ['answer', 'unparseable'])
+    >>> metric.compute(predictions=[], references=[])
+    Traceback (most recent call last):
+    ...
+    ValueError: nothing to score: no predictions and no references were given
 """
-
-class _Stored(list):
-    """Predictions or references already in their stored (JSON) form: `compute` hands them to `add_batch`."""
-
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class JeopardyMeteor(evaluate.Metric):
@@ -108,7 +103,7 @@ class JeopardyMeteor(evaluate.Metric):
             description=_DESCRIPTION,
             citation=_CITATION,
             inputs_description=_KWARGS_DESCRIPTION,
-            # both stored as JSON text (see references.py): a reply may be any object, a reference a row
+            # both stored as JSON text (see inputs.py): a reply may be any object, a reference a row
             features=datasets.Features(
                 {"predictions": datasets.Value("string"), "references": datasets.Value("string")}
             ),
@@ -117,113 +112,42 @@ class JeopardyMeteor(evaluate.Metric):
         )
 
     def compute(self, *, predictions=None, references=None, **kwargs):
-        """Score the predictions; every argument is checked before `evaluate` opens its cache file (an error
-        raised later, in `_compute`, would leave that file locked and slow the next call down by a second)."""
-        if predictions is not None and references is not None:
-            replies, answers, numbers = check_inputs(predictions, references, **kwargs)
-            predictions, references = _stored(replies, answers, numbers)
+        """Score the predictions. Given directly (nothing added before), they are checked once and scored
+        without `evaluate`'s cache file; after `add`/`add_batch`, the options are checked before `evaluate`
+        reads its cache (an error raised later, in `_compute`, would leave that file locked)."""
+        if predictions is not None and references is not None and self.writer is None and self.num_process == 1:
+            return score_answers(predictions, references, **kwargs)
+        check_options(kwargs.get("order", "official"), kwargs.get("threshold", THRESHOLD),
+                      kwargs.get("tokenizer", "auto"))
         return super().compute(predictions=predictions, references=references, **kwargs)
 
     def add_batch(self, *, predictions=None, references=None, **kwargs):
         """Add a batch of replies (any objects) and references (rows or gold strings), checked first."""
-        if predictions is not None and references is not None and not isinstance(references, _Stored):
-            predictions = list(predictions)
-            answers, numbers = read_references(references)
-            check_lengths(predictions, answers)
-            predictions, references = _stored(predictions, answers, numbers)
+        if predictions is not None and references is not None:
+            predictions, references = encode_pairs(*read_pairs(predictions, references))
         return super().add_batch(predictions=predictions, references=references, **kwargs)
 
     def add(self, *, prediction=None, reference=None, **kwargs):
         """Add one reply (any object) and its reference (a row or a gold string)."""
         if reference is not None:
-            (answer,), (number,) = read_references([reference])
-            prediction, reference = encode_reply(prediction), encode_reference(answer, number)
+            (prediction,), (reference,) = encode_pairs(*read_pairs([prediction], [reference]))
         return super().add(prediction=prediction, reference=reference, **kwargs)
 
-    def _compute(self, predictions, references, question_numbers=None, confidences=None,
-                 confidence_threshold=None, order="official", threshold=THRESHOLD, value_multiplier=1,
-                 tokenizer="auto"):
-        replies = [decode_reply(stored) for stored in predictions]
-        answers, numbers = zip(*map(decode_reference, references), strict=True) if references else ((), ())
-        return _score(replies, list(answers), list(numbers), question_numbers, confidences, confidence_threshold,
-                      order, threshold, value_multiplier, tokenizer)
-
-
-def _stored(replies, answers, numbers):
-    return (_Stored(map(encode_reply, replies)),
-            _Stored(encode_reference(answer, number) for answer, number in zip(answers, numbers, strict=True)))
-
-
-def check_lengths(predictions, answers):
-    if len(predictions) != len(answers):
-        raise ValueError(f"got {len(predictions)} predictions for {len(answers)} references")
-
-
-def check_inputs(predictions, references, question_numbers=None, confidences=None, confidence_threshold=None,
-                 order="official", threshold=THRESHOLD, value_multiplier=1, tokenizer="auto"):
-    """Every documented error of `compute`, raised before any scoring; returns ``(replies, answers, numbers)``
-    (``numbers``: each row's question_number or None). Replies are never an error."""
-    if order not in ORDERS:
-        raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
-    if tokenizer not in TOKENIZERS:
-        raise ValueError(f"tokenizer must be one of {TOKENIZERS}, got {tokenizer!r}")
-    check_number("threshold", threshold)
-    replies = list(predictions)
-    answers, numbers = read_references(references)
-    check_lengths(replies, answers)
-    low_confidence(len(replies), confidences, confidence_threshold)
-    if question_numbers is not None:
-        checked_numbers(question_numbers, len(replies), value_multiplier)
-    else:
-        row_numbers(numbers)
-    return replies, answers, numbers
+    def _compute(self, predictions, references, **options):
+        """The stored replies and references, decoded; the options were checked by `compute`."""
+        return _scored(*decode_pairs(predictions, references), **options)
 
 
 def score_answers(predictions, references, question_numbers=None, confidences=None, confidence_threshold=None,
                   order="official", threshold=THRESHOLD, value_multiplier=1, tokenizer="auto"):
-    """The metric without `evaluate` around it (same arguments and result as `compute`)."""
-    replies, answers, numbers = check_inputs(predictions, references, question_numbers, confidences,
-                                             confidence_threshold, order, threshold, value_multiplier, tokenizer)
-    return _score(replies, answers, numbers, question_numbers, confidences, confidence_threshold, order, threshold,
-                  value_multiplier, tokenizer)
+    """The metric without `evaluate` around it (same arguments, result and errors as `compute`)."""
+    check_options(order, threshold, tokenizer)
+    return _scored(*read_pairs(predictions, references), question_numbers, confidences, confidence_threshold,
+                   order, threshold, value_multiplier, tokenizer)
 
 
-def _score(replies, answers, numbers, question_numbers, confidences, confidence_threshold, order, threshold,
-           value_multiplier, tokenizer):
-    total = len(replies)
-    skip = low_confidence(total, confidences, confidence_threshold)
-    if question_numbers is None:
-        question_numbers = row_numbers(numbers)
-    values = None if question_numbers is None else question_values(question_numbers, total, value_multiplier)
-    meteor = shared(tokenizer)
-    examples = [score_example(reply, gold, None if values is None else values[i], meteor, order, threshold, skip[i])
-                for i, (reply, gold) in enumerate(zip(replies, answers, strict=True))]
-    result = _counts(examples, total)
-    if values is not None:
-        result["score"] = result["game_score"] = sum(example["game_score"] for example in examples)
-        result["max_score"] = sum(values)
-    result.update(
-        meteor_per_example=[e["meteor"] for e in examples], correct=[e["correct"] for e in examples],
-        abstained=[e["abstained"] for e in examples], status=[e["status"] for e in examples],
-        answers=[e["answer"] for e in examples],
-        order=order, threshold=threshold, tokenizer=meteor.tokenizer, preprocessing=meteor.description,
-    )
-    return result
-
-
-def _counts(examples, total):
-    num_correct = sum(e["correct"] for e in examples)
-    num_abstained = sum(e["abstained"] for e in examples)
-    num_unparseable = sum(e["status"] == UNPARSEABLE for e in examples)
-    return {
-        "meteor": sum(e["meteor"] for e in examples) / total if total else 0.0,
-        "accuracy": num_correct / total if total else 0.0,
-        "num_questions": total,
-        "num_answered": total - num_abstained,
-        "num_abstained": num_abstained,
-        "num_unparseable": num_unparseable,
-        "num_correct": num_correct,
-        "num_wrong": total - num_abstained - num_correct,
-        "abstention_rate": num_abstained / total if total else 0.0,
-        "unparseable": num_unparseable / total if total else 0.0,
-    }
+def _scored(replies, answers, row_numbers, question_numbers=None, confidences=None, confidence_threshold=None,
+            order="official", threshold=THRESHOLD, value_multiplier=1, tokenizer="auto"):
+    values, skip = values_and_skips(len(replies), row_numbers, question_numbers, confidences, confidence_threshold,
+                                    value_multiplier)
+    return score_questions(replies, answers, values, skip, shared(tokenizer), order, threshold)

@@ -1,12 +1,12 @@
 """``qahub evaluate jeopardy_meteor``: score Russian QA Jeopardy! replies, matched to gold answers by question id.
 
-References are read as the builder's rows and handed to the metric as they are: an upstream file (the
-tab-separated ``Russian_QA_Jeopardy_dataset_extended.csv`` layout: ids and question numbers; or a
-``QuestionText,Answer`` file: the id of a question is its 0-based row, as in the DeepPavlov baseline's answer
-file) is built with the ``jeopardy`` builder; a folder is an export (``qahub export``, read with
-``datasets.load_dataset``) or a folder of upstream files, with ``--config`` and ``--split``; JSON / JSONL
-records with ``question_id`` (or ``id``), ``answer`` and optionally ``question_number`` (e.g. rows of the
-``extended`` config) are read as rows.
+References are the builder's rows, handed to the metric as they are: ``--references`` an export (``qahub build --out``
+or ``qahub.export``: a folder, or a Hub dataset id, read with ``datasets.load_dataset``), or ``--data-dir`` a
+folder of upstream files, built with the ``jeopardy`` builder; both with ``--config`` and ``--split``. Kept for
+compatibility: ``--references`` an upstream file (the tab-separated ``Russian_QA_Jeopardy_dataset_extended.csv``
+layout, or a ``QuestionText,Answer`` file whose question ids are its 0-based rows) is built with the builder, a
+folder of upstream files is a ``--data-dir``, and JSON / JSONL rows (``question_id``, ``answer``, optional
+``question_number``) are read as rows.
 Predictions: CSV with a header (``question_id``/``id``, ``prediction``/``answer``, optional ``confidence``),
 a header-less ``id,answer`` CSV (the upstream ``deeppavlov_0_99_answers.csv``), JSON ``{id: reply}``, or
 JSON / JSONL records with those keys. A prediction is a model's reply, read by the metric's reply parser: a
@@ -18,24 +18,29 @@ from __future__ import annotations
 import argparse
 import csv
 import io
-import json
 import math
+import tempfile
 import warnings
 from pathlib import Path
+
+from qahub.files import loads_strict
 
 HELP = "Russian QA Jeopardy!: METEOR correctness (official recipe), accuracy and the game score"
 
 ID_KEYS = ("question_id", "id", "QuestionID")
 ANSWER_KEYS = ("prediction", "answer", "Answer")
+REFERENCE_FILES = (".csv", ".tsv", ".txt", ".json", ".jsonl")
 
 
 def add_arguments(parser):
     parser.add_argument("--predictions", required=True, help="predictions file (.csv, .json or .jsonl)")
-    parser.add_argument("--references", required=True,
-                        help="gold answers: an upstream .csv/.tsv file, .json or .jsonl rows, or a folder (an export "
-                             "or upstream files, with --config and --split)")
-    parser.add_argument("--config", choices=["extended", "qa"], help="config of a --references folder (default extended)")
-    parser.add_argument("--split", help="split of a --references folder (default: validation, else train)")
+    refs = parser.add_mutually_exclusive_group(required=True)
+    refs.add_argument("--references",
+                      help="gold answers: an export folder or Hub dataset id (qahub build --out), with --config and "
+                           "--split; also an upstream .csv/.tsv file or .json/.jsonl rows")
+    refs.add_argument("--data-dir", help="folder of upstream files: the corpus is built from it (with --config, --split)")
+    parser.add_argument("--config", choices=["extended", "qa"], help="config of the references (default extended)")
+    parser.add_argument("--split", help="split of the references (default: validation, else train)")
     parser.add_argument("--order", choices=["official", "standard"], default="official",
                         help="official: meteor_score([prediction], gold) as the notebook; standard: the reverse")
     parser.add_argument("--threshold", type=finite_float, default=0.227743,
@@ -54,9 +59,11 @@ def add_arguments(parser):
 def run(args) -> dict:
     from qahub import registry
 
-    references = read_references(Path(args.references), args.config, args.split)
+    where = args.data_dir or args.references
+    _check_location(where, bool(args.data_dir))
+    references = read_references(where, args.config, args.split, build=bool(args.data_dir))
     predictions = read_predictions(Path(args.predictions))
-    ids = match(predictions, references, args.predictions, args.references, args.missing)
+    ids = match(predictions, references, args.predictions, where, args.missing)
     inputs = _inputs(ids, predictions, references, args)
     result = registry.load_metric("jeopardy_meteor").compute(**inputs)
     per_example = {key: result.pop(key) for key in PER_EXAMPLE}
@@ -119,7 +126,12 @@ def positive_float(text):
 
 
 def match(predictions, references, pred_path, ref_path, missing="error"):
-    """The ids to score, in reference order; every prediction id must be a reference id."""
+    """The ids to score, in reference order; every prediction id must be a reference id, and at least one
+    question must have a prediction (else nothing was predicted: no score, not 0.0)."""
+    if not references:
+        raise ValueError(f"{ref_path}: no references (the split has no rows): nothing to score")
+    if not predictions:
+        raise ValueError(f"{pred_path}: no predictions in the file: nothing was predicted, so nothing is scored")
     unknown = [qid for qid in predictions if qid not in references]
     if unknown:
         raise ValueError(f"{pred_path}: {len(unknown)} prediction id(s) not in {ref_path}: {_some(unknown)}")
@@ -129,25 +141,84 @@ def match(predictions, references, pred_path, ref_path, missing="error"):
                          "pass --missing skip (score the predicted ones) or --missing abstain (count them as abstentions)")
     if missing == "abstain":
         return list(references)
-    if not predictions:
-        raise ValueError(f"{pred_path}: no predictions")
     return [qid for qid in references if qid in predictions]
 
 
-def read_references(path: Path, config=None, split=None) -> dict:
-    """``{id: row}`` in file order; a row has ``answer``, and ``question_number`` when the source has one."""
-    if path.is_dir():
-        return _row_ids(path, _folder_rows(path, config, split))
+def read_references(location, config=None, split=None, build=False) -> dict:
+    """``{id: row}`` in row order; a row has ``answer``, and ``question_number`` in the ``extended`` config.
+    ``build``: ``location`` is a folder of upstream files to build; else an export (folder or Hub id), an
+    upstream file, or JSON / JSONL rows."""
+    path = Path(location)
+    if build or _upstream_folder(path):
+        return _row_ids(path, _built_rows(path, config, split))
+    if path.is_dir() or not (path.exists() or path.suffix.lower() in REFERENCE_FILES):
+        return _row_ids(path, _exported_rows(str(location), config, split))
     if path.suffix.lower() in (".json", ".jsonl"):
-        return _reference_records(path, [(r, None) for r in _json_records(path)])
+        return _reference_records(path, _json_records(path))
     return _row_ids(path, _upstream_rows(path))
+
+
+def _check_location(location, build):
+    """A local path that does not exist is an error here (else ``load_dataset`` would look for it on the Hub)."""
+    path = Path(location)
+    if path.exists():
+        return
+    hub_id = not build and location.count("/") == 1 and not location.startswith((".", "/", "~"))
+    if not hub_id or path.suffix.lower() in REFERENCE_FILES:
+        option = "--data-dir" if build else "--references"
+        raise FileNotFoundError(f"{option} {location}: no such file or folder"
+                                + ("" if build else " (nor a Hub dataset id ORG/NAME)"))
+
+
+def _upstream_folder(path):
+    from qahub.loaders import jeopardy
+
+    return path.is_dir() and any((path / name).is_file() for name in (jeopardy.EXTENDED, jeopardy.TRAINING,
+                                                                        jeopardy.VALIDATION))
+
+
+def _built_rows(folder, config, split):
+    """The rows of one split, built by the builder from a folder of upstream files (only the files there)."""
+    from qahub import load
+    from qahub.loaders import jeopardy
+
+    if not folder.is_dir():
+        raise NotADirectoryError(f"--data-dir {folder}: not a folder")
+    config = config or "extended"
+    with tempfile.TemporaryDirectory(prefix="qahub-jeopardy-") as cache:
+        splits = load("jeopardy", config, data_dir=folder, cache_dir=cache, present_splits_only=True)
+        split = _split(splits, split, f"{folder}: config {config}")
+        if split not in splits:
+            wanted = jeopardy.SOURCE.files[config].get(split)
+            needs = f"needs {wanted}, which is not there" if wanted else "is not a split of this config"
+            raise ValueError(f"{folder}: config {config} split {split!r} {needs} (splits built from the folder: "
+                             f"{', '.join(splits)})")
+        return _columns(splits[split])
+
+
+def _exported_rows(location, config, split):
+    """The rows of one split of an export: a folder written by ``qahub build --out`` or a Hub dataset id."""
+    import datasets
+
+    config = config or "extended"
+    splits = datasets.load_dataset(location, config)
+    split = _split(splits, split, f"{location}: config {config}")
+    if split not in splits:
+        raise ValueError(f"{location}: config {config} has no split {split!r} (splits: {', '.join(splits)})")
+    return _columns(splits[split])
+
+
+def _split(splits, split, where):
+    """The split asked for, else validation, else train."""
+    chosen = split or next((name for name in ("validation", "train") if name in splits), None)
+    if chosen is None:
+        raise ValueError(f"{where}: no validation or train split; name one with --split (splits: {', '.join(splits)})")
+    return chosen
 
 
 def _upstream_rows(path):
     """The builder's rows of one upstream file, whatever its name: it is linked under the upstream name in a
     temporary folder and built there; errors name ``path``."""
-    import tempfile
-
     from qahub import load
     from qahub.loaders import jeopardy
 
@@ -180,26 +251,6 @@ def _upstream_config(path):
     raise ValueError(f"{path}: not a Jeopardy! answer table (header {first[:200]!r} has neither QuestionID nor Answer)")
 
 
-def _folder_rows(path, config, split):
-    """Rows of an exported folder (``datasets.load_dataset``) or of a folder of upstream files (the builder)."""
-    from qahub.loaders import jeopardy
-
-    config = config or "extended"
-    upstream = any((path / name).is_file() for name in (jeopardy.EXTENDED, jeopardy.TRAINING, jeopardy.VALIDATION))
-    if upstream:
-        from qahub import load
-
-        splits = load("jeopardy", config, data_dir=path, present_splits_only=True)
-    else:
-        import datasets
-
-        splits = datasets.load_dataset(str(path), config)
-    split = split or next((name for name in ("validation", "train") if name in splits), None)
-    if split not in splits:
-        raise ValueError(f"{path}: config {config} has no split {split!r} (splits: {', '.join(splits)})")
-    return _columns(splits[split])
-
-
 def _columns(dataset):
     """The rows' fields the metric reads, as a list of dicts."""
     wanted = [name for name in ("question_id", "question_number", "answer") if name in dataset.column_names]
@@ -216,10 +267,9 @@ def _row_ids(path, rows):
 
 
 def _reference_records(path, records):
-    """``records``: ``(record, line or None)`` pairs."""
+    """``records``: ``(where, record)`` pairs."""
     out = {}
-    for index, (record, line) in enumerate(records):
-        where = f"{path}: line {line}" if line else f"{path}: record {index}"
+    for where, record in records:
         if not isinstance(record, dict):
             raise ValueError(f"{where}: expected an object, got {record!r}")
         qid = _id(record, where)
@@ -236,19 +286,17 @@ def _reference_records(path, records):
 
 
 def read_predictions(path: Path) -> dict:
-    """``{id: {"prediction": str | None, "confidence": float | None}}``."""
+    """``{id: {"prediction": any JSON value, "confidence": float | None}}``."""
     suffix = path.suffix.lower()
     if suffix == ".json":
         data = _load_json(path)
         if isinstance(data, dict):
-            records = [{"question_id": key, "prediction": value} for key, value in data.items()]
-        else:
-            records = data
-    elif suffix == ".jsonl":
-        records = _json_records(path)
-    else:
-        records = _prediction_rows(path)
-    return _prediction_records(path, records)
+            return _prediction_records([(f"{path}: id {key!r}", {"question_id": key, "prediction": value})
+                                        for key, value in data.items()])
+        return _prediction_records(_listed(path, data, "a list of prediction records or an {id: answer} object"))
+    if suffix == ".jsonl":
+        return _prediction_records(_json_lines(path))
+    return _prediction_records([(f"{path}: record {i}", row) for i, row in enumerate(_prediction_rows(path))])
 
 
 def _prediction_rows(path):
@@ -265,12 +313,10 @@ def _prediction_rows(path):
     return [{"question_id": row[0], "prediction": row[1]} for _, row in rows]
 
 
-def _prediction_records(path, records):
+def _prediction_records(records):
+    """``records``: ``(where, record)`` pairs."""
     out = {}
-    if not isinstance(records, list):
-        raise ValueError(f"{path}: expected a list of prediction records or an {{id: answer}} object")
-    for index, record in enumerate(records):
-        where = f"{path}: record {index}"
+    for where, record in records:
         if not isinstance(record, dict):
             raise ValueError(f"{where}: expected an object, got {record!r}")
         qid = _id(record, where)
@@ -311,26 +357,38 @@ def read_text(path):
 
 
 def _json_records(path):
+    """``(where, record)`` of a JSON list or of each line of a JSONL file."""
     if path.suffix.lower() == ".json":
-        data = _load_json(path)
-        if not isinstance(data, list):
-            raise ValueError(f"{path}: expected a JSON list of records")
-        return data
+        return _listed(path, _load_json(path), "a JSON list of records")
+    return _json_lines(path)
+
+
+def _listed(path, data, expected):
+    if not isinstance(data, list):
+        raise ValueError(f"{path}: expected {expected}, got {type(data).__name__}")
+    return [(f"{path}: record {index}", record) for index, record in enumerate(data)]
+
+
+def _json_lines(path):
     records = []
     for line_no, line in enumerate(read_text(path).split("\n"), 1):
         if line.strip():
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{path}: line {line_no}: not valid JSON ({err.msg})") from None
+            records.append((f"{path}: line {line_no}", _strict_json(line, f"{path}: line {line_no}")))
     return records
 
 
 def _load_json(path):
+    return _strict_json(read_text(path), str(path))
+
+
+def _strict_json(text, where):
+    """JSON with duplicate keys an error naming the key."""
+    import json
+
     try:
-        return json.loads(read_text(path))
+        return loads_strict(text, where)
     except json.JSONDecodeError as err:
-        raise ValueError(f"{path}: not valid JSON ({err.msg} at line {err.lineno})") from None
+        raise ValueError(f"{where}: not valid JSON ({err.msg} at line {err.lineno})") from None
 
 
 def _id(record, where):
@@ -338,7 +396,18 @@ def _id(record, where):
     value = record.get(key) if key else None
     if isinstance(value, bool) or not isinstance(value, (str, int)) or str(value).strip() == "":
         raise ValueError(f"{where}: no question id (one of {ID_KEYS}), got {value!r}")
-    return str(value).strip()
+    qid = str(value).strip()
+    if not qid.isascii() and not _is_text(qid):
+        raise ValueError(f"{where}: the question id {qid!r} is not Unicode text (a lone surrogate)")
+    return qid
+
+
+def _is_text(text):
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _integer(value, where):
