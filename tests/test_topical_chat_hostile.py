@@ -2,6 +2,7 @@
 sample files for the builder and the export, and no code run from the data."""
 
 import ast
+import contextlib
 import json
 import random
 import re
@@ -11,7 +12,7 @@ from pathlib import Path
 import evaluate
 import hostile
 import pytest
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from qahub.loaders._sources import SourceDataError
 
@@ -201,6 +202,108 @@ def test_empty_and_whitespace_inputs(metric):
     assert result["unparseable"] == 0  # empty replies are read (empty responses), not unparseable
 
 
+@settings(SETTINGS, max_examples=15)
+@given(batch=batches, cuts=st.lists(st.integers(0, 5), max_size=3), one_by_one=st.booleans())
+def test_add_and_add_batch_give_what_compute_gives(metric, batch, cuts, one_by_one):
+    """evaluate's path (add/add_batch, then compute) and the direct compute agree on any split into batches."""
+    predictions, references, knowledge = (list(column) for column in zip(*batch))
+    direct = metric.compute(predictions=predictions, references=references, knowledge=knowledge, per_example=True)
+    if one_by_one:
+        for prediction, reference in zip(predictions, references, strict=True):
+            metric.add(prediction=prediction, reference=reference)
+    else:
+        bounds = [0, *sorted(c % (len(batch) + 1) for c in cuts), len(batch)]
+        for start, end in zip(bounds, bounds[1:]):
+            metric.add_batch(predictions=predictions[start:end], references=references[start:end])
+    assert metric.compute(knowledge=knowledge, per_example=True) == direct
+
+
+# the command line's prediction reader
+
+
+@pytest.fixture(scope="module")
+def sample_rows(tmp_path_factory):
+    """The test_freq conversation and reading-set rows, built once (the command line would build them per run)."""
+    from qahub.evaluate_cli import topical_chat as scoring
+
+    return scoring.Source(SAMPLE, "conversations", "test_freq", build=True).rows()
+
+
+CONVERSATIONS = ["t_2b56287d-0e03-500a-b3d9-ca835e6f11ab", "t_3620a7a8-e7fc-52a6-b7f1-796880878625"]
+huge = st.one_of(st.integers(min_value=2**63), st.integers(max_value=-(2**63)), st.floats())
+records = st.fixed_dictionaries(
+    {"conversation_id": st.one_of(st.sampled_from(CONVERSATIONS), texts, junk),
+     "turn_index": st.one_of(st.integers(0, 3), st.booleans(), huge, junk),
+     "response": st.one_of(replies, huge)},
+    optional={"extra": any_text})
+good_records = st.lists(
+    st.fixed_dictionaries({"conversation_id": st.just(CONVERSATIONS[0]), "turn_index": st.integers(1, 2),
+                           "response": replies}), min_size=1, max_size=2, unique_by=lambda r: r["turn_index"])
+prediction_files = st.one_of(
+    st.builds(lambda items: json.dumps(items, default=repr).encode(), good_records),
+    st.binary(max_size=200),
+    st.builds(lambda items: json.dumps(items, default=repr).encode(), st.lists(st.one_of(records, junk), max_size=5)),
+    st.builds(lambda value: json.dumps(value, default=repr).encode(), st.one_of(junk, records, huge)),
+    st.builds(lambda digits: b'[{"conversation_id": "x", "turn_index": 1%s}]' % (b"0" * digits), st.integers(4000, 5000)),
+    st.builds(lambda text: text.encode("utf-8", "surrogatepass"), st.text(max_size=60)),
+)
+
+
+def written(tmp_path_factory, content):
+    path = tmp_path_factory.mktemp("predictions") / "p.json"
+    path.write_bytes(content)
+    return path
+
+
+def evaluate_cli(path, rows, metric):
+    """``qahub --quiet evaluate topical_chat`` on the file at ``path``, the references ``rows`` given:
+    (exit status, stdout, stderr)."""
+    import io
+    from unittest import mock
+
+    from qahub import cli
+    from qahub.evaluate_cli import topical_chat as scoring
+
+    out, err = io.StringIO(), io.StringIO()
+    with mock.patch.object(scoring.Source, "rows", lambda self: rows), \
+            mock.patch.object(scoring.registry, "load_metric", lambda name: metric), \
+            contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(["--quiet", "evaluate", "topical_chat", "--predictions", str(path), "--data-dir",
+                         str(SAMPLE), "--split", "test_freq", "--per-example"])
+    return code, out.getvalue(), err.getvalue()
+
+
+@SETTINGS
+@given(content=prediction_files)
+def test_any_prediction_file_is_scored_in_range_or_refused_in_one_line(metric, sample_rows, tmp_path_factory,
+                                                                        content):
+    """Bytes, odd Unicode, wrong types, huge numbers: exit 0 with finite scores in range, or exit 1 with one line
+    naming the file; never a traceback."""
+    path = written(tmp_path_factory, content)
+    code, out, err = evaluate_cli(path, sample_rows, metric)
+    event(f"exit {code}")
+    if code == 1:
+        assert out == "" and re.fullmatch(rf"qahub evaluate: error: {re.escape(str(path))}(: | against ).*\n", err)
+        return
+    assert code == 0 and err == "", err
+    result = json.loads(out)
+    assert_in_range(result | {"turns_without_prediction": 0}, result["num_examples"])
+    assert result["num_examples"] + result["turns_without_prediction"] == result["reference_turns"] == 3
+
+
+@SETTINGS
+@given(content=prediction_files)
+def test_the_prediction_reader_returns_records_or_names_the_file(tmp_path_factory, content):
+    from qahub.evaluate_cli.topical_chat import read_predictions
+
+    path = written(tmp_path_factory, content)
+    with contextlib.suppress(ValueError):
+        assert isinstance(read_predictions(path), list) and read_predictions(path)  # a non-empty list
+        return
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(path))}: [^\n]*$"):
+        read_predictions(path)
+
+
 # the builder
 
 
@@ -327,7 +430,7 @@ def test_a_broken_export_really_fails(tmp_path):
 
 # nothing from the data is executed or unpickled
 
-OUR_CODE = [Path(registry.builder_module("topical_chat").__file__), Path(qahub.__file__).parent / "scoring/topical_chat.py",
+OUR_CODE = [Path(registry.builder_module("topical_chat").__file__), Path(qahub.__file__).parent / "evaluate_cli/topical_chat.py",
             *sorted(registry.metric_dir("topical_chat").glob("*.py"))]
 FORBIDDEN_NAMES = {"eval", "exec", "compile", "__import__", "breakpoint"}  # called by bare name
 FORBIDDEN_METHODS = {"system", "popen", "load_module", "exec_module", "run_path"}  # os.system(...) and the like

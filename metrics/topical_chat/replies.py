@@ -3,7 +3,7 @@
 import math
 import re
 
-from .responses import corpus_bleu, distinct, tokens, unigram_f1
+from .responses import corpus_bleu, distinct, mean, sentence_bleus, tokens, unigram_f1
 
 # a speaker label a model may repeat from the prompt's "agent_2:" line ("agent_2:", "Agent 2 :", "**agent_1:**")
 _LABEL = re.compile(r"^[*_]{0,2}agent[ _-]?[12][*_ ]{0,3}:[*_]{0,2}\s*", re.IGNORECASE)
@@ -61,3 +61,35 @@ def distinct_1(texts):
 
 def distinct_2(texts):
     return distinct(list(texts), 2)
+
+
+def summary(examples, replies, reference_turns, per_example=False):
+    """The metric's result for the replies to these turn examples (dicts with "response", "knowledge", and
+    "conversation_id" / "turn_index" when known)."""
+    rows = [score_reply(reply, ex["response"], ex.get("knowledge")) for reply, ex in zip(replies, examples,
+                                                                                            strict=True)]
+    texts = [row["distinct_1"] for row in rows]
+    golds = [row["bleu"][1] for row in rows]
+    grounded = [row["knowledge_f1"] for row in rows if row["knowledge_f1"] is not None]
+    bleu, signature = corpus_bleu(texts, golds)
+    result = {
+        "f1": mean([row["f1"] for row in rows]),
+        "bleu": bleu,
+        "bleu_signature": signature,
+        "distinct_1": distinct(texts, 1),
+        "distinct_2": distinct(texts, 2),
+        "knowledge_f1": mean(grounded) if grounded else None,
+        "num_examples": len(rows),
+        "num_with_knowledge": len(grounded),
+        "unparseable": sum(row["unparseable"] for row in rows),
+        "reference_turns": reference_turns,
+        "turns_without_prediction": reference_turns - len(rows),
+    }
+    if per_example:
+        bleus = sentence_bleus(texts, golds)
+        result["per_example"] = [
+            {**{k: ex[k] for k in ("conversation_id", "turn_index") if k in ex},
+             "f1": row["f1"], "bleu": b, "knowledge_f1": row["knowledge_f1"], "unparseable": row["unparseable"]}
+            for ex, row, b in zip(examples, rows, bleus, strict=True)
+        ]
+    return result

@@ -1,5 +1,6 @@
 """Scores of generated responses: unigram F1, distinct-n, BLEU-4 (sacrebleu)."""
 
+import functools
 import math
 import re
 import string
@@ -42,12 +43,19 @@ def distinct(predictions, n):
     Tokens: each prediction lowercased and split by sacrebleu's 13a tokenizer, as BLEU splits it (punctuation
     marks are tokens; nothing is removed).
     """
-    from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
-
-    split = Tokenizer13a()
+    split = _tokenizer_13a()
     grams = [tuple(toks[i:i + n]) for toks in (split(p.lower()).split() for p in predictions)
              for i in range(len(toks) - n + 1)]
     return len(set(grams)) / len(grams) if grams else 0.0
+
+
+@functools.cache
+def _tokenizer_13a():
+    """One tokenizer for every call: its own cache (sacrebleu's lru_cache, per instance) then serves distinct-2
+    the tokens distinct-1 made."""
+    from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
+
+    return Tokenizer13a()
 
 
 def _capped(score):

@@ -16,6 +16,11 @@ def turn_examples(conversation_row, reading_set_row=None):
     check_conversation(conversation_row)
     if reading_set_row is not None:
         check_reading_set(reading_set_row)
+    return examples_of(conversation_row, reading_set_row)
+
+
+def examples_of(conversation_row, reading_set_row=None):
+    """``turn_examples`` of rows already checked (check_conversation, check_reading_set)."""
     cid = conversation_row["conversation_id"]
     turns = [(agent_name(turn["agent"]), turn["message"], turn["knowledge_source"] or [])
              for turn in conversation_row["turns"]]

@@ -1,14 +1,24 @@
-"""``qahub evaluate topical_chat``: responses generated for Topical-Chat turns against the human turns."""
+"""``qahub evaluate topical_chat``: responses generated for Topical-Chat turns against the human turns.
+
+The references are dataset rows: the ``conversations`` (or ``asr``) config of an export or Hub dataset, or of a
+build of the upstream files (``--data-dir``); knowledge F1 comes from the ``reading_sets`` config of the same
+split when there is one. This module reads only the predictions file.
+"""
 
 from __future__ import annotations
 
 import json
+import os
+import tempfile
+import warnings
+from pathlib import Path
 
 from qahub import registry
-from qahub.files import loads_strict
-from qahub.loaders.topical_chat import read_conversations, read_reading_sets
+from qahub.files import DuplicateKeyError, loads_strict
 
 HELP = "Topical-Chat responses: unigram F1, BLEU-4 (sacrebleu), distinct-1/2 and knowledge F1"
+CORPUS = "topical_chat"
+CONFIGS = ("conversations", "asr")
 
 
 class PredictionsError(ValueError):
@@ -17,62 +27,205 @@ class PredictionsError(ValueError):
 
 def add_arguments(parser):
     parser.add_argument("--predictions", required=True,
-                        help='JSON list of {"conversation_id": str, "turn_index": int (0-based, 1 or more), "response": str}')
-    parser.add_argument("--references", required=True,
-                        help="upstream conversations file: conversations/<split>.json "
-                             "(or TopicalChatASR/actual/<split>_audio.json)")
+                        help='JSON list of {"conversation_id": str, "turn_index": int (1 or more), "response": str}')
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--references",
+                       help="an export folder or Hub dataset id (its conversations config, and reading_sets when "
+                            "present); an upstream conversations/<split>.json (or TopicalChatASR/actual/"
+                            "<split>_audio.json), or a folder of upstream files, is read as a build of that folder")
+    where.add_argument("--data-dir", dest="data_dir",
+                       help="the upstream files (upstream layout): the split is built from them, with its reading "
+                            "sets when they are there (pre-build ones need src/wiki/wiki.json)")
+    parser.add_argument("--config", choices=CONFIGS, help="conversations (default) or asr")
+    parser.add_argument("--split", help="test_freq, test_rare, valid_freq, valid_rare or train (asr: test_* only)")
     parser.add_argument("--reading-sets", dest="reading_sets",
-                        help="reading sets of the same split, for knowledge F1: reading_sets/post-build/<split>.json, "
-                             "or reading_sets/pre-build/<split>.json with --wiki (lead sections only)")
-    parser.add_argument("--wiki", help="src/wiki/wiki.json, to read a pre-build --reading-sets file")
+                        help="(upstream files) reading_sets/post-build/<split>.json or pre-build/<split>.json: "
+                             "knowledge F1 from a build of its folder")
+    parser.add_argument("--wiki", help="(upstream files) the folder's src/wiki/wiki.json, for a pre-build "
+                                       "--reading-sets file")
     parser.add_argument("--per-example", dest="per_example", action="store_true",
                         help="also list the scores of each prediction")
 
 
 def run(args) -> dict:
-    """Read the upstream files with the builder's readers and pass the rows to the metric."""
     records = read_predictions(args.predictions)
-    conversations = list(read_conversations(args.references, asr=None))
-    reading = None
-    if getattr(args, "reading_sets", None):
-        reading = list(read_reading_sets(args.reading_sets, getattr(args, "wiki", None)))
-    metric = registry.load_metric("topical_chat")
+    source = Source.of(args)
+    conversations, reading = source.rows()
+    metric = registry.load_metric(CORPUS)
     try:
         result = metric.compute(predictions=records, references=conversations, reading_sets=reading,
                                 per_example=getattr(args, "per_example", False))
     except ValueError as err:
-        raise PredictionsError(f"{args.predictions} against {args.references}: {err}") from None
-    return {"predictions": str(args.predictions), "references": str(args.references), **result}
+        raise PredictionsError(f"{shown(args.predictions)} against {source}: {err}") from None
+    return {"predictions": shown(args.predictions), "references": shown(source.location), "config": source.config,
+            "split": source.split, **result}
 
 
-def read_predictions(path):
-    """The prediction records ``{conversation_id, turn_index, response}``; every problem names the record. A
-    response that is not a string is kept: the metric counts it as unparseable."""
-    with open(path, encoding="utf-8") as f:
-        try:
-            records = loads_strict(f.read(), str(path))
-        except UnicodeDecodeError as err:
-            raise PredictionsError(f"{path}: not valid UTF-8 (byte {err.object[err.start]:#04x} at offset "
-                                   f"{err.start}: {err.reason})") from None
-        except json.JSONDecodeError as err:
-            raise PredictionsError(f"{path}: not valid JSON ({err.msg} at line {err.lineno})") from None
+def shown(path) -> str:
+    """A path as printable text: bytes that are not UTF-8 in a file name shown as \\xNN escapes."""
+    return os.fsencode(str(path)).decode("utf-8", "backslashreplace")
+
+
+# predictions
+
+
+def read_predictions(path) -> list:
+    """The JSON list of prediction records, as given: the metric checks each record and names it. A response
+    that is not a string (or is not valid Unicode) is kept: the metric counts it as unparseable."""
+    try:
+        text = Path(path).read_bytes().decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise PredictionsError(f"{shown(path)}: not valid UTF-8 (byte {err.object[err.start]:#04x} at offset "
+                               f"{err.start}: {err.reason})") from None
+    try:
+        records = loads_strict(text, shown(path))
+    except DuplicateKeyError:
+        raise
+    except json.JSONDecodeError as err:
+        raise PredictionsError(f"{shown(path)}: not valid JSON ({err.msg} at line {err.lineno})") from None
+    except (ValueError, RecursionError) as err:  # an integer of over 4300 digits, nesting too deep
+        raise PredictionsError(f"{shown(path)}: not readable JSON ({type(err).__name__}: {err})") from None
     if not isinstance(records, list):
-        raise PredictionsError(f"{path}: expected a JSON list of predictions, got {type(records).__name__}")
-    predictions, seen = [], set()
-    for index, record in enumerate(records):
-        key = _check_prediction(path, index, record)
-        if key in seen:
-            raise PredictionsError(f"{path}: record {index}: a second prediction for turn {key[1]} of {key[0]!r}")
-        seen.add(key)
-        predictions.append(record)
-    return predictions
+        raise PredictionsError(f"{shown(path)}: expected a JSON list of prediction records, got "
+                               f"{type(records).__name__}")
+    if not records:
+        raise PredictionsError(f"{shown(path)}: no predictions (an empty list): nothing to score")
+    return records
 
 
-def _check_prediction(path, index, record):
-    ok = (isinstance(record, dict) and isinstance(record.get("conversation_id"), str)
-          and isinstance(record.get("turn_index"), int) and not isinstance(record.get("turn_index"), bool)
-          and "response" in record)
-    if not ok:
-        raise PredictionsError(f"{path}: record {index}: expected {{\"conversation_id\": str, \"turn_index\": int, "
-                               f"\"response\": str}}, got {record!r}")
-    return record["conversation_id"], record["turn_index"]
+# references
+
+
+class Source:
+    """Where the references come from: an export / Hub dataset (``build`` False) or a build of upstream files."""
+
+    def __init__(self, location, config, split, build, reading=None):
+        self.location, self.config, self.split, self.build = str(location), config, split, build
+        self.reading = reading  # (data_dir, reading_set_form) of a --reading-sets file, or None
+
+    def __str__(self):
+        return f"{shown(self.location)} ({self.config}, {self.split})"
+
+    @classmethod
+    def of(cls, args) -> Source:
+        config, split = getattr(args, "config", None), getattr(args, "split", None)
+        reading = _reading_file(args)
+        if getattr(args, "data_dir", None):
+            return cls(args.data_dir, config or "conversations", _needed(split, args.data_dir), True, reading)
+        upstream = _upstream_file(Path(args.references))
+        if upstream:
+            root, file_config, file_split = upstream
+            _same("--config", config, file_config, args.references)
+            _same("--split", split, file_split, args.references)
+            return cls(root, file_config, file_split, True, reading)
+        if any(Path(args.references, "conversations").glob("*.json")):  # a folder of upstream files
+            return cls(args.references, config or "conversations", _needed(split, args.references), True, reading)
+        if reading:
+            raise ValueError(f"--reading-sets goes with upstream files; the export {args.references} gives its "
+                             "reading_sets config by itself")
+        return cls(args.references, config or "conversations", _needed(split, args.references), False)
+
+    def rows(self):
+        """``(conversation rows, reading-set rows or None)``."""
+        if not self.build:
+            return self._exported()
+        conversations = _built(self.location, self.config, self.split)
+        if self.reading:
+            root, form = self.reading
+            return conversations, _built(root, "reading_sets", self.split, reading_set_form=form)
+        if _has_reading_sets(Path(self.location), self.split):
+            return conversations, _built(self.location, "reading_sets", self.split)
+        warnings.warn(f"{shown(self.location)}: no reading sets of {self.split} (reading_sets/post-build/"
+                      f"{self.split}.json, or pre-build/{self.split}.json with src/wiki/wiki.json): "
+                      "knowledge_f1 is not computed", stacklevel=2)
+        return conversations, None
+
+    def _exported(self):
+        import datasets
+
+        try:
+            configs = datasets.get_dataset_config_names(self.location)
+        except FileNotFoundError as err:
+            raise FileNotFoundError(f"--references {shown(self.location)}: neither an export folder nor a dataset "
+                                    f"on the Hub ({err})") from None
+        if self.config not in configs:
+            raise ValueError(f"{self.location}: no {self.config!r} config here (found {', '.join(configs)})")
+        conversations = _exported_split(self.location, self.config, self.split)
+        if "reading_sets" not in configs:
+            warnings.warn(f"{self.location}: no reading_sets config: knowledge_f1 is not computed", stacklevel=2)
+            return conversations, None
+        return conversations, _exported_split(self.location, "reading_sets", self.split)
+
+
+def _needed(split, where):
+    if not split:
+        raise ValueError(f"{shown(where)}: name the split to score with --split (test_freq, test_rare, valid_freq, "
+                         "valid_rare or train)")
+    return split
+
+
+def _same(option, given, found, path):
+    if given and given != found:
+        raise ValueError(f"{option} {given}: the references file {shown(path)} is {found}")
+
+
+def _upstream_file(path: Path):
+    """``(data_dir, config, split)`` of an upstream conversations or ASR file, or None for anything else."""
+    if not path.is_file():
+        return None
+    if path.parent.name == "conversations":
+        return path.parent.parent, "conversations", path.stem
+    if path.name.endswith("_audio.json") and path.parent.parent.name == "TopicalChatASR":
+        return path.parent.parent.parent, "asr", path.name.removesuffix("_audio.json")
+    raise ValueError(f"{shown(path)}: expected an export folder, a Hub dataset id, conversations/<split>.json or "
+                     "TopicalChatASR/actual/<split>_audio.json")
+
+
+def _reading_file(args):
+    """``(data_dir, reading_set_form)`` of a --reading-sets file in the upstream layout, or None."""
+    path, wiki = getattr(args, "reading_sets", None), getattr(args, "wiki", None)
+    if not path:
+        if wiki:
+            raise ValueError("--wiki goes with a pre-build --reading-sets file")
+        return None
+    path = Path(path)
+    form = path.parent.name
+    if not path.is_file() or form not in ("post-build", "pre-build") or path.parent.parent.name != "reading_sets":
+        raise ValueError(f"--reading-sets {shown(path)}: expected reading_sets/post-build/<split>.json or "
+                         "reading_sets/pre-build/<split>.json in the upstream layout")
+    root = path.parent.parent.parent
+    if wiki and form == "post-build":
+        raise ValueError(f"--wiki goes with a pre-build reading set; {shown(path)} is post-build")
+    if wiki and not _same_file(wiki, root / "src/wiki/wiki.json"):
+        raise ValueError(f"--wiki {shown(wiki)}: the build reads {shown(root / 'src/wiki/wiki.json')}; put the "
+                         "wiki file there")
+    return root, form
+
+
+def _same_file(a, b):
+    return Path(b).exists() and os.path.samefile(a, b)
+
+
+def _has_reading_sets(root: Path, split):
+    return (root / f"reading_sets/post-build/{split}.json").is_file() or (
+        (root / f"reading_sets/pre-build/{split}.json").is_file() and (root / "src/wiki/wiki.json").is_file())
+
+
+def _built(data_dir, config, split, **options):
+    """The rows of one split built from the upstream files, in a temporary cache (a stale cache of edited files
+    is never read)."""
+    import qahub
+
+    registry.check_config(CORPUS, config)
+    with tempfile.TemporaryDirectory(prefix="qahub-cache-") as cache:
+        built = qahub.load(CORPUS, config, data_dir=str(data_dir), cache_dir=cache, splits=(split,), **options)
+        return built[split].to_list()
+
+
+def _exported_split(location, config, split):
+    import datasets
+
+    splits = datasets.get_dataset_split_names(location, config)
+    if split not in splits:
+        raise ValueError(f"{location}: the {config} config has no split {split!r} (found {', '.join(splits)})")
+    return datasets.load_dataset(location, config, split=split).to_list()
