@@ -2,6 +2,7 @@
 of the builder's sample files and zip, and no execution of anything read from the data."""
 
 import ast
+import contextlib
 import json
 import random
 import shutil
@@ -336,7 +337,7 @@ def test_damaged_zip_extracts_or_fails_leaving_nothing(tmp_path, seed):
 DOC2DIAL_CODE = [
     Path(loader.__file__),
     *sorted(Path(METRIC_DIR).glob("*.py")),
-    Path(registry.__file__).parent / "scoring" / "doc2dial.py",
+    Path(registry.__file__).parent / "evaluate_cli" / "doc2dial.py",
 ]
 UNSAFE_MODULES = {"pickle", "_pickle", "cPickle", "dill", "marshal", "shelve", "joblib", "yaml", "subprocess", "runpy", "code"}
 UNSAFE_BUILTINS = {"eval", "exec", "compile", "__import__"}  # called by bare name (re.compile is fine)
@@ -487,3 +488,37 @@ def test_metric_and_task_agree_on_any_replies(grounding, generation, picks):
                                 references=turns)
     assert task_api.corpus_bleu([item["bleu"] for item in items]) == result["score"]
     assert result["unparseable"] == sum(item["unparseable"] for item in items)
+
+
+@settings(FUZZ, max_examples=25)
+@given(case=grounding_case(), index=st.integers(0, 5), side=st.sampled_from(["predictions", "references"]),
+       field=st.sampled_from(["id", "prediction_text", "no_answer_probability", "answers", None]), value=junk,
+       split=st.integers(0, 6))
+def test_add_and_add_batch_give_the_direct_result_or_only_the_documented_error(grounding, case, index, side, field,
+                                                                                value, split):
+    """Through evaluate's Arrow path (add_batch, then add one by one): the direct compute's numbers, or its error."""
+    records = dict(zip(("predictions", "references"), case, strict=True))
+    if value is not None or field is not None:
+        record = records[side][index % len(records[side])]
+        if field is None:
+            records[side][index % len(records[side])] = value
+        elif field in record:
+            record[field] = value
+    try:
+        expected = grounding.compute(**records)
+    except ValueError as err:
+        expected = err
+    predictions, references = records["predictions"], records["references"]
+    try:
+        grounding.add_batch(predictions=predictions[:split], references=references[:split])
+        for prediction, reference in zip(predictions[split:], references[split:], strict=True):
+            grounding.add(prediction=prediction, reference=reference)
+        result = grounding.compute()
+    except ValueError as err:
+        assert isinstance(expected, ValueError) and str(err).startswith("doc2dial"), err
+        if grounding.writer is not None:  # rows added before the bad record: compute empties the cache
+            with contextlib.suppress(ValueError):
+                grounding.compute()
+    else:
+        assert result == expected
+        assert_grounding_ranges(result, len(references))

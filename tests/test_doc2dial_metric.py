@@ -141,7 +141,7 @@ def test_subtask2_pairs_by_id_not_position(generation):
 def cli_args(tmp_path, **overrides):
     values = {"task": "subtask1", "predictions": str(SAMPLES / "sample_prediction_subtask1.json"), "references": None,
               "split": "validation", "data_dir": str(SAMPLES), "mirror_url": None, "cache_dir": str(tmp_path / "cache"),
-              "no_answer_threshold": 1.0, "ignore_missing": False}
+              "no_answer_threshold": 1.0, "ignore_missing": False, "config": None}
     return argparse.Namespace(**{**values, **overrides})
 
 
@@ -206,7 +206,7 @@ def test_cli_reference_file_and_errors(tmp_path):
     with pytest.raises(ValueError, match=r"references without a prediction: 'd_1', 'e_1'"):
         scoring.run(cli_args(tmp_path, predictions=str(preds), references=str(refs), split=None))
     preds.write_text(json.dumps(PREDICTIONS[:2] + [{"id": "c_1", "no_answer_probability": 0.5}]), encoding="utf-8")
-    with pytest.raises(ValueError, match=r"preds\.json: record 2 \(id 'c_1'\): missing key\(s\) prediction_text"):
+    with pytest.raises(ValueError, match=r"scoring .*preds\.json against .*: doc2dial: prediction 2 \(id 'c_1'\): missing key\(s\) prediction_text"):
         scoring.run(cli_args(tmp_path, predictions=str(preds), references=str(refs), split=None))
     preds.write_text(json.dumps(PREDICTIONS + [pred("nope_1", "x", 0.5)]), encoding="utf-8")
     with pytest.raises(ValueError, match=r"scoring .*preds\.json against .*refs\.json: .*not in the references: 'nope_1'"):
@@ -276,7 +276,7 @@ def test_subtask1_accepts_doc2dial_rc_rows_as_references(grounding, tmp_path):
 @pytest.mark.parametrize("kwargs, message", [
     ({"no_answer_threshold": float("nan")}, r"doc2dial subtask1: no_answer_threshold must be a finite number, got nan"),
     ({"no_answer_threshold": None}, r"doc2dial subtask1: no_answer_threshold must be a finite number, got None"),
-    ({"threshold": 0.5}, r"doc2dial subtask1: unknown keyword argument\(s\) threshold \(accepted: no_answer_threshold, no_answer_text\)"),
+    ({"threshold": 0.5}, r"doc2dial subtask1: unknown keyword argument\(s\) threshold \(accepted: no_answer_threshold, no_answer_text, ignore_missing\)"),
 ])
 def test_subtask1_bad_options(grounding, kwargs, message):
     with pytest.raises(ValueError, match=message):
@@ -285,7 +285,7 @@ def test_subtask1_bad_options(grounding, kwargs, message):
 
 def test_subtask2_bad_fields_and_options(generation):
     preds, refs = utterances([("d_1", "Turn in your plates.", "Turn in your plates.")])
-    with pytest.raises(ValueError, match=r"doc2dial subtask2: unknown keyword argument\(s\) no_answer_threshold \(accepted: none\)"):
+    with pytest.raises(ValueError, match=r"doc2dial subtask2: unknown keyword argument\(s\) no_answer_threshold \(accepted: ignore_missing\)"):
         generation.compute(predictions=preds, references=refs, no_answer_threshold=0.3)
     with pytest.raises(ValueError, match=r"doc2dial: prediction 0 \(id 'd_1'\): missing key\(s\) utterance"):
         generation.compute(predictions=[{"id": "d_1"}], references=refs)
@@ -338,7 +338,7 @@ def test_cli_reference_file_element_types_and_non_finite_probabilities(tmp_path)
     refs.write_text(json.dumps([ref("a_1", "x")]), encoding="utf-8")
     for literal in ("NaN", "1e400", "-Infinity"):
         preds.write_text(f'[{{"id": "a_1", "prediction_text": "x", "no_answer_probability": {literal}}}]', encoding="utf-8")
-        with pytest.raises(ValueError, match=r"preds\.json: record 0 \(id 'a_1'\): 'no_answer_probability' must be a finite number"):
+        with pytest.raises(ValueError, match=r"scoring .*preds\.json against .*: doc2dial: prediction 0 \(id 'a_1'\): 'no_answer_probability' must be a finite number"):
             scoring.run(args)
     preds.write_text(json.dumps([pred("a_1", "x", 0.5)]), encoding="utf-8")
     with pytest.raises(ValueError, match=r"scoring .*preds\.json against .*refs\.json: doc2dial subtask1: no_answer_threshold must be a finite number, got inf"):
@@ -639,3 +639,188 @@ def test_response_docs_need_the_document_config(tmp_path):
     export.export("doc2dial", folder, configs=["dialogue_domain"], data_dir=SAMPLES, cache_dir=str(tmp_path / "cache"), sample=True)
     with pytest.raises(ValueError, match=r"doc2dial: .*doc2dial: has no document_domain config; the response task reads"):
         task_api.response_docs(rows_of(str(folder), "dialogue_domain"), str(folder))
+
+
+# --- round 2 (issues 14, 15): one check, a direct compute, references from rows, nothing scored is an error
+
+import importlib  # noqa: E402
+import os  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import sacrebleu  # noqa: E402
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from qahub import cli  # noqa: E402
+
+
+def metric_module(metric, name):
+    """A helper module of the metric as evaluate loaded it (beside its main file)."""
+    return importlib.import_module(type(metric).__module__.rsplit(".", 1)[0] + "." + name)
+
+
+def test_compute_checks_each_record_once_and_skips_the_arrow_cache(grounding, monkeypatch):
+    inputs = metric_module(grounding, "inputs")
+    calls = {"_clean": 0, "check_ids": 0}
+    for name in calls:
+        original = getattr(inputs, name)
+        monkeypatch.setattr(inputs, name, lambda *a, _f=original, _n=name, **k: (calls.__setitem__(_n, calls[_n] + 1), _f(*a, **k))[1])
+    monkeypatch.setattr(type(grounding).__mro__[1], "add_batch", lambda *a, **k: pytest.fail("went through Arrow"))
+    result = grounding.compute(predictions=PREDICTIONS, references=REFERENCES)
+    assert calls == {"_clean": 10, "check_ids": 1}  # 5 predictions + 5 references, one id join
+    assert (result["exact"], result["total"]) == (40.0, 5)
+
+
+def test_direct_compute_equals_evaluates_add_batch_path(grounding, generation):
+    direct = grounding.compute(predictions=PREDICTIONS, references=REFERENCES, no_answer_threshold=0.5)
+    grounding.add_batch(predictions=PREDICTIONS[:2], references=REFERENCES[:2])
+    for p, r in zip(PREDICTIONS[2:], REFERENCES[2:], strict=True):
+        grounding.add(prediction=p, reference=r)
+    assert grounding.compute(no_answer_threshold=0.5) == direct
+    assert direct["exact"] == 60.0  # d_1 (0.6) and e_1 (0.8) now count as no-answers: d_1 right, e_1 wrong
+    preds, refs = utterances([("d_1", "the cat sat on the mat", "the cat sat on a mat"), ("d_2", "hello there", "hello")])
+    alone = generation.compute(predictions=preds, references=refs)
+    generation.add_batch(predictions=preds, references=refs)
+    assert generation.compute() == alone
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda m: m.compute(predictions=[], references=[]), "doc2dial: nothing to score: no predictions and no references"),
+    (lambda m: m.compute(), "doc2dial: nothing to score: no predictions and no references were given or added"),
+    (lambda m: m.compute(predictions=[], references=REFERENCES, ignore_missing=True),
+     r"doc2dial: nothing to score: no predictions \(all 5 references ignored as missing\)"),
+    (lambda m: m.compute(predictions=PREDICTIONS, references=REFERENCES, ignore_missing="yes"),
+     "ignore_missing must be True or False, got 'yes'"),
+])
+def test_nothing_scored_is_a_value_error(grounding, call, message):
+    with pytest.raises(ValueError, match=message):
+        call(grounding)
+
+
+def test_ignore_missing_filters_the_references_as_the_official_scorer(grounding, generation):
+    result = grounding.compute(predictions=PREDICTIONS[:2], references=REFERENCES, ignore_missing=True)
+    assert (result["total"], result["missing_ignored"], result["exact"]) == (2, 3, 50.0)
+    assert "missing_ignored" not in grounding.compute(predictions=PREDICTIONS, references=REFERENCES)
+    dialogue = {"dial_id": "d1", "turns": [
+        {"turn_id": 1, "role": "user", "utterance": "Plates?"}, {"turn_id": 2, "role": "agent", "utterance": "Turn them in."},
+        {"turn_id": 3, "role": "user", "utterance": "Why?"}, {"turn_id": 4, "role": "agent", "utterance": "The law says so."}]}
+    result = generation.compute(predictions=[{"id": "d1_3", "utterance": "The law says so."}], references=[dialogue],
+                                ignore_missing=True)
+    assert (result["total"], result["missing_ignored"]) == (1, 1) and result["score"] == pytest.approx(100.0)
+
+
+words = st.sampled_from(["a", "b", "the", "cat", "a.", "&amp;", "-", "x-\n", "<skipped>", "'s", "1,000", "é", "z!", "\t"])
+lines = st.lists(words, max_size=9).map(" ".join) | st.text(max_size=20)
+
+
+@settings(max_examples=150, deadline=None)
+@given(pairs=st.lists(st.tuples(lines, lines), min_size=1, max_size=4))
+def test_bleu_statistics_are_sacrebleus(generation, pairs):
+    """The metric counts n-grams itself (1.6x faster): the same counts, totals, lengths and score as sacreBLEU."""
+    bleu = metric_module(generation, "bleu_scoring")
+    hyps, refs = [h for h, _ in pairs], [r for _, r in pairs]
+    ours, theirs = bleu.corpus_sacrebleu(hyps, refs), sacrebleu.corpus_bleu(hyps, [refs])
+    assert (ours["counts"], ours["totals"], ours["sys_len"], ours["ref_len"]) == (
+        theirs.counts, theirs.totals, theirs.sys_len, theirs.ref_len)
+    assert ours["zero_match_1_4_3"] or (ours["score"], ours["precisions"], ours["bp"]) == (
+        theirs.score, theirs.precisions, theirs.bp)
+    assert ours["signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:")
+
+
+# --- the command line: references from an export or a build, predictions read strictly
+
+
+def evaluate_cli(capsys, *argv):
+    """``qahub --quiet evaluate doc2dial ARGV``: (exit code, stdout, stderr)."""
+    code = cli.main(["--quiet", "evaluate", "doc2dial", *map(str, argv)])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def sample_args(tmp_path, task="subtask1"):
+    return ["--task", task, "--predictions", SAMPLES / f"sample_prediction_{task}.json", "--cache-dir", tmp_path / "cache"]
+
+
+def test_cli_references_from_an_export(capsys, tmp_path, exported):
+    code, out, err = evaluate_cli(capsys, *sample_args(tmp_path), "--references", exported, "--split", "validation")
+    assert (code, err) == (0, "")
+    result = json.loads(out)
+    assert result == {"task": "subtask1", "references": f"{exported} doc2dial_rc validation split", **OFFICIAL_SUBTASK1}
+    code, out, _ = evaluate_cli(capsys, *sample_args(tmp_path, "subtask2"), "--references", exported,
+                                "--config", "dialogue_domain", "--split", "validation")
+    assert code == 0 and json.loads(out)["score"] == OFFICIAL_SUBTASK2_BLEU
+
+
+def test_cli_references_from_a_build_or_an_upstream_file(capsys, tmp_path):
+    code, out, err = evaluate_cli(capsys, *sample_args(tmp_path), "--data-dir", SAMPLES, "--config", "doc2dial_rc",
+                                  "--split", "validation")
+    assert (code, err) == (0, "") and json.loads(out)["f1"] == OFFICIAL_SUBTASK1["f1"]
+    upstream = SAMPLES / "doc2dial/v1.0.1/doc2dial_dial_validation.json"
+    code, out, err = evaluate_cli(capsys, *sample_args(tmp_path, "subtask2"), "--references", upstream)
+    assert (code, err) == (0, "") and json.loads(out)["score"] == OFFICIAL_SUBTASK2_BLEU
+    documents = SAMPLES / "doc2dial/v1.0.1/doc2dial_doc.json"
+    code, out, err = evaluate_cli(capsys, *sample_args(tmp_path), "--references", documents, "--split", "validation")
+    assert (code, err) == (0, "") and json.loads(out)["exact"] == OFFICIAL_SUBTASK1["exact"]
+
+
+def test_cli_prints_a_reference_path_that_is_not_utf8(capsys, tmp_path):
+    folder = Path(os.fsdecode(os.fsencode(tmp_path) + b"/refs-\xff"))  # the name holds the surrogate \udcff
+    folder.mkdir()
+    refs = write(folder, json.dumps([ref("a_1", "x")]), "refs.json")
+    preds = write(tmp_path, json.dumps([pred("a_1", "x", 0.5)]))
+    code, out, err = evaluate_cli(capsys, "--task", "subtask1", "--predictions", preds, "--references", refs)
+    assert (code, err) == (0, "")
+    result = json.loads(out)
+    assert result["exact"] == 100.0 and result["references"].endswith("refs-\\udcff/refs.json")
+
+
+def write(tmp_path, data, name="preds.json"):
+    path = tmp_path / name
+    path.write_bytes(data if isinstance(data, bytes) else data.encode("utf-8"))
+    return path
+
+
+@pytest.mark.parametrize("content, message", [
+    ("[]", r"nothing to score: no predictions \(all 7 references ignored as missing\)"),
+    ("{}", r"preds\.json: expected a JSON list of objects, got a JSON dict"),
+    ('[{"id": "x_1", "id": "x_2", "prediction_text": ""}]', r"preds\.json: key 'id' appears twice in one JSON object"),
+    (b'[{"id": "a\xed\xa0\x80", "prediction_text": ""}]', r"preds\.json: not UTF-8 text \(invalid continuation byte at byte 10\)"),
+    ('[{"id": "\\ud800_1", "prediction_text": ""}]', r"prediction 0 \(id '\\ud800_1'\): 'id' holds a lone surrogate"),
+    ('[{"id": "nope_1", "prediction_text": null}]', r"predictions whose id is not in the references: 'nope_1'"),
+    ("[" * 100000, r"preds\.json: not valid JSON \(nested too deeply\)"),
+])
+def test_cli_nothing_scored_or_a_bad_file_is_one_line_and_exit_1(capsys, tmp_path, content, message):
+    preds = write(tmp_path, content)
+    code, out, err = evaluate_cli(capsys, "--task", "subtask1", "--predictions", preds, "--data-dir", SAMPLES,
+                                  "--split", "validation", "--ignore-missing", "--cache-dir", tmp_path / "cache")
+    assert (code, out) == (1, "")
+    assert err.count("\n") == 1 and err.startswith("qahub evaluate: error: ") and re.search(message, err), err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--config", "dialogue_domain", "--data-dir", str(SAMPLES), "--split", "validation"],
+     "--config dialogue_domain: subtask1 is scored against doc2dial_rc rows"),
+    (["--data-dir", str(SAMPLES)], r"--split is required \(train or validation\) unless --references is a JSON list file"),
+    (["--data-dir", str(SAMPLES), "--split", "test"], "--split test: doc2dial has the splits train, validation"),
+])
+def test_cli_reference_options_are_checked(capsys, tmp_path, argv, message):
+    code, out, err = evaluate_cli(capsys, *sample_args(tmp_path), *argv)
+    assert (code, out) == (1, "") and re.search(message, err), err
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(content=st.binary(max_size=60) | st.text(max_size=60).map(lambda t: t.encode("utf-8", "surrogatepass"))
+       | st.lists(st.dictionaries(st.sampled_from(["id", "prediction_text", "no_answer_probability"]),
+                                  st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5)),
+                  max_size=3).map(lambda v: json.dumps(v).encode()))
+def test_cli_never_lets_a_traceback_out(capsys, tmp_path_factory, content):
+    folder = tmp_path_factory.mktemp("refs")
+    refs = write(folder, json.dumps([ref("a_1", "x"), ref("b_1")]), "refs.json")
+    preds = write(folder, content)
+    code, out, err = evaluate_cli(capsys, "--task", "subtask1", "--predictions", preds, "--references", refs,
+                                  "--ignore-missing")
+    if code == 0:
+        result = json.loads(out)
+        assert 0 <= result["exact"] <= 100 and 0 <= result["f1"] <= 100 and err == ""
+    else:
+        assert code == 1 and out == "" and err.count("\n") == 1 and err.startswith("qahub evaluate: error: "), err

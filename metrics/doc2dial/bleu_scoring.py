@@ -1,5 +1,7 @@
 """Corpus sacreBLEU, with the defaults of the `sacrebleu` metric the DialDoc21 scorer loads."""
 
+import collections
+import itertools
 import math
 
 # appended to the installed sacreBLEU's signature when score and precisions are not its own numbers
@@ -11,9 +13,10 @@ def corpus_sacrebleu(predictions, references):
     import sacrebleu
 
     bleu = sacrebleu.metrics.BLEU()  # 13a tokenizer, exponential smoothing, case-sensitive, no effective order
-    result = bleu.corpus_score(predictions, [references])
-    counts, totals = list(result.counts), list(result.totals)
+    sys_len, ref_len, counts, totals = corpus_statistics(bleu.tokenizer, predictions, references)
+    result = bleu.compute_bleu(counts, totals, sys_len, ref_len, smooth_method="exp")
     score, precisions = result.score, list(result.precisions)
+    bleu.num_refs = 1  # what corpus_score records; the signature says nrefs:1
     signature = str(bleu.get_signature())
     zero_match = counts[0] == 0 and totals[0] > 0
     if zero_match:
@@ -30,6 +33,29 @@ def corpus_sacrebleu(predictions, references):
         "signature": signature,
         "zero_match_1_4_3": zero_match,
     }
+
+
+def corpus_statistics(tokenizer, predictions, references):
+    """``(sys_len, ref_len, counts, totals)`` of sacreBLEU's ``corpus_score`` with one reference per prediction
+    (the same tokens and n-grams; matches counted over the n-grams both sides share)."""
+    sys_len = ref_len = 0
+    counts, totals = [0] * 4, [0] * 4
+    for prediction, reference in zip(predictions, references, strict=True):
+        hyp, hyp_len = _ngrams(tokenizer(prediction.rstrip()))
+        ref, length = _ngrams(tokenizer(reference.rstrip()))
+        sys_len, ref_len = sys_len + hyp_len, ref_len + length
+        for n in range(min(hyp_len, 4)):
+            totals[n] += hyp_len - n
+        for gram in hyp.keys() & ref.keys():
+            counts[len(gram) - 1] += min(hyp[gram], ref[gram])
+    return sys_len, ref_len, counts, totals
+
+
+def _ngrams(line):
+    """The 1- to 4-grams of a tokenized line (as tuples) and its number of tokens."""
+    t = line.split()
+    grams = itertools.chain(zip(t), zip(t, t[1:]), zip(t, t[1:], t[2:]), zip(t, t[1:], t[2:], t[3:]))
+    return collections.Counter(grams), len(t)
 
 
 def smoothed_without_matches(counts, totals, sys_len, ref_len):

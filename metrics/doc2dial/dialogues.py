@@ -20,7 +20,7 @@ def agent_turns(dialogue, where="dialogue"):
     for index, turn in enumerate(turns):
         if turn["role"] == "agent":
             examples.append({
-                "id": f"{dialogue['dial_id']}_{turn['turn_id'] - 1}",
+                "id": _reference_id(dialogue, turn),
                 "dial_id": dialogue["dial_id"],
                 "turn_id": turn["turn_id"],
                 "history": [{"role": t["role"], "utterance": t["utterance"]} for t in turns[:index]],
@@ -31,7 +31,12 @@ def agent_turns(dialogue, where="dialogue"):
 
 def agent_turn_references(dialogue, where="dialogue"):
     """Each agent turn of ``dialogue`` as a subtask 2 reference ``{id, utterance}``."""
-    return [{"id": turn["id"], "utterance": turn["utterance"]} for turn in agent_turns(dialogue, where)]
+    return [{"id": _reference_id(dialogue, turn), "utterance": turn["utterance"]}
+            for turn in _checked_turns(dialogue, where) if turn["role"] == "agent"]
+
+
+def _reference_id(dialogue, turn):
+    return f"{dialogue['dial_id']}_{turn['turn_id'] - 1}"
 
 
 def _checked_turns(dialogue, where):

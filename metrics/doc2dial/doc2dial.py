@@ -5,14 +5,14 @@ import evaluate
 
 from .bleu_scoring import corpus_sacrebleu
 from .dialogues import agent_turns
-from .id_join import check_ids
-from .records import check_options, clean_predictions, clean_references
+from .inputs import check_options, checked_inputs, clean_predictions, clean_references, joined
 from .replies import span_reply
+from .scores import RESULTS
 from .squad_v2_scoring import squad_v2_scores
 from .task_api import TASKS
 
-# task_api (the lm-evaluation-harness tasks) and dialogues are imported here so that evaluate copies them
-_HELPERS = (TASKS, agent_turns)
+# evaluate copies only the helper modules this file imports: the scorers' and task_api's own helpers too
+_HELPERS = (TASKS, agent_turns, corpus_sacrebleu, span_reply, squad_v2_scores)
 
 _CITATION = """\
 @inproceedings{feng-etal-2020-doc2dial,
@@ -75,7 +75,10 @@ Args (config `subtask2`):
     references: rows of the `dialogue_domain` config as they are (a datasets.Dataset or a list of dicts: each
         agent turn is a reference, id `{dial_id}_{turn_id - 1}`), or per-turn dicts with `id` (str) and
         `utterance` (str, the actual agent turn); other keys are ignored.
-    No keyword arguments.
+Args (both configs):
+    ignore_missing: False (default): every reference needs a prediction. True: references without a prediction
+        are left out (the shared task's scorer filters the references by the predicted ids) and the result
+        counts them in `missing_ignored`.
 Returns (subtask1): `exact`, `f1` (0-100), `total`; `HasAns_exact`, `HasAns_f1`, `HasAns_total` when some
     turns are answerable; `NoAns_exact`, `NoAns_f1`, `NoAns_total` when some are not; `best_exact`,
     `best_exact_thresh`, `best_f1`, `best_f1_thresh`; `unparseable` (number of unreadable predictions).
@@ -87,7 +90,9 @@ Raises ValueError (naming the record, its id and the field) when a prediction is
     text field, has a non-string id or a no_answer_probability that is not a finite float32 number; when a
     reference is malformed (missing or wrongly typed field, lone surrogate, malformed answers, a dialogue row
     whose turns lack turn_id/role/utterance); when a keyword argument is unknown or no_answer_threshold is not
-    a finite number; and when the ids of predictions and references differ, repeat, or are empty (listing them).
+    a finite number; when the ids of predictions and references differ or repeat (listing them); and when
+    nothing is scored (no predictions and no references, or all references ignored as missing): never a score
+    of 0.0 for an empty input.
 
 Examples:
     >>> import evaluate
@@ -117,6 +122,13 @@ Examples:
     >>> result = generation.compute(predictions=[{"id": "d1_1", "utterance": None}], references=[dialogue])
     >>> result["score"], result["unparseable"]
     (0.0, 1)
+    >>> result = grounding.compute(predictions=predictions[:1], references=references, ignore_missing=True)
+    >>> result["total"], result["missing_ignored"]
+    (1, 1)
+    >>> grounding.compute(predictions=[], references=[])
+    Traceback (most recent call last):
+        ...
+    ValueError: doc2dial: nothing to score: no predictions and no references
 """
 
 _SUBTASK1 = datasets.Features(
@@ -165,55 +177,41 @@ class Doc2dial(evaluate.Metric):
         return "subtask2" if self.config_name == "subtask2" else "subtask1"
 
     def compute(self, *, predictions=None, references=None, **kwargs):
-        """Score ``predictions`` against ``references``, joined by id (fields, options and ids checked first)."""
+        """Score ``predictions`` against ``references``, joined by id. Given directly (nothing added before), they
+        are checked once and scored without evaluate's Arrow cache; else through evaluate's add_batch path."""
         check_options(self._task, kwargs)
-        cleaned = predictions is not None and references is not None
-        if cleaned:
-            predictions, references = self._clean(predictions, references)
-            check_ids(_ids(predictions), _ids(references))
-        self._cleaned = cleaned  # evaluate's compute passes them on to add_batch: read them once
-        try:
-            return super().compute(predictions=predictions, references=references, **kwargs)
-        finally:
-            self._cleaned = False
+        if self.writer is None and self.num_process == 1:
+            if predictions is None and references is None:
+                raise ValueError("doc2dial: nothing to score: no predictions and no references were given or added")
+            if predictions is not None and references is not None:
+                return _result(self._task, *checked_inputs(self._task, predictions, references,
+                                                           kwargs.pop("ignore_missing", False)), kwargs)
+        return super().compute(predictions=predictions, references=references, **kwargs)
 
     def add_batch(self, *, predictions=None, references=None, **kwargs):
         """Add a batch of predictions and references (their fields checked)."""
-        if not getattr(self, "_cleaned", False):
-            predictions, references = self._clean(predictions, references)
-        return super().add_batch(predictions=predictions, references=references, **kwargs)
-
-    def add(self, *, prediction=None, reference=None, **kwargs):
-        """Add one prediction and its (per-turn) reference (their fields checked)."""
-        predictions, references = self._clean(
-            None if prediction is None else [prediction], None if reference is None else [reference]
-        )
-        if references is not None and len(references) != 1:
-            raise ValueError(f"doc2dial: add() takes one per-turn reference, got a dialogue with {len(references)} "
-                             "agent turns; pass dialogue rows to compute() or add_batch()")
-        prediction = None if predictions is None else predictions[0]
-        reference = None if references is None else references[0]
-        return super().add(prediction=prediction, reference=reference, **kwargs)
-
-    def _clean(self, predictions, references):
         if predictions is not None:
             predictions = clean_predictions(predictions, self._task)
         if references is not None:
             references = clean_references(references, self._task)
-        return predictions, references
+        return super().add_batch(predictions=predictions, references=references, **kwargs)
 
-    def _compute(self, predictions, references, no_answer_threshold=1.0, no_answer_text=None):
-        order = check_ids(_ids(predictions), _ids(references))
-        unparseable = sum(p["unparseable"] for p in predictions)
-        if self.config_name == "subtask2":
-            by_id = {p["id"]: p["utterance"] for p in predictions}
-            result = corpus_sacrebleu([by_id[qid] for qid in order], [r["utterance"] for r in references])
-            return {**result, "total": len(order), "unparseable": unparseable}
-        texts = {p["id"]: span_reply(p["prediction_text"], no_answer_text)[0] for p in predictions}
-        no_answer_probs = {p["id"]: p["no_answer_probability"] for p in predictions}
-        gold = {r["id"]: list(r["answers"]["text"]) for r in references}
-        return {**squad_v2_scores(texts, no_answer_probs, gold, no_answer_threshold), "unparseable": unparseable}
+    def add(self, *, prediction=None, reference=None, **kwargs):
+        """Add one prediction and its (per-turn) reference (their fields checked)."""
+        if prediction is not None:
+            prediction = clean_predictions([prediction], self._task)[0]
+        if reference is not None:
+            references = clean_references([reference], self._task)
+            if len(references) != 1:
+                raise ValueError(f"doc2dial: add() takes one per-turn reference, got a dialogue with {len(references)} "
+                                 "agent turns; pass dialogue rows to compute() or add_batch()")
+            reference = references[0]
+        return super().add(prediction=prediction, reference=reference, **kwargs)
+
+    def _compute(self, predictions, references, ignore_missing=False, **options):
+        return _result(self._task, predictions, *joined(predictions, references, ignore_missing), options)
 
 
-def _ids(records):
-    return [record.get("id") if isinstance(record, dict) else None for record in records]
+def _result(task, predictions, references, missing_ignored, options):
+    result = RESULTS[task](predictions, references, **options)
+    return result if missing_ignored is None else {**result, "missing_ignored": missing_ignored}

@@ -1,46 +1,42 @@
 """``qahub evaluate doc2dial``: the DialDoc21 shared-task scores of a prediction file.
 
 Predictions use the shared task's format: a JSON list of ``{"id", "prediction_text", "no_answer_probability"}``
-(subtask1; ``no_answer_probability`` may be left out: 0.0) or ``{"id", "utterance"}`` (subtask2). A prediction's
-text is a model's reply: ``null``, a non-string or a lone surrogate is counted as ``unparseable`` and scored as
-empty, never an error. References are a JSON list of ``{"id", "answers"}`` / ``{"id", "utterance"}`` (or rows of
-the ``doc2dial_rc`` / ``dialogue_domain`` configs), or, with ``--split``, the split's rows built from the release by
-the doc2dial builder, passed to the metric as they are. Every reference needs a prediction (a missing id is an
-error listing them); with ``--ignore-missing`` the references are restricted to the predicted ids, as the official
-scorer does, and the output says how many were left out (``missing_ignored``).
+(subtask1; ``no_answer_probability`` may be left out: 0.0) or ``{"id", "utterance"}`` (subtask2). References are
+the rows of a split: loaded from an export (``--references FOLDER_OR_HUB_ID``) or built from the release
+(``--data-dir DIR``, or downloaded), ``doc2dial_rc`` rows for subtask1 and ``dialogue_domain`` rows for subtask2,
+passed to the metric as they are. This module only reads the prediction file (and, for older callers, a JSON list
+of per-turn references); the metric checks every record once. With ``--ignore-missing`` the references are
+restricted to the predicted ids, as the official scorer does (``missing_ignored`` in the output).
 """
 
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 from qahub.files import loads_strict
 
-# the one expansion of a dialogue_domain row into subtask 2 references: the metric's (also for older callers)
-from qahub.metrics.doc2dial.dialogues import agent_turn_references, is_dialogue
-
 HELP = "DialDoc21 shared-task scores on doc2dial: subtask1 grounding (SQuAD v2 EM/F1), subtask2 generation (sacreBLEU)"
-_FIELDS = {
-    "subtask1": {"predictions": ("id", "prediction_text"), "references": ("id", "answers")},
-    "subtask2": {"predictions": ("id", "utterance"), "references": ("id", "utterance")},
-}
-_REPLY = {"subtask1": "prediction_text", "subtask2": "utterance"}
+CONFIGS = {"subtask1": "doc2dial_rc", "subtask2": "dialogue_domain"}
+# a release file given as --references: built from its folder (doc2dial/v1.0.1/ inside the data dir)
+RELEASE_FILES = {"doc2dial_dial_train.json": "train", "doc2dial_dial_validation.json": "validation",
+                 "doc2dial_doc.json": None}
 
 
 def add_arguments(parser):
-    parser.add_argument("--task", choices=sorted(_FIELDS), required=True,
+    parser.add_argument("--task", choices=sorted(CONFIGS), required=True,
                         help="subtask1: grounding span of the next agent turn; subtask2: the next agent turn")
     parser.add_argument("--predictions", required=True, help="JSON list in the shared task's prediction format")
-    refs = parser.add_mutually_exclusive_group(required=True)
-    refs.add_argument("--references", help="JSON list of {id, answers} (subtask1) or {id, utterance} (subtask2), "
-                                           "or rows of the doc2dial_rc / dialogue_domain configs")
-    refs.add_argument("--split", choices=("train", "validation"),
-                      help="build the references of this split of doc2dial v1.0.1")
-    parser.add_argument("--data-dir", help="with --split: the unpacked release zip (doc2dial/v1.0.1/...) instead of downloading")
-    parser.add_argument("--mirror-url", help="with --split: download the zip from <mirror>/doc2dial/ instead")
-    parser.add_argument("--cache-dir", help="with --split: datasets cache folder")
+    refs = parser.add_mutually_exclusive_group()
+    refs.add_argument("--references", help="an exported folder or hub id (with --split), or a JSON list of "
+                                           "{id, answers} (subtask1) / {id, utterance} (subtask2)")
+    refs.add_argument("--data-dir", help="build the references from the unpacked release zip (doc2dial/v1.0.1/...); "
+                                         "without --references or --data-dir the release is downloaded")
+    parser.add_argument("--config", choices=sorted(set(CONFIGS.values())),
+                        help="the references' config (default: doc2dial_rc for subtask1, dialogue_domain for subtask2)")
+    parser.add_argument("--split", help="the split scored (train or validation)")
+    parser.add_argument("--mirror-url", help="when building: download the zip from <mirror>/doc2dial/ instead")
+    parser.add_argument("--cache-dir", help="datasets cache folder")
     parser.add_argument("--ignore-missing", action="store_true",
                         help="score only the references that have a prediction (the official scorer's behaviour); "
                              "the output's missing_ignored counts the others. Default: a missing prediction is an error")
@@ -54,84 +50,68 @@ def add_arguments(parser):
 def run(args) -> dict:
     from qahub import registry
 
-    predictions = read_records(Path(args.predictions), _FIELDS[args.task]["predictions"], _REPLY[args.task])
-    if args.split:
-        references = split_references(args)
-        source = f"doc2dial {args.split} split"
-    else:
-        references = read_records(Path(args.references), (), None)
-        source = args.references
-    extra = {}
-    if args.ignore_missing:
-        expanded = per_turn_references(args.task, references)
-        predicted = {p["id"] for p in predictions}
-        references = [r for r in expanded if r["id"] in predicted]
-        extra["missing_ignored"] = len(expanded) - len(references)
-    metric = registry.load_metric("doc2dial", config_name=args.task)
-    kwargs = {}
+    predictions = read_json_list(Path(args.predictions))
+    references, source = load_references(args)
+    kwargs = {"ignore_missing": bool(args.ignore_missing)}
     if args.task == "subtask1":
-        kwargs = {"no_answer_threshold": args.no_answer_threshold, "no_answer_text": getattr(args, "no_answer_text", None)}
+        kwargs.update(no_answer_threshold=args.no_answer_threshold, no_answer_text=getattr(args, "no_answer_text", None))
+    metric = registry.load_metric("doc2dial", config_name=args.task)
     try:
         scores = metric.compute(predictions=predictions, references=references, **kwargs)
     except ValueError as err:
         hint = " (--ignore-missing scores only the predicted ids)" if "references without a prediction" in str(err) else ""
         raise ValueError(f"scoring {args.predictions} against {source}: {err}{hint}") from None
-    return {"task": args.task, "references": source, **extra, **scores}
+    # a path that is not UTF-8 (a lone surrogate in argv) is shown escaped: the result must print as UTF-8
+    return {"task": args.task, "references": source.encode("utf-8", "backslashreplace").decode("utf-8"), **scores}
 
 
-def read_records(path: Path, fields, reply) -> list:
-    """The JSON list in ``path``; with ``fields``, each record must be an object with them (``reply`` may hold
-    anything: the metric reads it); ``no_answer_probability``, when present, must be a finite number."""
+def read_json_list(path: Path) -> list:
+    """The JSON list in ``path`` (duplicate keys, bytes that are not UTF-8 and invalid JSON are errors naming it)."""
     try:
-        records = loads_strict(path.read_text(encoding="utf-8"), str(path))
+        records = loads_strict(path.read_bytes().decode("utf-8"), str(path))
     except UnicodeDecodeError as err:
         raise ValueError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
     except json.JSONDecodeError as err:
         raise ValueError(f"{path}: not valid JSON ({err.msg} at line {err.lineno} column {err.colno})") from None
+    except RecursionError:
+        raise ValueError(f"{path}: not valid JSON (nested too deeply)") from None
     if not isinstance(records, list):
-        raise ValueError(f"{path}: expected a JSON list of objects")
-    for index, record in enumerate(records):
-        if fields:
-            _check_record(path, index, record, fields, reply)
+        raise ValueError(f"{path}: expected a JSON list of objects, got a JSON {type(records).__name__}")
     return records
 
 
-def _check_record(path, index, record, fields, reply):
-    where = f"{path}: record {index}"
-    if not isinstance(record, dict):
-        raise ValueError(f"{where}: expected an object, got {type(record).__name__}")
-    where = f"{where} (id {record.get('id')!r})"
-    missing = [key for key in fields if key not in record]
-    if missing:
-        raise ValueError(f"{where}: missing key(s) {', '.join(missing)}")
-    if not isinstance(record["id"], str):
-        raise ValueError(f"{where}: 'id' must be a string, got {record['id']!r}")
-    if "no_answer_probability" in record and not _is_finite(record["no_answer_probability"]):
-        raise ValueError(f"{where}: 'no_answer_probability' must be a finite number, got {record['no_answer_probability']!r}")
+def load_references(args):
+    """``(references, what they are)``: rows of an export or of a build, or the records of a JSON list file."""
+    config = args.config or CONFIGS[args.task]
+    if config != CONFIGS[args.task]:
+        raise ValueError(f"--config {config}: {args.task} is scored against {CONFIGS[args.task]} rows")
+    location, data_dir, split = args.references, args.data_dir, args.split
+    if location and Path(location).name in RELEASE_FILES and Path(location).is_file():
+        data_dir, split = str(Path(location).resolve().parents[2]), split or RELEASE_FILES[Path(location).name]
+        location = None
+    elif location and Path(location).is_file():
+        return read_json_list(Path(location)), location
+    if not split:
+        raise ValueError("--split is required (train or validation) unless --references is a JSON list file")
+    if location:
+        return _export_rows(location, config, split, args.cache_dir), f"{location} {config} {split} split"
+    return _built_rows(config, split, data_dir, args), f"doc2dial {split} split"
 
 
-def _is_finite(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+def _export_rows(location, config, split, cache_dir):
+    import datasets
+
+    try:
+        return datasets.load_dataset(location, config, split=split, cache_dir=cache_dir)
+    except (OSError, ValueError) as err:
+        raise ValueError(f"--references {location}: {err} (an exported folder or a hub id, with --split)") from None
 
 
-def split_references(args):
-    """The split's rows in dataset order (the order in which the official scorer collects the references):
-    ``doc2dial_rc`` rows for subtask1, ``dialogue_domain`` rows for subtask2, as the metric takes them."""
+def _built_rows(config, split, data_dir, args):
+    """The split's rows in dataset order (the order in which the official scorer collects the references)."""
     import qahub
 
-    config = "doc2dial_rc" if args.task == "subtask1" else "dialogue_domain"
-    return qahub.load("doc2dial", config, data_dir=args.data_dir, cache_dir=args.cache_dir,
-                      mirror_url=args.mirror_url)[args.split]
-
-
-def per_turn_references(task, references) -> list[dict]:
-    """References one per id: subtask 2 dialogue rows expanded by the metric's own ``agent_turn_references``."""
-    expanded = []
-    for index, record in enumerate(references):
-        if task == "subtask2" and is_dialogue(record):
-            expanded += agent_turn_references(record, f"doc2dial: reference {index}")
-        elif not isinstance(record, dict) or not isinstance(record.get("id"), str):
-            raise ValueError(f"doc2dial: reference {index}: expected an object with a string 'id', got {record!r}"[:300])
-        else:
-            expanded.append(record)
-    return expanded
+    built = qahub.load("doc2dial", config, data_dir=data_dir, cache_dir=args.cache_dir, mirror_url=args.mirror_url)
+    if split not in built:
+        raise ValueError(f"--split {split}: doc2dial has the splits {', '.join(built)}")
+    return built[split]
