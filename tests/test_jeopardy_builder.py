@@ -202,7 +202,8 @@ def test_question_numbers_outside_one_to_five_warn_and_are_kept(tmp_path):
 def test_missing_file_names_it(tmp_path):
     data_dir = _data_dir(tmp_path)
     (data_dir / jeopardy.TRAINING).unlink()
-    with pytest.raises(FileNotFoundError, match=r"extended_training\.csv: source file not found"):
+    with pytest.raises(FileNotFoundError, match=r"extended_training\.csv is not there; to build only the splits "
+                                                r"whose files are there \(validation\), pass --option present_splits_only=true"):
         build("jeopardy", "qa", data_dir, tmp_path / "cache")
 
 
