@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Mapping, Optional
 
 import datasets
@@ -89,6 +90,11 @@ def in_data_dir(config, path):
 # --- reading
 
 
+def is_str_list(value):
+    """A list of strings (the check runs in C: it is made for every list of every record)."""
+    return isinstance(value, list) and all(map(isinstance, value, repeat(str)))
+
+
 class _DuplicateKey(ValueError):
     pass
 
@@ -108,14 +114,14 @@ def unique_keys(pairs):
 def read_json(path):
     """The JSON value of ``path``: UTF-8 (a byte-order mark allowed), and no object naming a key twice."""
     # binary, then decode: the text mode of HTTP files (streaming mode) is broken in fsspec
-    with _open(path, "rb") as f:
+    with open_source(path, "rb") as f:
         data = f.read()
     return parse_json(path, "-", decode_utf8(path, "-", data))
 
 
 def read_jsonl(path):
     """``(line number, record)`` of each non-blank line of a JSON Lines file (a byte-order mark allowed)."""
-    with _open(path, "rb") as f:
+    with open_source(path, "rb") as f:
         for number, raw in enumerate(f, start=1):
             line = decode_utf8(path, f"line {number}", raw.removeprefix(codecs.BOM_UTF8) if number == 1 else raw)
             if line.strip():
@@ -127,7 +133,7 @@ def read_csv(path, delimiter=","):
 
     UTF-8 with or without a byte-order mark; quoting is strict (``csv.reader(strict=True)``).
     """
-    with _open(path, "r", encoding="utf-8-sig", newline="") as f:
+    with open_source(path, "r", encoding="utf-8-sig", newline="") as f:
         reader = csv.reader(f, delimiter=delimiter, strict=True)
         start = 1
         try:
@@ -157,10 +163,16 @@ def utf8_problem(data, err):
     return f"not UTF-8 text ({err.reason} at byte {err.start}, line {line})"
 
 
+# one decoder for all: json.loads(text, object_pairs_hook=...) would make one per call (per line of a JSON Lines file)
+_DECODER = json.JSONDecoder(object_pairs_hook=unique_keys)
+
+
 def parse_json(path, where, text):
     """``json.loads(text)`` with every failure a ``SourceDataError``: syntax, duplicate key, size, nesting."""
     try:
-        return json.loads(text, object_pairs_hook=unique_keys)
+        if text.startswith("\ufeff"):  # as json.loads: a second byte-order mark
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+        return _DECODER.decode(text)
     except json.JSONDecodeError as err:
         problem = f"{err.msg} at line {err.lineno} column {err.colno}"
     except _DuplicateKey as err:
@@ -175,7 +187,7 @@ def parse_json(path, where, text):
 def _first_undecodable_line(path):
     """``(line, problem)`` of the first line that is not UTF-8 (lines split at b"\\n")."""
     offset = 0
-    with _open(path, "rb") as f:
+    with open_source(path, "rb") as f:
         if _utf16_or_32(f.read(4)):
             return 1, _WIDE
         f.seek(0)
@@ -208,8 +220,9 @@ def _shown(value, limit=60):
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _open(path, mode, **kwargs):
-    """A local file, or a URL's content: in streaming mode builders are handed URLs, not files."""
+def open_source(path, mode, **kwargs):
+    """A local file, or a URL's content: in streaming mode builders are handed URLs, not files. Builders open
+    every source file with this (see ``RowsBuilder``: datasets' streaming patches of ``open`` are not applied)."""
     return (open if os.path.exists(path) else xopen)(path, mode, **kwargs)
 
 
@@ -219,7 +232,7 @@ def _open(path, mode, **kwargs):
 def sha256_of(path):
     """sha256 of a local file, or of a URL's content (streaming mode hands builders URLs, not files)."""
     digest = hashlib.sha256()
-    with _open(path, "rb") as f:
+    with open_source(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()

@@ -9,6 +9,7 @@ import zlib
 
 import datasets
 
+from ._rows import RowsBuilder
 from ._sources import Source, SourceConfig, SourceDataError, read_json, record_error
 
 _CITATION = """\
@@ -108,7 +109,7 @@ _FEATURES = {
     },
 }
 
-class Doc2dial(datasets.GeneratorBasedBuilder):
+class Doc2dial(RowsBuilder):
     """doc2dial v1.0.1 dialogues, documents, and SQuAD-style reading comprehension rows."""
 
     VERSION = datasets.Version("1.0.1")
@@ -163,9 +164,6 @@ class Doc2dial(datasets.GeneratorBasedBuilder):
             rows = (row for domain, doc_id, dial in dialogues for row in rc_rows(domain, doc_id, docs[domain, doc_id], dial))
         yield from enumerate(rows)
 
-
-# read by qahub.cli until it asks qahub.registry.splits (issue 14)
-SPLITS = Doc2dial.SPLITS
 
 
 # --- the zip
@@ -278,9 +276,13 @@ def _check_span(path, where, text, sp_id, span):
     for key in _SPAN_STR_KEYS:
         _check_text(path, where, key, span[key])
     _check_text(path, where, "parent_titles", str(span["parent_titles"]))
+    # messages are formatted only on failure (here and below): formatting them for every record was most of the
+    # build's time
     for key in _SPAN_INT_KEYS:
-        _expect(type(span[key]) is int, path, where, f"{key!r} must be an integer, got {_shown(span[key])}")
-    _expect(span["id_sp"] == sp_id, path, where, f"id_sp {_shown(span['id_sp'])} differs from its key")
+        if type(span[key]) is not int:
+            raise record_error(path, where, f"{key!r} must be an integer, got {_shown(span[key])}")
+    if span["id_sp"] != sp_id:
+        raise record_error(path, where, f"id_sp {_shown(span['id_sp'])} differs from its key")
     _check_offsets(path, where, text, span, "sp")
     _check_offsets(path, where, text, span, "sec")
 
@@ -288,10 +290,10 @@ def _check_span(path, where, text, sp_id, span):
 def _check_offsets(path, where, text, span, kind):
     """``text_{kind} == doc_text[start_{kind}:end_{kind}]`` (kind ``sp``: the span, ``sec``: its section)."""
     start, end, expected = span[f"start_{kind}"], span[f"end_{kind}"], span[f"text_{kind}"]
-    _expect(0 <= start <= end <= len(text), path, where,
-            f"{_KIND[kind]} offsets [{start}, {end}) lie outside doc_text (length {len(text)})")
-    _expect(text[start:end] == expected, path, where,
-            f"text_{kind} {expected[:60]!r} != doc_text[{start}:{end}] {text[start:end][:60]!r}")
+    if not 0 <= start <= end <= len(text):
+        raise record_error(path, where, f"{_KIND[kind]} offsets [{start}, {end}) lie outside doc_text (length {len(text)})")
+    if text[start:end] != expected:
+        raise record_error(path, where, f"text_{kind} {expected[:60]!r} != doc_text[{start}:{end}] {text[start:end][:60]!r}")
 
 
 def read_dialogues(path, docs):
@@ -321,23 +323,29 @@ def _check_turns(path, where, turns, spans):
         turn_where = f"{where} turn {turn_id if type(turn_id) is int else f'#{index}'}"
         missing = [key for key in _TURN_KEYS if key not in turn]
         _expect(not missing, path, turn_where, f"missing key(s) {', '.join(missing)}")
-        _expect(type(turn_id) is int and turn_id not in ids, path, turn_where, f"turn_id must be a unique integer, got {_shown(turn_id)}")
-        _expect(_INT32[0] <= turn_id <= _INT32[1], path, turn_where, f"turn_id {turn_id} is outside the int32 range")
+        if type(turn_id) is not int or turn_id in ids:
+            raise record_error(path, turn_where, f"turn_id must be a unique integer, got {_shown(turn_id)}")
+        if not _INT32[0] <= turn_id <= _INT32[1]:
+            raise record_error(path, turn_where, f"turn_id {turn_id} is outside the int32 range")
         ids.add(turn_id)
-        _expect(turn["role"] in _ROLES, path, turn_where, f"role {_shown(turn['role'])} is not one of {_ROLES}")
+        if turn["role"] not in _ROLES:
+            raise record_error(path, turn_where, f"role {_shown(turn['role'])} is not one of {_ROLES}")
         for key in ("da", "utterance"):
             _check_text(path, turn_where, key, turn[key])
         _expect(isinstance(turn["references"], list), path, turn_where, "'references' must be a list")
         for ref in turn["references"]:
             ok = isinstance(ref, dict) and isinstance(ref.get("sp_id"), str) and isinstance(ref.get("label"), str)
-            _expect(ok, path, turn_where, f"reference {_shown(ref)} must be an object with string sp_id and label")
+            if not ok:
+                raise record_error(path, turn_where, f"reference {_shown(ref)} must be an object with string sp_id and label")
             _check_text(path, turn_where, "label", ref["label"])
-            _expect(ref["sp_id"] in spans, path, turn_where, f"span {_shown(ref['sp_id'])} is not a span of the document")
+            if ref["sp_id"] not in spans:
+                raise record_error(path, turn_where, f"span {_shown(ref['sp_id'])} is not a span of the document")
 
 
 def _check_text(path, where, key, value):
     """A string that UTF-8 can encode (JSON ``\\ud83d`` escapes decode to lone surrogates, which it cannot)."""
-    _expect(isinstance(value, str), path, where, f"{key!r} must be a string, got {type(value).__name__}")
+    if not isinstance(value, str):
+        raise record_error(path, where, f"{key!r} must be a string, got {type(value).__name__}")
     bad = _SURROGATE.search(value)
     if bad:
         raise record_error(path, where, f"{key!r} holds a lone surrogate {bad.group()!r} at character {bad.start()}: "

@@ -4,7 +4,8 @@ import re
 
 import datasets
 
-from ._sources import Source, SourceConfig, read_json, record_error
+from ._rows import RowsBuilder
+from ._sources import Source, SourceConfig, is_str_list, read_json, record_error
 
 _CITATION = """\
 @inproceedings{ishii-etal-2024-jemhopqa-dataset,
@@ -53,7 +54,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _KEYS = ("qid", "type", "question", "answer", "derivations", "page_ids", "time_dependent")
 
 
-class Jemhopqa(datasets.GeneratorBasedBuilder):
+class Jemhopqa(RowsBuilder):
     """JEMHopQA questions, answers and derivations, one config per release."""
 
     VERSION = datasets.Version("1.2.0")
@@ -95,9 +96,6 @@ class Jemhopqa(datasets.GeneratorBasedBuilder):
             yield index, _parse_record(filepath, index, record)
 
 
-# read by qahub.cli until it asks qahub.registry.splits (issue 14)
-SPLITS = Jemhopqa.SPLITS
-
 
 def _read_records(filepath):
     records = read_json(filepath)
@@ -115,15 +113,19 @@ def _parse_record(filepath, index, record):
     missing = [key for key in _KEYS if key not in record]
     if missing:
         raise record_error(filepath, where, f"missing key(s) {', '.join(missing)}")
+    # each message is formatted only on failure: a repr of every record would be most of the build's time
     for key in ("qid", "question", "answer"):
-        _expect(isinstance(record[key], str), filepath, where, f"{key!r} must be a string, got {record[key]!r}")
-    _expect(record["type"] in _TYPES, filepath, where, f"unknown type {record['type']!r} (expected one of {_TYPES})")
-    _expect(isinstance(record["time_dependent"], bool), filepath, where,
-            f"'time_dependent' must be true or false, got {record['time_dependent']!r}")
-    _expect(_is_str_list(record["page_ids"]), filepath, where, f"'page_ids' must be a list of strings, got {record['page_ids']!r}")
+        if not isinstance(record[key], str):
+            raise record_error(filepath, where, f"{key!r} must be a string, got {record[key]!r}")
+    if record["type"] not in _TYPES:
+        raise record_error(filepath, where, f"unknown type {record['type']!r} (expected one of {_TYPES})")
+    if not isinstance(record["time_dependent"], bool):
+        raise record_error(filepath, where, f"'time_dependent' must be true or false, got {record['time_dependent']!r}")
+    if not is_str_list(record["page_ids"]):
+        raise record_error(filepath, where, f"'page_ids' must be a list of strings, got {record['page_ids']!r}")
     row = {
         "qid": record["qid"],
-        "type": record["type"],
+        "type": _TYPES.index(record["type"]),
         "question": record["question"],
         "answer": record["answer"],
         "derivations": [_parse_step(filepath, where, step) for step in _derivation_list(filepath, where, record)],
@@ -139,30 +141,27 @@ def _check_texts(filepath, where, row):
     texts = [row["qid"], row["question"], row["answer"], *row["page_ids"]]
     for step in row["derivations"]:
         texts += [step["subject"], step["relation"], *step["objects"]]
-    for text in texts:
-        _expect(not _SURROGATE.search(text), filepath, where, f"{text[:60]!r} holds a lone surrogate (not valid Unicode)")
+    if not _SURROGATE.search("".join(texts)):
+        return
+    text = next(text for text in texts if _SURROGATE.search(text))
+    raise record_error(filepath, where, f"{text[:60]!r} holds a lone surrogate (not valid Unicode)")
 
 
 def _derivation_list(filepath, where, record):
     steps = record["derivations"]
-    _expect(isinstance(steps, list), filepath, where, f"'derivations' must be a list, got {steps!r}")
+    if not isinstance(steps, list):
+        raise record_error(filepath, where, f"'derivations' must be a list, got {steps!r}")
     return steps
 
 
 def _parse_step(filepath, where, step):
     ok = isinstance(step, list) and len(step) == 3 and isinstance(step[0], str) and isinstance(step[1], str)
-    _expect(ok, filepath, where, f"derivation step {step!r} must be [subject, relation, [objects...]]")
-    _expect(_is_str_list(step[2]), filepath, where, f"objects of derivation step {step!r} must be a list of strings")
+    if not ok:
+        raise record_error(filepath, where, f"derivation step {step!r} must be [subject, relation, [objects...]]")
+    if not is_str_list(step[2]):
+        raise record_error(filepath, where, f"objects of derivation step {step!r} must be a list of strings")
     return {"subject": step[0], "relation": step[1], "objects": step[2]}
 
-
-def _is_str_list(value):
-    return isinstance(value, list) and all(isinstance(item, str) for item in value)
-
-
-def _expect(condition, filepath, where, problem):
-    if not condition:
-        raise record_error(filepath, where, problem)
 
 
 def to_upstream_derivations(derivations):

@@ -1,16 +1,17 @@
 """LIMUR: Russian reference resolution and meaning recovery from grammar (rwsd and kusdra tasks)."""
 
-import codecs
 import json
 import os
 import re
 import string
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Optional
 
 import datasets
 
-from ._sources import SourceDataError, record_error
+from ._rows import RowsBuilder
+from ._sources import Source, SourceConfig, SourceDataError, read_json, read_jsonl, record_error
 
 _CITATION = """\
 @misc{limur,
@@ -27,12 +28,13 @@ schema style: which candidate does the reference point to) and kusdra (answer a 
 on pseudo-words, in the spirit of Shcherba's "Glokaya kuzdra"). 4 to 9 options, lettered А Б В Г Д Е Ё Ж З.
 """
 
-_HOMEPAGE = "https://github.com/MERA-Evaluation/MERA"
-_LICENSE = "unknown"
+SOURCE = Source(corpus="limur", description=_DESCRIPTION, citation=_CITATION,
+                homepage="https://github.com/MERA-Evaluation/MERA", license="unknown")
 
 LETTERS = ["А", "Б", "В", "Г", "Д", "Е", "Ё", "Ж", "З"]
 OPTION_KEYS = [f"option_{c}" for c in "abcdefghi"]
 INPUT_KEYS = ["question", "context", "reference", *OPTION_KEYS]
+_INPUT_KEY_SET = set(INPUT_KEYS)
 TASK_TYPES = ["rwsd", "kusdra"]
 CONTEXT_TYPES = ["текст", "диалог"]
 
@@ -48,18 +50,15 @@ TASK_FILE = "task.json"
 TASK_SPLITS = {"train": "train", "dev": "validation", "validation": "validation", "test": "test", "shots": "shots"}
 _INT32 = (-(2**31), 2**31 - 1)
 
-# the splits whose files are present in data_dir, of these
-SPLITS = {config: ["train", "validation", "test", "shots"] for config in ("all", "rwsd", "kusdra")}
 
 @dataclass
-class LimurConfig(datasets.BuilderConfig):
+class LimurConfig(SourceConfig):
     """``task_type`` keeps only the records of one task type (None: all). LIMUR has no public download."""
 
     task_type: Optional[str] = None
-    mirror_url: Optional[str] = None
 
 
-class Limur(datasets.GeneratorBasedBuilder):
+class Limur(RowsBuilder):
     """LIMUR records in MERA's own schema (instruction, inputs, outputs, meta as MERA publishes them), with the
     derived options, prompt and label (the answer as a ClassLabel)."""
 
@@ -71,6 +70,9 @@ class Limur(datasets.GeneratorBasedBuilder):
         LimurConfig(name="kusdra", version=VERSION, task_type="kusdra", description="Questions on pseudo-word texts."),
     ]
     DEFAULT_CONFIG_NAME = "all"
+    # the splits a build may have: those whose files are present in data_dir
+    SPLITS = {config: ["train", "validation", "test", "shots"] for config in ("all", "rwsd", "kusdra")}
+    SPLITS_FROM_FILES = True
 
     def _info(self):
         string_value = datasets.Value("string")
@@ -89,13 +91,7 @@ class Limur(datasets.GeneratorBasedBuilder):
                 "label": datasets.ClassLabel(names=LETTERS),
             }
         )
-        return datasets.DatasetInfo(
-            description=_DESCRIPTION,
-            features=features,
-            homepage=_HOMEPAGE,
-            license=_LICENSE,
-            citation=_CITATION,
-        )
+        return SOURCE.info(features)
 
     def _split_generators(self, dl_manager):
         if not self.config.data_dir:
@@ -105,10 +101,9 @@ class Limur(datasets.GeneratorBasedBuilder):
             )
         sources = find_sources(self.config.data_dir)
         task_type = self.config.task_type
-        # every record of every split is validated, whatever the config; a split with none of the config's
-        # task type is left out rather than built empty
-        kept = {split: path for split, path in sources.items()
-                if any(_wanted(row, task_type) for row in read_rows(path, split))}
+        # every record of every split is validated, whatever the config (a kept split in _generate_examples, here
+        # the others); a split with none of the config's task type is left out rather than built empty
+        kept = {split: path for split, path in sources.items() if _holds_task_type(path, split, task_type)}
         if not kept:
             raise SourceDataError(f"{self.config.data_dir}: no {task_type} records in any split ({', '.join(sources)})")
         return [
@@ -123,6 +118,18 @@ class Limur(datasets.GeneratorBasedBuilder):
 
 def _wanted(row, task_type):
     return task_type in (None, row["meta"]["task_type"])
+
+
+def _holds_task_type(filepath, split, task_type):
+    """Whether the split holds a record of ``task_type`` (any, for None); one that does not is validated here."""
+    if task_type is None:
+        return True
+    for _, record in read_split_records(filepath, split):
+        meta = record.get("meta") if isinstance(record, dict) else None
+        if isinstance(meta, dict) and meta.get("task_type") == task_type:
+            return True
+    read_rows(filepath, split)
+    return False
 
 
 def read_rows(filepath, split):
@@ -172,13 +179,7 @@ def _task_splits(task_file):
 
 
 def _load_task_file(task_file):
-    try:
-        with open(task_file, encoding="utf-8-sig") as f:  # a UTF-8 byte order mark is allowed
-            task = json.load(f)
-    except UnicodeDecodeError as err:
-        raise record_error(task_file, "-", f"not UTF-8 text ({err.reason} at byte {err.start})") from None
-    except (ValueError, RecursionError) as err:
-        raise record_error(task_file, "-", f"not valid JSON ({json_problem(err)})") from None
+    task = read_json(task_file)
     if not isinstance(task, dict) or not isinstance(task.get("data"), dict):
         raise record_error(task_file, "-", 'expected a MERA task file {"data": {split: [records]}}')
     return task["data"]
@@ -206,21 +207,8 @@ def _task_records(filepath, split):
 
 
 def _jsonl_records(filepath):
-    with open(filepath, "rb") as f:
-        for number, raw in enumerate(f, start=1):
-            if number == 1:
-                raw = raw.removeprefix(codecs.BOM_UTF8)  # a UTF-8 byte order mark is allowed
-            try:
-                line = raw.decode("utf-8").strip()
-            except UnicodeDecodeError as err:
-                raise record_error(filepath, f"line {number}", f"not UTF-8 text ({err.reason})") from None
-            if not line:
-                continue
-            try:
-                record = json.loads(line)
-            except (ValueError, RecursionError) as err:
-                raise record_error(filepath, f"line {number}", f"not valid JSON ({json_problem(err)})") from None
-            yield f"line {number}", record
+    for number, record in read_jsonl(filepath):
+        yield f"line {number}", record
 
 
 def json_problem(err):
@@ -270,19 +258,22 @@ def _parse_meta(filepath, where, record):
 
 def _string_field(filepath, where, record, key):
     value = record.get(key)
-    _expect(isinstance(value, str), filepath, where, f"{key!r} must be a string, got {value!r}")
+    if not isinstance(value, str):
+        raise record_error(filepath, where, f"{key!r} must be a string, got {value!r}")
     return value
 
 
 def _parse_inputs(filepath, where, record):
     inputs = record.get("inputs")
     _expect(isinstance(inputs, dict), filepath, where, f"'inputs' must be an object, got {inputs!r}")
-    missing = [key for key in INPUT_KEYS if key not in inputs]
-    _expect(not missing, filepath, where, f"'inputs' lacks {', '.join(missing)}")
-    extra = [key for key in inputs if key not in INPUT_KEYS]
-    _expect(not extra, filepath, where, f"'inputs' has unknown key(s) {', '.join(extra)}")
+    if inputs.keys() != _INPUT_KEY_SET:
+        missing = [key for key in INPUT_KEYS if key not in inputs]
+        _expect(not missing, filepath, where, f"'inputs' lacks {', '.join(missing)}")
+        extra = [key for key in inputs if key not in INPUT_KEYS]
+        _expect(not extra, filepath, where, f"'inputs' has unknown key(s) {', '.join(extra)}")
     for key in INPUT_KEYS:
-        _expect(isinstance(inputs[key], str), filepath, where, f"inputs {key!r} must be a string, got {inputs[key]!r}")
+        if not isinstance(inputs[key], str):
+            raise record_error(filepath, where, f"inputs {key!r} must be a string, got {inputs[key]!r}")
     return {key: inputs[key] for key in INPUT_KEYS}
 
 
@@ -314,31 +305,51 @@ def _parse_answer(filepath, where, record, options):
 def _fill_prompt(filepath, where, instruction, inputs, count):
     """The prompt as MERA's harness builds it: ``instruction.format(**inputs).strip()``, after checking the
     placeholders, their letter labels and the answer-format letter list against the ``count`` non-empty options."""
-    placeholders, literal = _template(filepath, where, instruction)
-    unknown = sorted({name for name, _ in placeholders} - set(INPUT_KEYS))
-    _expect(not unknown, filepath, where,
-            f"instruction has unknown placeholder(s) {', '.join('{' + name + '}' for name in unknown)}")
-    used = sorted({name for name, _ in placeholders if name in OPTION_KEYS})
-    expected = OPTION_KEYS[:count]
-    _expect(used == expected, filepath, where,
-            f"instruction has placeholders for {', '.join(used) or 'no option'} but the non-empty options are "
-            f"{', '.join(expected)}")
-    for name, before in placeholders:
-        if name in OPTION_KEYS:
-            _check_label(filepath, where, name, before)
-    _check_letter_lists(filepath, where, literal, count)
+    problem = _template_problem(instruction, count)
+    if problem:
+        raise record_error(filepath, where, problem)
     try:
         return instruction.format(**inputs).strip()
     except (IndexError, KeyError, ValueError, AttributeError) as err:
         raise record_error(filepath, where, f"instruction cannot be filled ({err!r})") from None
 
 
-def _template(filepath, where, instruction):
+class _TemplateError(ValueError):
+    pass
+
+
+@lru_cache(maxsize=1024)
+def _template_problem(instruction, count):
+    """What is wrong with ``instruction`` as the template of a record with ``count`` options, or None.
+
+    Cached: a task's records share a few instructions."""
+    try:
+        _check_template(instruction, count)
+    except _TemplateError as err:
+        return str(err)
+    return None
+
+
+def _check_template(instruction, count):
+    placeholders, literal = _template(instruction)
+    unknown = sorted({name for name, _ in placeholders} - set(INPUT_KEYS))
+    _require(not unknown, lambda: f"instruction has unknown placeholder(s) {', '.join('{' + n + '}' for n in unknown)}")
+    used = sorted({name for name, _ in placeholders if name in OPTION_KEYS})
+    expected = OPTION_KEYS[:count]
+    _require(used == expected, lambda: f"instruction has placeholders for {', '.join(used) or 'no option'} but the "
+                                       f"non-empty options are {', '.join(expected)}")
+    for name, before in placeholders:
+        if name in OPTION_KEYS:
+            _check_label(name, before)
+    _check_letter_lists(literal, count)
+
+
+def _template(instruction):
     """``([(placeholder, literal text since the previous placeholder)], all literal text)``."""
     try:
         parsed = list(string.Formatter().parse(instruction))
     except ValueError as err:
-        raise record_error(filepath, where, f"instruction is not a valid template ({err})") from None
+        raise _TemplateError(f"instruction is not a valid template ({err})") from None
     placeholders, before, literal = [], "", ""
     for text, name, spec, conversion in parsed:
         before, literal = before + text, literal + text
@@ -346,7 +357,7 @@ def _template(filepath, where, instruction):
             continue
         if spec or conversion is not None:
             written = name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "")
-            raise record_error(filepath, where, f"instruction placeholder {{{written}}} must be a plain {{{name}}}")
+            raise _TemplateError(f"instruction placeholder {{{written}}} must be a plain {{{name}}}")
         placeholders.append((name, before))
         before = ""
     return placeholders, literal
@@ -358,23 +369,26 @@ _LABEL = re.compile(r"(?:^|\n)[ \t]*([^\s.)]+)[.)][ \t]*$")
 _LETTER_LIST = re.compile(r"\(\s*([А-ЯЁ](?:\s*,\s*[А-ЯЁ])*)\s*\)")
 
 
-def _check_label(filepath, where, name, before):
+def _check_label(name, before):
     letter = LETTERS[OPTION_KEYS.index(name)]
     match = _LABEL.search(before)
-    _expect(match is not None, filepath, where,
-            f"instruction has no letter label before {{{name}}} (expected a line «{letter}. {{{name}}}»)")
-    _expect(match.group(1) == letter, filepath, where,
-            f"instruction labels {{{name}}} as {match.group(1)!r}, expected {letter!r}")
+    _require(match is not None,
+             lambda: f"instruction has no letter label before {{{name}}} (expected a line «{letter}. {{{name}}}»)")
+    _require(match.group(1) == letter, lambda: f"instruction labels {{{name}}} as {match.group(1)!r}, expected {letter!r}")
 
 
-def _check_letter_lists(filepath, where, literal, count):
+def _check_letter_lists(literal, count):
     expected = ", ".join(LETTERS[:count])
     lists = [", ".join(re.split(r"\s*,\s*", found)) for found in _LETTER_LIST.findall(literal)]
-    _expect(lists, filepath, where, f"instruction lists no answer letters (expected «({expected})»)")
+    _require(lists, lambda: f"instruction lists no answer letters (expected «({expected})»)")
     wrong = [found for found in lists if found != expected]
-    _expect(not wrong, filepath, where,
-            f"instruction lists the answer letters ({wrong[0] if wrong else ''}) but the non-empty options are "
-            f"({expected})")
+    _require(not wrong, lambda: f"instruction lists the answer letters ({wrong[0]}) but the non-empty options are "
+                                f"({expected})")
+
+
+def _require(condition, problem):
+    if not condition:
+        raise _TemplateError(problem())
 
 
 def _expect(condition, filepath, where, problem):

@@ -7,11 +7,14 @@ from typing import Optional
 
 import datasets
 
+from ._rows import RowsBuilder
 from ._sources import (
     Source,
     SourceConfig,
     expect_utf8_start,
     in_data_dir,
+    is_str_list,
+    open_source,
     read_json,
     record_error,
     utf8_problem,
@@ -100,10 +103,11 @@ class TopicalChatConfig(SourceConfig):
     reading_set_form: str = "auto"
 
 
-class TopicalChat(datasets.GeneratorBasedBuilder):
+class TopicalChat(RowsBuilder):
     """Topical-Chat conversations, reading sets and ASR test conversations."""
 
     VERSION = datasets.Version("1.1.0")
+    BATCH_ROWS = 500  # a conversation is ~5 KB of JSON, several times that as Python objects: small tables
     BUILDER_CONFIG_CLASS = TopicalChatConfig
     BUILDER_CONFIGS = [
         TopicalChatConfig(name="conversations", version=VERSION, description="One row per conversation."),
@@ -189,9 +193,6 @@ class TopicalChat(datasets.GeneratorBasedBuilder):
         return present
 
 
-# read by qahub.cli until it asks qahub.registry.splits (issue 14)
-SPLITS = TopicalChat.SPLITS
-
 
 # features
 
@@ -248,7 +249,7 @@ def iter_records(path):
     file holds conversations.
     """
     ijson = _ijson()
-    with open(path, "rb") as f:
+    with open_source(path, "rb") as f:
         _expect_object(path, f)
         items = ijson.kvitems(f, "", use_float=True)
         seen, last = set(), None
@@ -352,10 +353,13 @@ def _parse_turn(path, cid, index, turn, asr):
     keys = _TURN_KEYS + (_ASR_KEYS if asr else ())
     _expect_keys(path, cid, turn, keys, where)
     _expect_only(path, cid, turn, _TURN_KEYS + (_ASR_KEYS if asr is not False else ()), where)
+    # each message is formatted only on failure: a repr of every turn would be most of the build's time
     for key in ("message",) + tuple(key for key in _ASR_KEYS if key in turn):
-        _expect(isinstance(turn[key], str), path, cid, f"{where}: {key!r} must be a string, got {turn[key]!r}")
-    _expect(_is_str_list(turn["knowledge_source"]), path, cid,
-            f"{where}: 'knowledge_source' must be a list of strings, got {turn['knowledge_source']!r}")
+        if not isinstance(turn[key], str):
+            raise record_error(path, cid, f"{where}: {key!r} must be a string, got {turn[key]!r}")
+    if not is_str_list(turn["knowledge_source"]):
+        raise record_error(path, cid, f"{where}: 'knowledge_source' must be a list of strings, got "
+                                      f"{turn['knowledge_source']!r}")
     row = {
         "agent": _label(path, cid, "agent", turn["agent"], _AGENTS, where),
         "message": turn["message"],
@@ -380,8 +384,9 @@ def _rating(path, cid, what, value, where=None):
 
 
 def _label(path, cid, what, value, names, where=None):
-    prefix = f"{where}: " if where else ""
-    _expect(value in names, path, cid, f"{prefix}unknown {what} {value!r} (expected one of {names})")
+    if value not in names:
+        prefix = f"{where}: " if where else ""
+        raise record_error(path, cid, f"{prefix}unknown {what} {value!r} (expected one of {names})")
     return names.index(value)
 
 
@@ -441,7 +446,7 @@ def _parse_section(path, cid, where, section, texts):
     _expect_keys(path, cid, section, ("entity", "fun_facts"), where)
     _expect_only(path, cid, section, ("entity", "fun_facts", f"{kinds[0]}_wiki_lead_section"), where)
     _expect(isinstance(section["entity"], str), path, cid, f"{where}: 'entity' must be a string")
-    _expect(_is_str_list(section["fun_facts"]), path, cid, f"{where}: 'fun_facts' must be a list of strings")
+    _expect(is_str_list(section["fun_facts"]), path, cid, f"{where}: 'fun_facts' must be a list of strings")
     kind = kinds[0]
     lead = section[f"{kind}_wiki_lead_section"]
     row = {"entity": section["entity"], "wiki_lead_kind": _WIKI_KINDS.index(kind)}
@@ -498,20 +503,19 @@ def _short(value, limit=60):
 
 def _expect_keys(path, cid, record, keys, where=None):
     prefix = f"{where}: " if where else ""
-    _expect(isinstance(record, dict), path, cid, f"{prefix}expected an object, got {type(record).__name__}")
-    missing = [key for key in keys if key not in record]
-    _expect(not missing, path, cid, f"{prefix}missing key(s) {', '.join(missing)}")
+    if not isinstance(record, dict):
+        raise record_error(path, cid, f"{prefix}expected an object, got {type(record).__name__}")
+    if not record.keys() >= set(keys):
+        missing = [key for key in keys if key not in record]
+        raise record_error(path, cid, f"{prefix}missing key(s) {', '.join(missing)}")
 
 
 def _expect_only(path, cid, record, keys, where=None):
     """Nothing is dropped silently: a key the builder does not keep is an error naming it."""
-    prefix = f"{where}: " if where else ""
     extra = sorted(set(record) - set(keys))
-    _expect(not extra, path, cid, f"{prefix}unexpected key(s) {', '.join(map(repr, extra))} (expected {list(keys)})")
-
-
-def _is_str_list(value):
-    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+    if extra:
+        prefix = f"{where}: " if where else ""
+        raise record_error(path, cid, f"{prefix}unexpected key(s) {', '.join(map(repr, extra))} (expected {list(keys)})")
 
 
 def _expect(condition, path, cid, problem):

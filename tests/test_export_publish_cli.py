@@ -1,13 +1,14 @@
 import json
-import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 
 import datasets
 import pytest
 from huggingface_hub import DatasetCard
+from qahub.loaders._rows import RowsBuilder
 from qahub.loaders._sources import SourceDataError
 
 from qahub import cli, publish, registry
@@ -73,15 +74,22 @@ def test_unknown_config_fails_before_any_work(tmp_path):
 
 
 def test_large_splits_are_sharded_and_load_back_in_order(tmp_path):
+    """`datasets` writes the shards (one write): it closes a shard once it holds max_shard_bytes of Arrow data,
+    checked after each table the builder yields (RowsBuilder.BATCH_ROWS rows); the export renames them to
+    <split>-NNNNN-of-NNNNN.parquet."""
+    data = tmp_path / "data"
+    shutil.copytree(SAMPLE, data)
+    train = data / "corpus_ver1.2" / "train_ver1.2.json"
+    records = json.loads(train.read_text(encoding="utf-8"))
+    many = [{**records[i % len(records)], "qid": f"q{i:05d}"} for i in range(2 * RowsBuilder.BATCH_ROWS + 1)]
+    train.write_text(json.dumps(many, ensure_ascii=False), encoding="utf-8")
     out = tmp_path / "sharded"
-    export("jemhopqa", out, configs=["v1.2"], data_dir=SAMPLE, max_shard_bytes=500)
-    built = build("jemhopqa", "v1.2", SAMPLE, tmp_path / "b")
-    shards = math.ceil(built["train"].data.nbytes / 500)
-    assert shards > 1
+    export("jemhopqa", out, configs=["v1.2"], data_dir=data, max_shard_bytes=500)
     names = sorted(p.name for p in (out / "v1.2").glob("train-*"))
-    assert names == [f"train-{i:05d}-of-{shards:05d}.parquet" for i in range(shards)]
+    assert names == [f"train-{i:05d}-of-00003.parquet" for i in range(3)]
     loaded = datasets.load_dataset(str(out), "v1.2", cache_dir=str(tmp_path / "c"))
-    assert loaded["train"].to_list() == built["train"].to_list()
+    assert loaded["train"]["qid"] == [row["qid"] for row in many]
+    assert loaded["train"].to_list() == build("jemhopqa", "v1.2", data, tmp_path / "b")["train"].to_list()
 
 
 @pytest.mark.parametrize("rows, label", [(0, "n<1K"), (999, "n<1K"), (1000, "1K<n<10K"), (29375, "10K<n<100K")])
@@ -323,3 +331,20 @@ def test_publish_all_reports_a_broken_folder_and_publishes_the_rest(exported, tm
 
 def test_scrub_accepts_token_true():
     assert publish.scrub("boom", token=True) == "boom"
+
+
+def test_datasets_writes_the_parquet_once_without_an_arrow_cache(tmp_path, monkeypatch):
+    """One write: `datasets` writes the Parquet shards itself; no Arrow file is written and none copied."""
+    import datasets.builder
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("an Arrow cache or an Arrow-to-Parquet copy was written")
+
+    monkeypatch.setattr(datasets.builder, "ArrowWriter", refuse)
+    monkeypatch.setattr(datasets.Dataset, "to_parquet", refuse)
+    report = export("jemhopqa", tmp_path / "out", configs=["v1.2"], data_dir=SAMPLE, cache_dir=str(tmp_path / "cache"))
+    assert {(s.split, s.rows) for s in report.splits} == {("train", 4), ("validation", 3)}
+    assert not list(tmp_path.rglob("*.arrow"))
+    monkeypatch.undo()  # loading the folder back makes datasets' own Arrow cache of it
+    loaded = datasets.load_dataset(str(tmp_path / "out"), "v1.2", cache_dir=str(tmp_path / "load"))
+    assert loaded["train"].to_list() == build("jemhopqa", "v1.2", SAMPLE, tmp_path / "b")["train"].to_list()

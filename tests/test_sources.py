@@ -71,3 +71,38 @@ def test_a_source_without_public_download_asks_for_a_local_copy_or_mirror(monkey
     source = Source(corpus="nowhere", description="", citation="", homepage="", license="unknown")
     with pytest.raises(FileNotFoundError, match="nowhere has no public download: pass data_dir"):
         source.resolve(SimpleNamespace(data_dir=None, mirror_url=None), None, {"train": "train.jsonl"})
+
+
+def test_splits_are_declared_once_on_the_builder_class():
+    """The registry reads each builder's SPLITS; no loader keeps a module-level copy, and LIMUR (whose splits are
+    whichever files its data_dir holds) says so with SPLITS_FROM_FILES rather than a special case in the export."""
+    from qahub import registry
+
+    for corpus in registry.corpus_names():
+        assert not hasattr(registry.builder_module(corpus), "SPLITS"), corpus
+    assert registry.splits("limur", "rwsd") == ["train", "validation", "test", "shots"]
+    assert registry.absent_splits("limur", "all", ["validation"]) == []
+    assert registry.absent_splits("topical_chat", "asr", ["test_freq"]) == ["test_rare"]
+
+
+@pytest.mark.parametrize("rows, sizes", [(0, [0]), (3, [3]), (7, [3, 3, 1])])
+def test_rows_builder_hands_datasets_tables_of_batch_rows(rows, sizes):
+    """Every row once, in order, in tables of BATCH_ROWS rows; an empty split is one empty table (its schema)."""
+    import datasets
+    from qahub.loaders._rows import RowsBuilder
+
+    class Numbers(RowsBuilder):
+        BATCH_ROWS = 3
+
+        def _info(self):
+            return datasets.DatasetInfo(features=datasets.Features({"n": datasets.Value("int32"),
+                                                                   "tag": datasets.ClassLabel(names=["a", "b"])}))
+
+        def _generate_examples(self, count):
+            for n in range(count):
+                yield n, {"n": n, "tag": n % 2}
+
+    tables = list(Numbers()._generate_tables(count=rows))
+    assert [table.num_rows for _, table in tables] == sizes
+    assert [row for _, table in tables for row in table.to_pylist()] == [{"n": n, "tag": n % 2} for n in range(rows)]
+    assert [key for key, _ in tables] == list(range(len(tables)))

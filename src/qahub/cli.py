@@ -613,7 +613,7 @@ def _list(args) -> int:
 
 
 def _splits_of(corpus, config):
-    return getattr(registry.builder_module(corpus), "SPLITS", {}).get(config, ["(from the source files)"])
+    return registry.splits(corpus, config) or ["(from the source files)"]
 
 
 def _add_demo(commands):

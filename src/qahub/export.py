@@ -4,12 +4,12 @@ The folder holds ``<config>/<split>-NNNNN-of-NNNNN.parquet`` and a ``README.md``
 ``dataset_cards/`` with ``configs:`` and ``dataset_info:`` generated from the build, so that
 ``datasets.load_dataset(folder, config)`` gives the builder's rows and features, offline or from the Hub.
 
-The export is written to a temporary sibling folder and renamed into place only when complete.
+`datasets` writes the Parquet shards itself (``download_and_prepare(file_format="parquet")``): one write, no
+Arrow cache. The export is written to a temporary sibling folder and renamed into place only when complete.
 """
 
 from __future__ import annotations
 
-import math
 import os
 import shutil
 import time
@@ -131,7 +131,8 @@ def _build_into(corpus, out: Path, configs, report, *, data_dir, mirror_url, cac
             builder = qahub.make_builder(corpus, config, data_dir=data_dir, mirror_url=mirror_url,
                                          cache_dir=str(scratch), **builder_options)
             try:
-                infos[config] = _export_config(builder, staging, max_shard_bytes, report, downloads_in(cache_dir))
+                infos[config] = _export_config(builder, staging, scratch, max_shard_bytes, report,
+                                                downloads_in(cache_dir))
             except (FileNotFoundError, ConnectionError) as err:
                 if not skip_unavailable or (not infos and config == configs[-1]):
                     raise
@@ -229,8 +230,6 @@ RESERVED_OPTIONS = {
     "mirror_url": "--mirror-url URL (mirror_url=... in Python)",
     "cache_dir": "--cache-dir DIR (cache_dir=... in Python)",
 }
-# corpora whose splits are whichever files the source has (LIMUR): an absent split is not a missing part
-SPLITS_FROM_FILES = {"limur"}
 
 
 def option_kinds(corpus: str) -> dict[str, str]:
@@ -275,17 +274,15 @@ def requested_splits(builder_options: dict) -> list[str] | None:
 def _check_splits_option(corpus, configs, builder_options):
     """``splits=...`` names splits every config built has, checked before any work."""
     wanted = requested_splits(builder_options)
-    declared = getattr(registry.builder_module(corpus), "SPLITS", {})
     for config in configs if wanted else []:
-        unknown = [s for s in wanted if config in declared and s not in declared[config]]
+        declared = registry.splits(corpus, config)
+        unknown = [s for s in wanted if declared and s not in declared]
         if unknown:
-            raise ValueError(f"{corpus}/{config} has no split {', '.join(unknown)}; its splits: "
-                             f"{', '.join(declared[config])}")
+            raise ValueError(f"{corpus}/{config} has no split {', '.join(unknown)}; its splits: {', '.join(declared)}")
 
 
 def missing_parts(corpus: str, report: ExportReport, builder_options: dict) -> list[dict]:
     """The configs and splits of the corpus this build lacks, each with why: ``{config, splits, reason}``."""
-    declared = getattr(registry.builder_module(corpus), "SPLITS", {})
     wanted = requested_splits(builder_options)
     built = {config.config: {s.split for s in config.splits} for config in report.configs}
     missing = []
@@ -295,9 +292,7 @@ def missing_parts(corpus: str, report: ExportReport, builder_options: dict) -> l
             missing.append({"config": config, "splits": "all",
                             "reason": "its source was unavailable" if skipped else "not requested: built with --config"})
             continue
-        if corpus in SPLITS_FROM_FILES:
-            continue
-        absent = [s for s in declared.get(config, []) if s not in built[config]]
+        absent = registry.absent_splits(corpus, config, built[config])
         unasked = [s for s in absent if wanted is not None and s not in wanted]
         if unasked:
             missing.append({"config": config, "splits": unasked,
@@ -388,34 +383,43 @@ def downloads_in(cache_dir) -> DownloadConfig:
     return DownloadConfig(cache_dir=folder, use_etag=False)
 
 
-def _export_config(builder, staging: Path, max_shard_bytes: int, report: ExportReport,
+def _export_config(builder, staging: Path, scratch: Path, max_shard_bytes: int, report: ExportReport,
                    downloads: DownloadConfig) -> datasets.DatasetInfo:
+    """Let `datasets` write the config's Parquet shards (one write, no Arrow cache), then move them into the
+    export layout ``<config>/<split>-NNNNN-of-NNNNN.parquet``; the config's info for the card."""
     config = builder.config.name
     start = time.perf_counter()
-    qahub.prepare(builder, download_config=downloads)
+    built = scratch / f"parquet-{config}"
+    qahub.prepare(builder, output_dir=str(built), file_format="parquet", max_shard_size=max_shard_bytes,
+                  download_config=downloads)
     splits = SplitDict(dataset_name=builder.dataset_name)
     written = []
-    for split, ds in builder.as_dataset().items():
-        size = _write_split(ds, staging / config, split, max_shard_bytes)
-        written.append(SplitReport(config, split, len(ds), size))
-        splits.add(SplitInfo(name=split, num_bytes=ds.data.nbytes, num_examples=len(ds), dataset_name=builder.dataset_name))
+    for split, info in builder.info.splits.items():
+        size = _move_shards(built, builder.dataset_name, split, staging / config)
+        written.append(SplitReport(config, split, info.num_examples, size))
+        splits.add(SplitInfo(name=split, num_bytes=info.num_bytes, num_examples=info.num_examples,
+                             dataset_name=builder.dataset_name))
     report.configs.append(ConfigReport(config, time.perf_counter() - start, written))
-    parquet_total = sum(s.parquet_bytes for s in written)
     info = datasets.DatasetInfo(features=builder.info.features, config_name=config, splits=splits)
-    info.download_size = parquet_total
+    info.download_size = sum(s.parquet_bytes for s in written)
     info.dataset_size = sum(s.num_bytes for s in splits.values())
     return info
 
 
-def _write_split(ds: datasets.Dataset, folder: Path, split: str, max_shard_bytes: int) -> int:
+def _move_shards(built: Path, dataset_name: str, split: str, folder: Path) -> int:
+    """Rename the shards `datasets` wrote for ``split`` (``<name>-<split>.parquet``, or
+    ``<name>-<split>-NNNNN-of-NNNNN.parquet`` when several) to ``<folder>/<split>-NNNNN-of-NNNNN.parquet``;
+    their total size."""
+    single = built / f"{dataset_name}-{split}.parquet"
+    shards = [single] if single.is_file() else sorted(built.glob(f"{dataset_name}-{split}-[0-9]*-of-[0-9]*.parquet"))
+    if not shards:
+        raise ExportError(f"{built}: datasets wrote no Parquet file for split {split!r}")
     folder.mkdir(parents=True, exist_ok=True)
-    num_shards = max(1, math.ceil(ds.data.nbytes / max_shard_bytes))
-    written = 0
-    for index in range(num_shards):
-        path = folder / f"{split}-{index:05d}-of-{num_shards:05d}.parquet"
-        ds.shard(num_shards=num_shards, index=index, contiguous=True).to_parquet(str(path))
-        written += path.stat().st_size
-    return written
+    size = 0
+    for index, shard in enumerate(shards):
+        size += shard.stat().st_size
+        shard.rename(folder / f"{split}-{index:05d}-of-{len(shards):05d}.parquet")
+    return size
 
 
 SAMPLE_TAG = "qahub-sample"
@@ -455,23 +459,25 @@ def write_card(corpus: str, folder: Path, infos: dict, default: str, sample: boo
     if sample:
         data.tags = [*(data.tags or []), SAMPLE_TAG]
         text = SAMPLE_NOTE + text
-    rendered = DatasetCard(f"---\n{data.to_yaml()}\n---\n{text}")
     path = folder / "README.md"
-    rendered.save(path)
-    validate_card(path, infos)
-    if partial_of(path) != (missing or []):
+    path.write_text(f"---\n{data.to_yaml()}\n---\n{text}", encoding="utf-8", newline="")
+    card = validate_card(path, infos)
+    if _missing_in(card) != (missing or []):
         raise ExportError(f"{path}: the {PARTIAL_KEY} list does not survive the YAML round trip")
-    return rendered
+    return card
 
 
 def partial_of(readme: Path) -> list[dict]:
     """The missing parts a card records (``qahub_partial``); [] for a complete build."""
-    meta = DatasetCard.load(readme, repo_type="dataset").data.to_dict()
-    return (meta.get(PARTIAL_KEY) or {}).get("missing", [])
+    return _missing_in(DatasetCard.load(readme, repo_type="dataset"))
+
+
+def _missing_in(card: DatasetCard) -> list[dict]:
+    return (card.data.to_dict().get(PARTIAL_KEY) or {}).get("missing", [])
 
 
 def validate_card(path: Path, infos: dict):
-    """Re-read the card with huggingface_hub and datasets, as the Hub and ``load_dataset`` will."""
+    """Re-read the card with huggingface_hub and datasets, as the Hub and ``load_dataset`` will; the card read."""
     card = DatasetCard.load(path, repo_type="dataset")
     if not isinstance(card.data, DatasetCardData):
         raise ExportError(f"{path}: metadata is not dataset card metadata")
@@ -489,6 +495,7 @@ def validate_card(path: Path, infos: dict):
     for config, info in infos.items():
         if parsed[config].features != info.features:
             raise ExportError(f"{path}: features of {config} do not survive the YAML round trip")
+    return card
 
 
 def size_category(rows: int) -> str:

@@ -35,7 +35,7 @@ def builder_module(corpus: str):
     return importlib.import_module(f"qahub.loaders.{corpus}")
 
 
-def builder_class(corpus: str) -> type[datasets.GeneratorBasedBuilder]:
+def builder_class(corpus: str) -> type[datasets.DatasetBuilder]:
     module = builder_module(corpus)
     classes = [
         obj
@@ -61,9 +61,7 @@ def splits(corpus: str, config: str) -> list[str]:
 
     Empty when the builder does not declare them.
     """
-    cls = builder_class(corpus)
-    declared = getattr(cls, "SPLITS", None) or getattr(builder_module(corpus), "SPLITS", {})  # module: LIMUR, for now
-    return list(declared.get(config, []))
+    return list(getattr(builder_class(corpus), "SPLITS", {}).get(config, []))
 
 
 def absent_splits(corpus: str, config: str, built) -> list[str]:
