@@ -1,6 +1,10 @@
 """The loaders' shared readers: every bad input is a SourceDataError naming the file, the line or record, the problem."""
 
+import json
+
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from qahub.loaders._sources import SourceDataError, read_csv, read_json, read_jsonl
 
 
@@ -106,3 +110,25 @@ def test_rows_builder_hands_datasets_tables_of_batch_rows(rows, sizes):
     assert [table.num_rows for _, table in tables] == sizes
     assert [row for _, table in tables for row in table.to_pylist()] == [{"n": n, "tag": n % 2} for n in range(rows)]
     assert [key for key, _ in tables] == list(range(len(tables)))
+
+
+# --- any bytes: the readers return data or raise SourceDataError, nothing else -------------------------------
+
+_JSONISH = st.one_of(
+    st.binary(max_size=300),
+    st.text(max_size=200).map(lambda t: t.encode("utf-8", "surrogatepass")),
+    st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+                 lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=5), kids, max_size=4),
+                 max_leaves=20).map(lambda v: json.dumps(v, ensure_ascii=False).encode("utf-8", "surrogatepass")),
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=_JSONISH, reader=st.sampled_from(["json", "jsonl", "csv"]))
+def test_readers_return_data_or_a_named_error_for_any_bytes(tmp_path, data, reader):
+    path = write(tmp_path, data, f"any.{reader}")
+    read = {"json": read_json, "jsonl": lambda p: list(read_jsonl(p)), "csv": lambda p: list(read_csv(p))}[reader]
+    try:
+        read(path)
+    except SourceDataError as err:
+        assert str(err).startswith(f"{path}: "), err
