@@ -26,13 +26,13 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 
 
 @pytest.fixture
-def http_server():
-    """``http_server(root) -> base URL``: a real HTTP server on 127.0.0.1 serving the folder ``root``."""
+def handler_server():
+    """``handler_server(handler_class) -> base URL``: a real HTTP server on 127.0.0.1 answering with that handler."""
     servers = []
 
-    def start(root):
-        handler = functools.partial(_QuietHandler, directory=str(root))
+    def start(handler):
         server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        server.daemon_threads = True
         threading.Thread(target=server.serve_forever, daemon=True).start()
         servers.append(server)
         return f"http://127.0.0.1:{server.server_address[1]}"
@@ -41,3 +41,9 @@ def http_server():
     for server in servers:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture
+def http_server(handler_server):
+    """``http_server(root) -> base URL``: a real HTTP server on 127.0.0.1 serving the folder ``root``."""
+    return lambda root: handler_server(functools.partial(_QuietHandler, directory=str(root)))

@@ -4,7 +4,6 @@
 import http.server
 import json
 import math
-import threading
 
 import datasets
 import pytest
@@ -230,12 +229,8 @@ class _Judge(http.server.BaseHTTPRequestHandler):
 
 
 @pytest.fixture
-def judge_url():
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Judge)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
-    server.server_close()
+def judge_url(handler_server):
+    return handler_server(_Judge) + "/v1"
 
 
 @pytest.mark.parametrize("reply, status, expected", [("2", 200, 1.0), ("1", 200, 0.5), ("отлично", 200, 0.0),

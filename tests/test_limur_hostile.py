@@ -6,7 +6,6 @@ import http.server
 import json
 import random
 import re
-import threading
 import time
 from pathlib import Path
 
@@ -237,13 +236,8 @@ class BrokenJudge(http.server.BaseHTTPRequestHandler):
 
 
 @pytest.fixture
-def broken_judge():
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), BrokenJudge)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+def broken_judge(handler_server):
+    return handler_server(BrokenJudge)
 
 
 def test_broken_judge_replies_are_failures_not_exceptions(metric, broken_judge):
