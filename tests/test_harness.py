@@ -4,6 +4,8 @@
 import http.server
 import json
 import math
+import subprocess
+import sys
 
 import datasets
 import pytest
@@ -251,3 +253,38 @@ def test_limur_judge_inside_the_harness(locations, tmp_path, monkeypatch, judge_
     scores = _scores(_evaluate(Oracle(mera), mera, ["qahub_limur"]), "qahub_limur")
     assert scores["judge_score"] == expected and scores["exact_match"] == 1.0
     assert _Judge.asked and all("### Эталонный ответ:" in text for text in _Judge.asked)
+
+
+class _Chat(http.server.BaseHTTPRequestHandler):
+    """A fake OpenAI-compatible chat model that always answers «Ответ: Б»."""
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        data = json.dumps({"id": "c", "object": "chat.completion", "created": 0, "model": body.get("model", "m"),
+                           "choices": [{"index": 0, "finish_reason": "stop",
+                                        "message": {"role": "assistant", "content": "Ответ: Б"}}],
+                           "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def test_the_readme_lm_eval_command_runs_against_a_local_chat_server(task_dir, handler_server, tmp_path):
+    """The README's command line: lm_eval --model local-chat-completions --include_path <qahub tasks>."""
+    url = handler_server(_Chat) + "/v1/chat/completions"
+    done = subprocess.run(
+        [sys.executable, "-m", "lm_eval", "--model", "local-chat-completions", "--apply_chat_template",
+         "--model_args", f"model=fake,base_url={url},num_concurrent=1,max_retries=1,tokenized_requests=False",
+         "--include_path", str(task_dir), "--tasks", "qahub_limur", "--output_path", str(tmp_path / "out")],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    [results] = list((tmp_path / "out").rglob("results_*.json"))
+    scores = json.loads(results.read_text(encoding="utf-8"))["results"]["qahub_limur"]
+    # «Ответ: Б» is right on the validation rows whose answer is Б, and always readable
+    assert 0 < scores["exact_match,none"] < 1 and scores["unparseable,none"] == 0
+    assert scores["exact_match,none"] == scores["exact_match_mera,none"]
