@@ -85,9 +85,10 @@ def plan_tasks(corpus: str, location) -> dict:
         if config is None:
             raise HarnessError(f"{location}: has none of the configs task {name} runs on "
                                f"({', '.join(spec['configs'])}); it has {', '.join(available) or 'none'}")
-        split = _eval_split(location, config, spec, name)
+        present = _splits(location, config)
+        split = _eval_split(location, config, present, spec, name)
         fewshot = spec.get("fewshot_split")
-        if fewshot not in _splits(location, config) or fewshot == split:
+        if fewshot not in present or fewshot == split:
             fewshot = None
         plan[name] = {"corpus": corpus, "location": location, "config": config, "split": split,
                       "fewshot_split": fewshot}
@@ -118,11 +119,10 @@ def _splits(location: str, config: str) -> list[str]:
     return list(datasets.get_dataset_split_names(location, config))
 
 
-def _eval_split(location: str, config: str, spec: dict, name: str) -> str:
+def _eval_split(location: str, config: str, present: list[str], spec: dict, name: str) -> str:
     """The first preferred split present whose rows have gold (``usable``), e.g. LIMUR's test only when open."""
     import datasets
 
-    present = _splits(location, config)
     candidates = [s for s in spec["splits"] if s in present]
     usable = spec.get("usable")
     for split in candidates:
