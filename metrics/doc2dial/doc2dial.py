@@ -5,6 +5,7 @@ import evaluate
 
 from .bleu_scoring import corpus_sacrebleu
 from .dialogues import agent_turns
+from .direct_metric import DirectMetric
 from .inputs import check_options, checked_inputs, clean_predictions, clean_references, joined
 from .replies import span_reply
 from .scores import RESULTS
@@ -159,7 +160,7 @@ _CONFIGS = {"default": _SUBTASK1, "subtask1": _SUBTASK1, "subtask2": _SUBTASK2}
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class Doc2dial(evaluate.Metric):
+class Doc2dial(DirectMetric):
     def _info(self):
         if self.config_name not in _CONFIGS:
             raise KeyError(f"doc2dial metric: unknown config {self.config_name!r}; use 'subtask1' or 'subtask2'")
@@ -177,16 +178,17 @@ class Doc2dial(evaluate.Metric):
         return "subtask2" if self.config_name == "subtask2" else "subtask1"
 
     def compute(self, *, predictions=None, references=None, **kwargs):
-        """Score ``predictions`` against ``references``, joined by id. Given directly (nothing added before), they
-        are checked once and scored without evaluate's Arrow cache; else through evaluate's add_batch path."""
-        check_options(self._task, kwargs)
-        if self.writer is None and self.num_process == 1:
-            if predictions is None and references is None:
-                raise ValueError("doc2dial: nothing to score: no predictions and no references were given or added")
-            if predictions is not None and references is not None:
-                return _result(self._task, *checked_inputs(self._task, predictions, references,
-                                                           kwargs.pop("ignore_missing", False)), kwargs)
+        """Score ``predictions`` against ``references``, joined by id (given here, added before, or both)."""
+        if predictions is None and references is None and self.writer is None and self.num_process == 1:
+            check_options(self._task, kwargs)
+            raise ValueError("doc2dial: nothing to score: no predictions and no references were given or added")
         return super().compute(predictions=predictions, references=references, **kwargs)
+
+    def _check_options(self, options):
+        check_options(self._task, options)
+
+    def _score_direct(self, predictions, references, ignore_missing=False, **options):
+        return _result(self._task, *checked_inputs(self._task, predictions, references, ignore_missing), options)
 
     def add_batch(self, *, predictions=None, references=None, **kwargs):
         """Add a batch of predictions and references (their fields checked)."""

@@ -1,13 +1,11 @@
 """JEMHopQA metric: answer exact match and similarity, derivation precision/recall/F1, as the official script."""
 
-import contextlib
 import json
-import os
 
-import datasets
 import evaluate
 
 # evaluate copies only the helpers imported here: so also replies (used by records) and task_api (harness tasks)
+from .direct_metric import JSON_TEXT, DirectMetric
 from .llm_jp_eval import aggregate, example_scores
 from .records import JemhopqaInputError, check_solver, checked, pair
 from .replies import parse_reply
@@ -91,48 +89,18 @@ Examples:
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class Jemhopqa(evaluate.Metric):
+class Jemhopqa(DirectMetric):
     """Each add/add_batch call is stored as one row of JSON lists, so predictions and references may differ
     in number (missing questions) and keep their exact values (non-string answers)."""
 
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features(
-                {"predictions": datasets.Value("string"), "references": datasets.Value("string")}
-            ),
-            codebase_urls=["https://github.com/aiishii/JEMHopQA"],
-        )
+    INFO = {"description": _DESCRIPTION, "citation": _CITATION, "inputs_description": _KWARGS_DESCRIPTION,
+            "features": JSON_TEXT, "codebase_urls": ["https://github.com/aiishii/JEMHopQA"]}
 
-    def compute(self, *, predictions=None, references=None, **kwargs):
-        """Inputs given here alone (nothing added before) are checked and scored directly, without evaluate's
-        cache file; otherwise they go through evaluate (add_batch checks them before they are written), and a
-        failure removes the cache file."""
-        check_solver(kwargs.get("solver", "assignment"))
-        if predictions is not None and references is not None and self.writer is None and self.num_process == 1:
-            return score(*checked(predictions, references), **kwargs)
-        try:
-            return super().compute(predictions=predictions, references=references, **kwargs)
-        except BaseException:
-            with contextlib.suppress(Exception):  # the original error is the one to report
-                self._discard_cache()
-            raise
+    def _check_options(self, options):
+        check_solver(options.get("solver", "assignment"))
 
-    def _discard_cache(self):
-        """What evaluate does after a successful compute: close the writer, delete the cache files, unlock."""
-        self.data = None
-        if self.writer is not None:
-            self.writer.finalize()
-            self.writer = None
-        for path in [*(getattr(self, "file_paths", None) or []), self.cache_file_name]:
-            if path and os.path.exists(path):
-                os.remove(path)
-        for lock in [*(getattr(self, "filelocks", None) or []), self.filelock]:
-            if lock is not None:
-                lock.release()
-        self.file_paths = self.filelocks = self.cache_file_name = self.filelock = None
+    def _score_direct(self, predictions, references, **options):
+        return score(*checked(predictions, references), **options)
 
     def add_batch(self, *, predictions=None, references=None, **kwargs):
         """Check and add a batch of predictions (records or replies) and reference rows (their numbers may

@@ -1,8 +1,8 @@
 """jeopardy_meteor: the official correctness test and game score of the Russian QA Jeopardy! data set."""
 
-import datasets
 import evaluate
 
+from .direct_metric import JSON_TEXT, DirectMetric
 from .examples import score_questions
 from .inputs import check_options, decode_pairs, encode_pairs, read_pairs, values_and_skips
 from .replies import parse_reply
@@ -97,29 +97,19 @@ Examples:
 """
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class JeopardyMeteor(evaluate.Metric):
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            # both stored as JSON text (see inputs.py): a reply may be any object, a reference a row
-            features=datasets.Features(
-                {"predictions": datasets.Value("string"), "references": datasets.Value("string")}
-            ),
-            codebase_urls=["https://github.com/evrog/Russian-QA-Jeopardy"],
-            reference_urls=["https://arxiv.org/abs/2112.02325", "https://www.nltk.org/api/nltk.translate.meteor_score.html"],
-        )
+class JeopardyMeteor(DirectMetric):
+    # both stored as JSON text (see inputs.py): a reply may be any object, a reference a row
+    INFO = {"description": _DESCRIPTION, "citation": _CITATION, "inputs_description": _KWARGS_DESCRIPTION,
+            "features": JSON_TEXT, "codebase_urls": ["https://github.com/evrog/Russian-QA-Jeopardy"],
+            "reference_urls": ["https://arxiv.org/abs/2112.02325",
+                               "https://www.nltk.org/api/nltk.translate.meteor_score.html"]}
 
-    def compute(self, *, predictions=None, references=None, **kwargs):
-        """Score the predictions. Given directly (nothing added before), they are checked once and scored
-        without `evaluate`'s cache file; after `add`/`add_batch`, the options are checked before `evaluate`
-        reads its cache (an error raised later, in `_compute`, would leave that file locked)."""
-        if predictions is not None and references is not None and self.writer is None and self.num_process == 1:
-            return score_answers(predictions, references, **kwargs)
-        check_options(kwargs.get("order", "official"), kwargs.get("threshold", THRESHOLD),
-                      kwargs.get("tokenizer", "auto"))
-        return super().compute(predictions=predictions, references=references, **kwargs)
+    def _check_options(self, options):
+        check_options(options.get("order", "official"), options.get("threshold", THRESHOLD),
+                      options.get("tokenizer", "auto"))
+
+    def _score_direct(self, predictions, references, **options):
+        return score_answers(predictions, references, **options)
 
     def add_batch(self, *, predictions=None, references=None, **kwargs):
         """Add a batch of replies (any objects) and references (rows or gold strings), checked first."""

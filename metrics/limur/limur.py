@@ -10,6 +10,7 @@ import datasets
 import evaluate
 
 from .answers import LETTERS
+from .direct_metric import DirectMetric
 from .judge import (
     Endpoint,
     JudgeConfigError,
@@ -106,36 +107,21 @@ _NO_JUDGE = ("no judge configured: pass judge=<callable>, or judge_url and judge
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class Limur(evaluate.Metric):
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features(
-                {
-                    "predictions": datasets.Value("string"),
-                    "references": {
-                        "id": datasets.Value("int64"),
-                        "answer": datasets.Value("string"),
-                        "options": datasets.Sequence(datasets.Value("string")),
-                        "task_type": datasets.Value("string"),
-                        "context_type": datasets.Value("string"),
-                        "prompt": datasets.Value("string"),
-                    },
-                }
-            ),
-            reference_urls=["https://github.com/MERA-Evaluation/MERA"],
-        )
+class Limur(DirectMetric):
+    INFO = {"description": _DESCRIPTION, "citation": _CITATION, "inputs_description": _KWARGS_DESCRIPTION,
+            "features": datasets.Features({
+                "predictions": datasets.Value("string"),
+                "references": {"id": datasets.Value("int64"), "answer": datasets.Value("string"),
+                               "options": datasets.Sequence(datasets.Value("string")),
+                               "task_type": datasets.Value("string"), "context_type": datasets.Value("string"),
+                               "prompt": datasets.Value("string")},
+            }),
+            "reference_urls": ["https://github.com/MERA-Evaluation/MERA"]}
 
-    def compute(self, *, predictions=None, references=None, **kwargs):
-        """Given directly (nothing added before, one process), the inputs are checked once and scored without
-        evaluate's Arrow cache; after add / add_batch, evaluate's path."""
-        if predictions is not None and references is not None and self.writer is None and self.num_process == 1:
-            with gc_paused():
-                checked = check_inputs(predictions, references)
-            return score_all(*checked, **kwargs)
-        return super().compute(predictions=predictions, references=references, **kwargs)
+    def _score_direct(self, predictions, references, **options):
+        with gc_paused():
+            checked = check_inputs(predictions, references)
+        return score_all(*checked, **options)
 
     def add_batch(self, *, predictions=None, references=None, **kwargs):
         """Add a batch: replies made storable, references (dataset rows) checked and flattened first."""

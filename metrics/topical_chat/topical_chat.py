@@ -1,12 +1,10 @@
 """Topical-Chat response metrics: unigram F1, BLEU-4, distinct-1/2 and knowledge F1."""
 
-import contextlib
 import json
-import os
 
-import datasets
 import evaluate
 
+from .direct_metric import JSON_TEXT, DirectMetric
 from .inputs import check_options, encode, examples
 from .replies import summary
 from .responses import unigram_f1
@@ -103,51 +101,20 @@ __all__ = ["TASKS", "TopicalChat", "turn_examples", "unigram_f1"]
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class TopicalChat(evaluate.Metric):
+class TopicalChat(DirectMetric):
     """``compute(predictions=..., references=...)`` with nothing added before checks and scores directly;
     add/add_batch store each batch as one row of JSON in evaluate's cache (ASCII, so lone surrogates survive):
     predictions and references may then differ in number (conversation rows)."""
 
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features(
-                {"predictions": datasets.Value("string"), "references": datasets.Value("string")}
-            ),
-            codebase_urls=["https://github.com/alexa/Topical-Chat", "https://github.com/mjpost/sacrebleu"],
-            reference_urls=["https://arxiv.org/abs/2308.11995"],
-        )
+    INFO = {"description": _DESCRIPTION, "citation": _CITATION, "inputs_description": _KWARGS_DESCRIPTION,
+            "features": JSON_TEXT,
+            "codebase_urls": ["https://github.com/alexa/Topical-Chat", "https://github.com/mjpost/sacrebleu"],
+            "reference_urls": ["https://arxiv.org/abs/2308.11995"]}
 
-    def compute(self, *, predictions=None, references=None, **kwargs):
-        """Without earlier add/add_batch calls (one process), score directly: evaluate's cache would write every
-        example to an Arrow file and read it back. Otherwise evaluate's path; a failure there removes the cache
-        file."""
-        if predictions is not None and references is not None and self.writer is None and self.num_process == 1:
-            options = check_options(kwargs)
-            kind, preds, refs = encode(predictions, references)
-            return _score(kind, preds, refs, options)
-        try:
-            return super().compute(predictions=predictions, references=references, **kwargs)
-        except BaseException:
-            with contextlib.suppress(Exception):  # the original error is the one to report
-                self._discard_cache()
-            raise
-
-    def _discard_cache(self):
-        """What evaluate does after a successful compute: close the writer, delete the cache files, unlock."""
-        self.data = None
-        if self.writer is not None:
-            self.writer.finalize()
-            self.writer = None
-        for path in [*(getattr(self, "file_paths", None) or []), self.cache_file_name]:
-            if path and os.path.exists(path):
-                os.remove(path)
-        for lock in [*(getattr(self, "filelocks", None) or []), self.filelock]:
-            if lock is not None:
-                lock.release()
-        self.file_paths = self.filelocks = self.cache_file_name = self.filelock = None
+    def _score_direct(self, predictions, references, **options):
+        options = check_options(options)
+        kind, preds, refs = encode(predictions, references)
+        return _score(kind, preds, refs, options)
 
     def add_batch(self, *, predictions=None, references=None, **kwargs):
         """Check and add a batch of predictions and references (their numbers may differ for conversation rows)."""

@@ -1,0 +1,1 @@
+../_shared/direct_metric.py
