@@ -307,3 +307,52 @@ def test_docstring_examples_give_their_stated_results_without_qahub(metric, tmp_
     summary = done.stdout.strip().splitlines()[-1]
     tries = int(summary.split()[-1])
     assert summary == f"DOCTEST 0 failed of {tries}" and tries >= 2, done.stdout[-3000:]
+
+
+# --- qahub evaluate: every metric's references are read by evaluate_cli/references.py
+
+EVALUATE = {  # metric: (corpus, prediction file of its sample, options it needs)
+    "doc2dial": ("doc2dial", "sample_prediction_subtask1.json", ["--task", "subtask1", "--split", "validation"]),
+    "jemhopqa": ("jemhopqa", "predictions.json", []),
+    "jeopardy_meteor": ("jeopardy", "predictions.json", []),
+    "limur": ("limur", "predictions.json", []),
+    "topical_chat": ("topical_chat", "predictions.json", ["--split", "test_freq"]),
+}
+
+
+def test_every_metric_has_a_reference_reader_and_nothing_else_is_a_command():
+    assert sorted(EVALUATE) == sorted(cli.scoring_modules()) == sorted(registry.metric_names())
+
+
+@pytest.mark.parametrize("option, message", [
+    ("--references", "--references {}: no such file or folder (nor a Hub dataset id ORG/NAME)"),
+    ("--data-dir", "--data-dir {}: no such file or folder"),
+])
+@pytest.mark.parametrize("metric", sorted(EVALUATE))
+def test_a_missing_local_path_is_an_error_never_a_hub_lookup(metric, option, message, tmp_path, capsys, monkeypatch):
+    import datasets
+
+    for name in ("load_dataset", "get_dataset_config_names"):
+        monkeypatch.setattr(datasets, name, lambda *a, **k: pytest.fail("looked up on the Hub"))
+    corpus, predictions, needed = EVALUATE[metric]
+    absent = tmp_path / "absent"
+    code = cli.main(["--quiet", "evaluate", metric, "--predictions", str(registry.samples_dir(corpus) / predictions),
+                     *needed, option, str(absent)])
+    assert (code, capsys.readouterr().err) == (1, f"qahub evaluate: error: {message.format(absent)}\n")
+
+
+def test_a_build_of_local_files_reads_them_as_they_are_now(tmp_path):
+    """Each build of a data folder is made in a temporary cache: an edited file is never answered from an old build."""
+    import json
+    import shutil
+
+    from qahub.evaluate_cli.references import built_rows
+
+    folder = shutil.copytree(registry.samples_dir("jemhopqa"), tmp_path / "jemhopqa")
+    dev = folder / "corpus_ver1.2" / "dev_ver1.2.json"
+    before = built_rows("jemhopqa", "v1.2", "validation", folder)
+    records = json.loads(dev.read_text(encoding="utf-8"))
+    records[0]["answer"] = "edited"
+    dev.write_text(json.dumps(records, ensure_ascii=False), encoding="utf-8")
+    after = built_rows("jemhopqa", "v1.2", "validation", folder)
+    assert after[0]["answer"] == "edited" != before[0]["answer"] and after[1:] == before[1:]

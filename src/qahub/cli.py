@@ -537,7 +537,8 @@ def _metric_copy(args) -> int:
 
 
 def scoring_modules() -> dict:
-    names = [m.name for m in pkgutil.iter_modules(evaluate_cli.__path__) if not m.name.startswith("_")]
+    """The adapters: the modules of ``evaluate_cli`` named after a metric (``references`` serves them all)."""
+    names = [m.name for m in pkgutil.iter_modules(evaluate_cli.__path__) if m.name in registry.metric_names()]
     return {name: importlib.import_module(f"qahub.evaluate_cli.{name}") for name in sorted(names)}
 
 

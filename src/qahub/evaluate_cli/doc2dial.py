@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from qahub.evaluate_cli.references import built_rows, export_rows
 from qahub.files import loads_strict
 
 HELP = "DialDoc21 shared-task scores on doc2dial: subtask1 grounding (SQuAD v2 EM/F1), subtask2 generation (sacreBLEU)"
@@ -93,25 +94,11 @@ def load_references(args):
         return read_json_list(Path(location)), location
     if not split:
         raise ValueError("--split is required (train or validation) unless --references is a JSON list file")
+    no_split = f"--split {split}: doc2dial has the splits {{found}}"
     if location:
-        return _export_rows(location, config, split, args.cache_dir), f"{location} {config} {split} split"
-    return _built_rows(config, split, data_dir, args), f"doc2dial {split} split"
-
-
-def _export_rows(location, config, split, cache_dir):
-    import datasets
-
-    try:
-        return datasets.load_dataset(location, config, split=split, cache_dir=cache_dir)
-    except (OSError, ValueError) as err:
-        raise ValueError(f"--references {location}: {err} (an exported folder or a hub id, with --split)") from None
-
-
-def _built_rows(config, split, data_dir, args):
-    """The split's rows in dataset order (the order in which the official scorer collects the references)."""
-    import qahub
-
-    built = qahub.load("doc2dial", config, data_dir=data_dir, cache_dir=args.cache_dir, mirror_url=args.mirror_url)
-    if split not in built:
-        raise ValueError(f"--split {split}: doc2dial has the splits {', '.join(built)}")
-    return built[split]
+        rows = export_rows(location, config, split, cache_dir=args.cache_dir, no_split=no_split)
+        return rows, f"{location} {config} {split} split"
+    # the split's rows in dataset order (the order in which the official scorer collects the references)
+    rows = built_rows("doc2dial", config, split, data_dir, cache_dir=args.cache_dir, mirror_url=args.mirror_url,
+                      no_split=no_split)
+    return rows, f"doc2dial {split} split"

@@ -21,6 +21,8 @@ import sys
 import warnings
 from pathlib import Path
 
+from qahub import registry
+from qahub.evaluate_cli.references import built_rows, export_rows
 from qahub.files import DuplicateKeyError, loads_strict, write_text_atomic
 
 HELP = "JEMHopQA answer and derivation scores, as the official evaluate.py"
@@ -51,17 +53,17 @@ def add_arguments(parser):
                              "or a JSON file {word: [synonyms]} (default: auto)")
     parser.add_argument("--user-dic", help="JEMHopQA's compiled user.dic, for chikkarpy; 'download' fetches the one "
                                            "of the pinned upstream commit (or from --mirror-url) and checks its sha256")
-    parser.add_argument("--mirror-url", help="with --user-dic download: base URL serving jemhopqa/user.dic "
-                                             "(default: $QAHUB_MIRROR_URL, else upstream)")
+    parser.add_argument("--mirror-url", help="base URL serving jemhopqa/ files: user.dic (--user-dic download) and "
+                                             "the corpus when it is built by downloading (default: "
+                                             "$QAHUB_MIRROR_URL, else upstream)")
     parser.add_argument("--solver", choices=("assignment", "ilp"), default="assignment",
                         help="alignment solver (default: exact assignment; ilp = pulp/CBC as the official script)")
 
 
 def run(args) -> dict:
-    from qahub import registry
-
     predictions = read_predictions(Path(args.predictions))
-    references, ref_name = load_references(args.references, args.data_dir, args.config, args.split)
+    references, ref_name = load_references(args.references, args.data_dir, args.config, args.split,
+                                           getattr(args, "mirror_url", None))
     synonyms = _synonyms(args.synonyms)
     user_dic, note = _user_dic(args)
     metric = registry.load_metric("jemhopqa")
@@ -209,38 +211,25 @@ def _tsv_derivations(path, number, qid, cell: str) -> list:
     return steps
 
 
-def load_references(location, data_dir, config, split):
+def load_references(location, data_dir, config, split, mirror_url=None):
     """(reference rows, their name): an export loaded with ``datasets.load_dataset`` (folder or Hub id), or
     the corpus built from ``data_dir`` (or downloaded, with ``config`` alone); an upstream file given as
     ``location`` is built from its folder."""
     if location and Path(location).is_file():
-        rows, _ = _build(*_upstream_file(Path(location), config, split))
-        return rows, location
+        return built_rows("jemhopqa", *_upstream_file(Path(location), config, split)), location
     split = split or "validation"
     if location:
-        import datasets
-
-        rows = datasets.load_dataset(location, config, split=split)
-        return rows, f"{location} ({split})"
+        return export_rows(location, config, split), f"{location} ({split})"
     if not (data_dir or config):
         raise ValueError("give the references: --references FOLDER_OR_HUB_ID (an export), --data-dir DIR "
                          "(the upstream files) or --config CONFIG (built by downloading)")
-    return _build(data_dir, config, split)
-
-
-def _build(data_dir, config, split):
-    import qahub
-    from qahub import registry
-
     config = config or registry.default_config("jemhopqa")
-    dataset = qahub.load("jemhopqa", config, data_dir=data_dir)
-    if split not in dataset:
-        raise ValueError(f"jemhopqa {config} has no split {split!r}; splits: {', '.join(dataset)}")
-    return dataset[split], f"jemhopqa {config}/{split}" + (f" built from {data_dir}" if data_dir else "")
+    rows = built_rows("jemhopqa", config, split, data_dir, mirror_url=mirror_url)
+    return rows, f"jemhopqa {config}/{split}" + (f" built from {data_dir}" if data_dir else "")
 
 
 def _upstream_file(path: Path, config, split):
-    """(data folder, config, split) of an upstream file such as ``DIR/corpus_ver1.2/dev_ver1.2.json``."""
+    """(config, split, data folder) of an upstream file such as ``DIR/corpus_ver1.2/dev_ver1.2.json``."""
     from qahub.loaders.jemhopqa import SOURCE
 
     resolved = path.resolve().as_posix()
@@ -250,7 +239,7 @@ def _upstream_file(path: Path, config, split):
                 if (config or file_config, split or file_split) != (file_config, file_split):
                     raise ValueError(f"--references {path} is the {file_config} {file_split} file, but --config "
                                      f"{config} --split {split} were asked for")
-                return resolved[: -len(relpath) - 1], file_config, file_split
+                return file_config, file_split, resolved[: -len(relpath) - 1]
     layout = ", ".join(relpath for by_split in SOURCE.files.values() for relpath in by_split.values())
     raise ValueError(f"--references {path}: a file is read only where the upstream layout places it ({layout}, "
                      "in a data folder); give an export folder or Hub id, or --data-dir")

@@ -2,11 +2,11 @@
 
 References are the builder's rows, handed to the metric as they are: ``--references`` an export (``qahub build --out``
 or ``qahub.export``: a folder, or a Hub dataset id, read with ``datasets.load_dataset``), or ``--data-dir`` a
-folder of upstream files, built with the ``jeopardy`` builder; both with ``--config`` and ``--split``. Kept for
-compatibility: ``--references`` an upstream file (the tab-separated ``Russian_QA_Jeopardy_dataset_extended.csv``
-layout, or a ``QuestionText,Answer`` file whose question ids are its 0-based rows) is built with the builder, a
-folder of upstream files is a ``--data-dir``, and JSON / JSONL rows (``question_id``, ``answer``, optional
-``question_number``) are read as rows.
+folder of upstream files, built with ``qahub.load("jeopardy", config, data_dir=...)`` (both through
+``references.py``), with ``--config`` and ``--split``. Kept for compatibility: ``--references`` an upstream file
+(the tab-separated ``Russian_QA_Jeopardy_dataset_extended.csv`` layout, or a ``QuestionText,Answer`` file whose
+question ids are its 0-based rows) is built with the builder, a folder of upstream files is a ``--data-dir``, and
+JSON / JSONL rows (``question_id``, ``answer``, optional ``question_number``) are read as rows.
 Predictions: CSV with a header (``question_id``/``id``, ``prediction``/``answer``, optional ``confidence``),
 a header-less ``id,answer`` CSV (the upstream ``deeppavlov_0_99_answers.csv``), JSON ``{id: reply}``, or
 JSON / JSONL records with those keys. A prediction is a model's reply, read by the metric's reply parser: a
@@ -19,17 +19,16 @@ import argparse
 import csv
 import io
 import math
-import tempfile
-import warnings
 from pathlib import Path
 
+from qahub.evaluate_cli.references import built_file_rows, built_rows, export_rows
 from qahub.files import loads_strict
 
 HELP = "Russian QA Jeopardy!: METEOR correctness (official recipe), accuracy and the game score"
 
 ID_KEYS = ("question_id", "id", "QuestionID")
 ANSWER_KEYS = ("prediction", "answer", "Answer")
-REFERENCE_FILES = (".csv", ".tsv", ".txt", ".json", ".jsonl")
+SPLITS = ("validation", "train")  # the split read when none is named
 
 
 def add_arguments(parser):
@@ -60,7 +59,6 @@ def run(args) -> dict:
     from qahub import registry
 
     where = args.data_dir or args.references
-    _check_location(where, bool(args.data_dir))
     references = read_references(where, args.config, args.split, build=bool(args.data_dir))
     predictions = read_predictions(Path(args.predictions))
     ids = match(predictions, references, args.predictions, where, args.missing)
@@ -148,26 +146,14 @@ def read_references(location, config=None, split=None, build=False) -> dict:
     """``{id: row}`` in row order; a row has ``answer``, and ``question_number`` in the ``extended`` config.
     ``build``: ``location`` is a folder of upstream files to build; else an export (folder or Hub id), an
     upstream file, or JSON / JSONL rows."""
-    path = Path(location)
+    path, config = Path(location), config or "extended"
     if build or _upstream_folder(path):
         return _row_ids(path, _built_rows(path, config, split))
-    if path.is_dir() or not (path.exists() or path.suffix.lower() in REFERENCE_FILES):
-        return _row_ids(path, _exported_rows(str(location), config, split))
+    if not path.is_file():
+        return _row_ids(path, _columns(export_rows(str(location), config, split or SPLITS)))
     if path.suffix.lower() in (".json", ".jsonl"):
         return _reference_records(path, _json_records(path))
     return _row_ids(path, _upstream_rows(path))
-
-
-def _check_location(location, build):
-    """A local path that does not exist is an error here (else ``load_dataset`` would look for it on the Hub)."""
-    path = Path(location)
-    if path.exists():
-        return
-    hub_id = not build and location.count("/") == 1 and not location.startswith((".", "/", "~"))
-    if not hub_id or path.suffix.lower() in REFERENCE_FILES:
-        option = "--data-dir" if build else "--references"
-        raise FileNotFoundError(f"{option} {location}: no such file or folder"
-                                + ("" if build else " (nor a Hub dataset id ORG/NAME)"))
 
 
 def _upstream_folder(path):
@@ -179,66 +165,22 @@ def _upstream_folder(path):
 
 def _built_rows(folder, config, split):
     """The rows of one split, built by the builder from a folder of upstream files (only the files there)."""
-    from qahub import load
     from qahub.loaders import jeopardy
 
-    if not folder.is_dir():
-        raise NotADirectoryError(f"--data-dir {folder}: not a folder")
-    config = config or "extended"
-    with tempfile.TemporaryDirectory(prefix="qahub-jeopardy-") as cache:
-        splits = load("jeopardy", config, data_dir=folder, cache_dir=cache, present_splits_only=True)
-        split = _split(splits, split, f"{folder}: config {config}")
-        if split not in splits:
-            wanted = jeopardy.SOURCE.files[config].get(split)
-            needs = f"needs {wanted}, which is not there" if wanted else "is not a split of this config"
-            raise ValueError(f"{folder}: config {config} split {split!r} {needs} (splits built from the folder: "
-                             f"{', '.join(splits)})")
-        return _columns(splits[split])
-
-
-def _exported_rows(location, config, split):
-    """The rows of one split of an export: a folder written by ``qahub build --out`` or a Hub dataset id."""
-    import datasets
-
-    config = config or "extended"
-    splits = datasets.load_dataset(location, config)
-    split = _split(splits, split, f"{location}: config {config}")
-    if split not in splits:
-        raise ValueError(f"{location}: config {config} has no split {split!r} (splits: {', '.join(splits)})")
-    return _columns(splits[split])
-
-
-def _split(splits, split, where):
-    """The split asked for, else validation, else train."""
-    chosen = split or next((name for name in ("validation", "train") if name in splits), None)
-    if chosen is None:
-        raise ValueError(f"{where}: no validation or train split; name one with --split (splits: {', '.join(splits)})")
-    return chosen
+    wanted = jeopardy.SOURCE.files[config].get(split)
+    needs = f"needs {wanted}, which is not there" if wanted else "is not a split of this config"
+    no_split = f"{folder}: config {config} split {split!r} {needs} (splits built from the folder: {{found}})"
+    return _columns(built_rows("jeopardy", config, split or SPLITS, folder, present_splits_only=True,
+                               no_split=no_split if split else None))
 
 
 def _upstream_rows(path):
-    """The builder's rows of one upstream file, whatever its name: it is linked under the upstream name in a
-    temporary folder and built there; errors name ``path``."""
-    from qahub import load
+    """The builder's rows of one upstream file, whatever its name: built as the upstream file of its config."""
     from qahub.loaders import jeopardy
 
     config = _upstream_config(path)
     name, split = (jeopardy.EXTENDED, "train") if config == "extended" else (jeopardy.VALIDATION, "validation")
-    with tempfile.TemporaryDirectory(prefix="qahub-jeopardy-") as tmp:
-        link = Path(tmp, "data", name)
-        link.parent.mkdir()
-        link.symlink_to(path.resolve())
-        try:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                dataset = load("jeopardy", config, data_dir=link.parent, cache_dir=str(Path(tmp, "cache")),
-                               present_splits_only=True)[split]
-        except (ValueError, OSError) as err:
-            raise type(err)(str(err).replace(str(link), str(path))) from None
-        finally:
-            for warning in caught:  # the builder's warnings (question numbers outside 1-5) name the user's file
-                warnings.warn(str(warning.message).replace(str(link), str(path)), warning.category, stacklevel=2)
-        return _columns(dataset)
+    return _columns(built_file_rows("jeopardy", config, split, path, name, present_splits_only=True))
 
 
 def _upstream_config(path):
@@ -251,10 +193,9 @@ def _upstream_config(path):
     raise ValueError(f"{path}: not a Jeopardy! answer table (header {first[:200]!r} has neither QuestionID nor Answer)")
 
 
-def _columns(dataset):
-    """The rows' fields the metric reads, as a list of dicts."""
-    wanted = [name for name in ("question_id", "question_number", "answer") if name in dataset.column_names]
-    return [dict(zip(wanted, values, strict=True)) for values in zip(*(dataset[n] for n in wanted), strict=True)]
+def _columns(rows):
+    """The rows' fields the metric reads."""
+    return [{key: row[key] for key in ("question_id", "question_number", "answer") if key in row} for row in rows]
 
 
 def _row_ids(path, rows):

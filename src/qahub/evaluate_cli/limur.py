@@ -12,16 +12,17 @@ import math
 import os
 import re
 import sys
-import tempfile
 import warnings
 from pathlib import Path
 
 from qahub import registry
+from qahub.evaluate_cli.references import built_file_rows, built_rows, export_rows
 from qahub.files import DuplicateKeyError, loads_strict
 from qahub.loaders.limur import SPLIT_FILES, TASK_FILE, TASK_SPLITS, json_problem
 
 HELP = "LIMUR: exact match of the answer letter (strict, lenient, MERA's recipe) and an optional LLM judge score"
 _SURROGATE = re.compile("[\ud800-\udfff]")
+EXPORT = "a LIMUR export, a Hub dataset or a folder of MERA task files"
 
 
 class PredictionsError(ValueError):
@@ -129,10 +130,13 @@ def load_references(args) -> tuple[list[dict], str]:
     split = TASK_SPLITS.get(args.split, args.split)
     source = args.data_dir or args.references
     path = Path(source).expanduser()
-    if args.data_dir or path.is_file() or _holds_task_files(path):
-        rows = built_rows(path, args.config, split)
+    no_split = f"{path}: no {split} split with {args.config} records (found {{found}})"
+    if path.is_file():
+        rows = built_file_rows("limur", args.config, split, path, _source_name(path, split), no_split=no_split)
+    elif args.data_dir or _holds_task_files(path):
+        rows = built_rows("limur", args.config, split, path, no_split=no_split)
     else:
-        rows = exported_rows(source, args.config, split)
+        rows = export_rows(source, args.config, split, what=EXPORT)
     where = f"{source} ({args.config}, {split})"
     if args.task_type:
         rows = [row for row in rows if row["meta"]["task_type"] == args.task_type]
@@ -149,32 +153,6 @@ def _holds_task_files(path: Path) -> bool:
     return path.is_dir() and any((path / name).is_file() for name in (*SPLIT_FILES, TASK_FILE))
 
 
-def built_rows(path: Path, config: str, split: str) -> list[dict]:
-    """The rows of ``split`` built by the builder from a folder of MERA task files, or from one such file (linked
-    under its split's name in a temporary folder; messages name the user's file). Built in a temporary cache,
-    so an edited file is never answered from an old build."""
-    import qahub
-
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: references not found")
-    with tempfile.TemporaryDirectory(prefix="qahub-limur-") as tmp:
-        folder, link = path, None
-        if path.is_file():
-            folder = Path(tmp, "data")
-            folder.mkdir()
-            link = folder / _source_name(path, split)
-            link.symlink_to(path.resolve())
-        try:
-            dataset = qahub.load("limur", config, data_dir=folder, cache_dir=str(Path(tmp, "cache")))
-        except (ValueError, OSError) as err:
-            if link is None:
-                raise
-            raise ValueError(str(err).replace(str(link), str(path))) from None
-        if split not in dataset:
-            raise ValueError(f"{path}: no {split} split with {config} records (found {', '.join(dataset) or 'none'})")
-        return dataset[split].to_list()
-
-
 def _source_name(path: Path, split: str) -> str:
     """The name a single references file is built under: a task.json stays one; a JSON Lines file is the split
     its name says (dev.jsonl: validation), else the --split asked for."""
@@ -185,19 +163,6 @@ def _source_name(path: Path, split: str) -> str:
     if path.name in SPLIT_FILES:
         return path.name
     return {value: name for name, value in SPLIT_FILES.items()}.get(split, f"{split}.jsonl")
-
-
-def exported_rows(location: str, config: str, split: str) -> list[dict]:
-    """The rows of ``split`` of an exported folder or Hub dataset, loaded with ``datasets.load_dataset``."""
-    import datasets
-
-    try:
-        return datasets.load_dataset(location, config, split=split).to_list()
-    except datasets.exceptions.DatasetNotFoundError as err:
-        raise FileNotFoundError(f"{location}: no exported LIMUR dataset here ({err})") from None
-    except Exception as err:  # noqa: BLE001 - datasets' and the Hub client's errors (network, HTTP) as one line
-        raise ValueError(f"{location}: not a LIMUR export, a Hub dataset or a folder of MERA task files "
-                         f"({type(err).__name__}: {err})") from None
 
 
 def load_predictions(path, split="test") -> dict[int, str]:

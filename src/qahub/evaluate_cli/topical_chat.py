@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import warnings
 from pathlib import Path
 
 from qahub import registry
+from qahub.evaluate_cli.references import built_rows, export_configs, export_rows
 from qahub.files import DuplicateKeyError, loads_strict
 
 HELP = "Topical-Chat responses: unigram F1, BLEU-4 (sacrebleu), distinct-1/2 and knowledge F1"
@@ -141,20 +141,14 @@ class Source:
         return conversations, None
 
     def _exported(self):
-        import datasets
-
-        try:
-            configs = datasets.get_dataset_config_names(self.location)
-        except FileNotFoundError as err:
-            raise FileNotFoundError(f"--references {shown(self.location)}: neither an export folder nor a dataset "
-                                    f"on the Hub ({err})") from None
+        configs = export_configs(self.location)
         if self.config not in configs:
             raise ValueError(f"{self.location}: no {self.config!r} config here (found {', '.join(configs)})")
-        conversations = _exported_split(self.location, self.config, self.split)
+        conversations = _exported_rows(self.location, self.config, self.split)
         if "reading_sets" not in configs:
             warnings.warn(f"{self.location}: no reading_sets config: knowledge_f1 is not computed", stacklevel=2)
             return conversations, None
-        return conversations, _exported_split(self.location, "reading_sets", self.split)
+        return conversations, _exported_rows(self.location, "reading_sets", self.split)
 
 
 def _needed(split, where):
@@ -212,20 +206,9 @@ def _has_reading_sets(root: Path, split):
 
 
 def _built(data_dir, config, split, **options):
-    """The rows of one split built from the upstream files, in a temporary cache (a stale cache of edited files
-    is never read)."""
-    import qahub
-
-    registry.check_config(CORPUS, config)
-    with tempfile.TemporaryDirectory(prefix="qahub-cache-") as cache:
-        built = qahub.load(CORPUS, config, data_dir=str(data_dir), cache_dir=cache, splits=(split,), **options)
-        return built[split].to_list()
+    return built_rows(CORPUS, config, split, data_dir, splits=(split,), **options)
 
 
-def _exported_split(location, config, split):
-    import datasets
-
-    splits = datasets.get_dataset_split_names(location, config)
-    if split not in splits:
-        raise ValueError(f"{location}: the {config} config has no split {split!r} (found {', '.join(splits)})")
-    return datasets.load_dataset(location, config, split=split).to_list()
+def _exported_rows(location, config, split):
+    return export_rows(location, config, split,
+                       no_split=f"{location}: the {config} config has no split {split!r} (found {{found}})")
