@@ -106,14 +106,18 @@ def prepare_baseline():
     return (pymorphy3.MorphAnalyzer(), tokenizer_for("auto"), *pairs())
 
 
-def baseline(morph, tokenizer, predictions, answers):
-    """NLTK's meteor_score per pair with fresh tokenization and uncached pymorphy3 lemmas."""
+class NoWordNet:
+    """No synonyms, as in the metric."""
+
+    def synsets(self, word):
+        return []
+
+
+def plain_meteor(morph, tokenize, prediction, gold):
+    """NLTK's meteor_score of one pair: fresh tokenization, uncached pymorphy3 lemmas, fresh NLTK objects.
+    tests/test_jeopardy_meteor_metric.py holds the metric's per-example scores to this too."""
     from nltk.stem.porter import PorterStemmer
     from nltk.translate.meteor_score import meteor_score
-
-    class NoWordNet:
-        def synsets(self, word):
-            return []
 
     def lemmas(text):
         out = []
@@ -122,9 +126,13 @@ def baseline(morph, tokenizer, predictions, answers):
             out.append(known[0] if known else word.lower())
         return out
 
+    return meteor_score([lemmas(prediction)], lemmas(gold), stemmer=PorterStemmer(), wordnet=NoWordNet())
+
+
+def baseline(morph, tokenizer, predictions, answers):
+    """``plain_meteor`` per pair."""
     tokenize, name = tokenizer
-    scores = [meteor_score([lemmas(p)], lemmas(g), stemmer=PorterStemmer(), wordnet=NoWordNet())
-              for p, g in zip(predictions, answers, strict=True)]
+    scores = [plain_meteor(morph, tokenize, p, g) for p, g in zip(predictions, answers, strict=True)]
     return sum(s > 0.227743 for s in scores), round(sum(scores), 9), name
 
 

@@ -47,3 +47,30 @@ def handler_server():
 def http_server(handler_server):
     """``http_server(root) -> base URL``: a real HTTP server on 127.0.0.1 serving the folder ``root``."""
     return lambda root: handler_server(functools.partial(_QuietHandler, directory=str(root)))
+
+
+@pytest.fixture
+def no_judge_env(monkeypatch):
+    """No LLM judge configured from the environment (the LIMUR tests name theirs)."""
+    for name in ("QAHUB_JUDGE_URL", "QAHUB_JUDGE_MODEL", "QAHUB_JUDGE_API_KEY", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def _doc2dial_metric(subtask):
+    import evaluate
+
+    from qahub import registry
+
+    return evaluate.load(str(registry.metric_dir("doc2dial")), subtask)
+
+
+@pytest.fixture(scope="module")
+def grounding():
+    """The doc2dial metric's subtask1 (knowledge grounding)."""
+    return _doc2dial_metric("subtask1")
+
+
+@pytest.fixture(scope="module")
+def generation():
+    """The doc2dial metric's subtask2 (response generation)."""
+    return _doc2dial_metric("subtask2")

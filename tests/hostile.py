@@ -1,10 +1,13 @@
 """Damage for the hostile builder tests (tests/test_*_hostile.py): seeded mutations of a sample file's bytes,
-each ``mutation(data, rng) -> bytes``, a damaged copy of a sample folder, and what a failed build must not leave."""
+each ``mutation(data, rng) -> bytes`` (JSON ones made JSON Lines ones by ``jsonl``), a copy of a sample folder
+(damaged or to damage), and what a failed build must not leave."""
 
 import json
 import random
 import shutil
 from pathlib import Path
+
+from qahub import registry
 
 # values that a JSON record should not hold where the builder expects something else
 HOSTILE_VALUES = [None, "", -1, 2**31, 2**63, 1.5, True, [], {}, "\ud800", "x" * 10000, [None], {"": None}]
@@ -78,11 +81,35 @@ def deleted_column(objects, rng):
         obj.pop(key, None)
 
 
-@_json_mutation
-def replaced_value(objects, rng):
-    """One value replaced by one of ``HOSTILE_VALUES``."""
-    target = rng.choice(objects)
-    target[rng.choice(sorted(target))] = rng.choice(HOSTILE_VALUES)
+def replacing(values):
+    """A JSON mutation: one value replaced by one of ``values``."""
+
+    @_json_mutation
+    def replaced_value(objects, rng):
+        target = rng.choice(objects)
+        target[rng.choice(sorted(target))] = rng.choice(values)
+
+    return replaced_value
+
+
+replaced_value = replacing(HOSTILE_VALUES)
+
+
+def jsonl(mutation):
+    """``mutation`` of a JSON file made one of a JSON Lines file: its records are taken as one JSON list."""
+
+    def damage(data, rng):
+        records = [json.loads(line) for line in data.splitlines() if line.strip()]
+        changed = json.loads(mutation(json.dumps(records).encode("utf-8"), rng))
+        return "".join(json.dumps(record) + "\n" for record in changed).encode("utf-8")
+
+    damage.__name__ = mutation.__name__
+    return damage
+
+
+def sample_copy(corpus, tmp_path):
+    """``tmp_path / "data"``: a copy of the corpus's bundled sample files, to be damaged."""
+    return Path(shutil.copytree(registry.samples_dir(corpus), Path(tmp_path) / "data"))
 
 
 def damaged_copy(sample, root, relpath, damage, seed):

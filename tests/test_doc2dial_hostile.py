@@ -9,7 +9,6 @@ import shutil
 import zipfile
 from pathlib import Path
 
-import evaluate
 import hostile
 import numpy as np
 import pytest
@@ -27,16 +26,6 @@ FILES = ("doc2dial_doc.json", "doc2dial_dial_train.json", "doc2dial_dial_validat
 METRIC_DIR = str(registry.metric_dir("doc2dial"))
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 BLEU_MAX = 100 + 1e-9  # sacreBLEU's perfect score is 100.00000000000004
-
-
-@pytest.fixture(scope="module")
-def grounding():
-    return evaluate.load(METRIC_DIR, "subtask1")
-
-
-@pytest.fixture(scope="module")
-def generation():
-    return evaluate.load(METRIC_DIR, "subtask2")
 
 
 # --- metric properties

@@ -14,16 +14,6 @@ SAMPLES = registry.samples_dir("doc2dial")
 METRIC_DIR = str(registry.metric_dir("doc2dial"))
 
 
-@pytest.fixture(scope="module")
-def grounding():
-    return evaluate.load(METRIC_DIR, "subtask1")
-
-
-@pytest.fixture(scope="module")
-def generation():
-    return evaluate.load(METRIC_DIR, "subtask2")
-
-
 def ref(qid, *texts):
     return {"id": qid, "answers": {"text": list(texts), "answer_start": [0] * len(texts)}}
 

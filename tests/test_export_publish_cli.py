@@ -48,6 +48,14 @@ def test_card_metadata(exported):
     assert "# JEMHopQA" in card.text
 
 
+@pytest.mark.parametrize("corpus", registry.corpus_names())
+def test_builder_citation_is_its_cards_bibtex(corpus):
+    info = registry.builder_class(corpus)(config_name=registry.default_config(corpus))._info()
+    bibtex = info.citation.strip()
+    assert bibtex.startswith("@") and bibtex.endswith("}")
+    assert f"```bibtex\n{info.citation}```" in registry.card_path(corpus).read_text(encoding="utf-8")
+
+
 def test_refuses_non_empty_folder_without_overwrite(exported):
     (exported / "keep.txt").write_text("mine")
     with pytest.raises(ExportError, match="not empty; pass --overwrite"):

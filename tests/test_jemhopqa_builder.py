@@ -2,6 +2,7 @@ import json
 import shutil
 
 import datasets
+import hostile
 import pytest
 from qahub.loaders import jemhopqa
 from qahub.loaders._sources import SourceDataError, SourceUnavailableError
@@ -12,12 +13,6 @@ from qahub.testing import assert_export_roundtrip, build, shared_data
 
 SAMPLE = registry.samples_dir("jemhopqa")
 DEV_V12 = "corpus_ver1.2/dev_ver1.2.json"
-
-
-def _copy_sample(tmp_path):
-    data_dir = tmp_path / "data"
-    shutil.copytree(SAMPLE, data_dir)
-    return data_dir
 
 
 def _write_dev(data_dir, records_or_text):
@@ -103,7 +98,7 @@ def test_export_round_trip_every_config(tmp_path):
     ],
 )
 def test_bad_input_names_file_record_and_problem(tmp_path, mutate, message):
-    data_dir = _copy_sample(tmp_path)
+    data_dir = hostile.sample_copy("jemhopqa", tmp_path)
     _write_dev(data_dir, mutate(_dev_records()))
     cache = tmp_path / "cache"
     with pytest.raises(SourceDataError, match=message):
@@ -113,14 +108,14 @@ def test_bad_input_names_file_record_and_problem(tmp_path, mutate, message):
 
 
 def test_non_utf8_file_is_a_clear_error(tmp_path):
-    data_dir = _copy_sample(tmp_path)
+    data_dir = hostile.sample_copy("jemhopqa", tmp_path)
     (data_dir / DEV_V12).write_bytes('[{"qid": "ア"}]'.encode("shift_jis"))
     with pytest.raises(SourceDataError, match=r"dev_ver1\.2\.json: record -: not UTF-8 text"):
         build("jemhopqa", "v1.2", data_dir, tmp_path / "cache")
 
 
 def test_missing_file_names_it(tmp_path):
-    data_dir = _copy_sample(tmp_path)
+    data_dir = hostile.sample_copy("jemhopqa", tmp_path)
     (data_dir / DEV_V12).unlink()
     with pytest.raises(FileNotFoundError, match=r"dev_ver1\.2\.json: source file not found"):
         build("jemhopqa", "v1.2", data_dir, tmp_path / "cache")
@@ -129,7 +124,7 @@ def test_missing_file_names_it(tmp_path):
 def test_failed_export_leaves_no_folder(tmp_path):
     from qahub.export import export
 
-    data_dir = _copy_sample(tmp_path)
+    data_dir = hostile.sample_copy("jemhopqa", tmp_path)
     _write_dev(data_dir, "not json")
     with pytest.raises(SourceDataError):
         export("jemhopqa", tmp_path / "out", data_dir=data_dir)

@@ -2,6 +2,7 @@ import csv
 import shutil
 
 import datasets
+import hostile
 import pytest
 from qahub.loaders import jeopardy
 from qahub.loaders._sources import SourceDataError, sha256_of
@@ -14,25 +15,14 @@ SAMPLE = registry.samples_dir("jeopardy")
 HEADER = "QuestionID\tQuestionNumber\tQuestionText\tAnswer\tTopic\tSource\tAuthor Full Name\tTourName\tTourLink"
 
 
-def _data_dir(tmp_path):
-    data_dir = tmp_path / "data"
-    shutil.copytree(SAMPLE, data_dir)
-    return data_dir
-
-
 def _write(path, text, bom=False):
     path.write_bytes((b"\xef\xbb\xbf" if bom else b"") + text.encode("utf-8"))
 
 
 def _extended(tmp_path, body, bom=False, header=HEADER, newline="\n"):
-    data_dir = _data_dir(tmp_path)
+    data_dir = hostile.sample_copy("jeopardy", tmp_path)
     _write(data_dir / jeopardy.EXTENDED, newline.join([header, *body]) + newline, bom=bom)
     return data_dir
-
-
-def _assert_no_partial_cache(cache):
-    assert not list(cache.rglob("*.arrow")), "a failed build left Arrow files in the cache"
-    assert not [p for p in cache.rglob("*") if p.name.endswith(".incomplete")]
 
 
 def test_sample_extended_rows(tmp_path):
@@ -98,7 +88,7 @@ def test_extended_parsing_is_robust(tmp_path):
 
 
 def test_qa_parsing_is_robust(tmp_path):
-    data_dir = _data_dir(tmp_path)
+    data_dir = hostile.sample_copy("jeopardy", tmp_path)
     text = 'QuestionText,Answer\r\n"Две\r\nстроки, ""цитата""",Ответ\r\nВопрос\tс табуляцией,"А, Б"\r\n\r\n\r\n'
     _write(data_dir / jeopardy.VALIDATION, text, bom=True)
     rows = build("jeopardy", "qa", data_dir, tmp_path / "cache")["validation"].to_list()
@@ -139,7 +129,7 @@ def test_bad_extended_rows_name_file_line_and_problem(tmp_path, body, message):
     cache = tmp_path / "cache"
     with pytest.raises(SourceDataError, match=message):
         build("jeopardy", "extended", data_dir, cache)
-    _assert_no_partial_cache(cache)
+    assert hostile.half_written(cache) == [], "a failed build left a half-written cache"
 
 
 def test_wrong_header_is_a_clear_error(tmp_path):
@@ -149,14 +139,14 @@ def test_wrong_header_is_a_clear_error(tmp_path):
 
 
 def test_qa_row_with_three_columns_is_an_error(tmp_path):
-    data_dir = _data_dir(tmp_path)
+    data_dir = hostile.sample_copy("jeopardy", tmp_path)
     _write(data_dir / jeopardy.TRAINING, "QuestionText,Answer\nВопрос,Ответ\nВопрос,Ответ,лишнее\n")
     with pytest.raises(SourceDataError, match=r"training\.csv: record line 3: expected 2 columns, got 3"):
         build("jeopardy", "qa", data_dir, tmp_path / "cache")
 
 
 def test_non_utf8_file_is_a_clear_error(tmp_path):
-    data_dir = _data_dir(tmp_path)
+    data_dir = hostile.sample_copy("jeopardy", tmp_path)
     (data_dir / jeopardy.EXTENDED).write_bytes((HEADER + "\n" + ROW + "\n").encode("cp1251"))
     with pytest.raises(SourceDataError, match=r"extended\.csv: record line 2: not UTF-8 text \(invalid continuation "
                                               r"byte at byte \d+\)"):
@@ -174,7 +164,7 @@ def test_non_utf8_line_far_into_the_file_is_named(tmp_path):
     cache = tmp_path / "cache"
     with pytest.raises(SourceDataError, match=rf"record line 301: not UTF-8 text \(invalid continuation byte at byte {offset}\)"):
         build("jeopardy", "extended", data_dir, cache)
-    _assert_no_partial_cache(cache)
+    assert hostile.half_written(cache) == [], "a failed build left a half-written cache"
 
 
 @pytest.mark.parametrize("config, name, text", [
@@ -182,12 +172,12 @@ def test_non_utf8_line_far_into_the_file_is_named(tmp_path):
     ("qa", jeopardy.VALIDATION, "QuestionText,Answer\r\n"),
 ])
 def test_a_header_without_rows_is_a_clear_error(tmp_path, config, name, text):
-    data_dir = _data_dir(tmp_path)
+    data_dir = hostile.sample_copy("jeopardy", tmp_path)
     _write(data_dir / name, text)
     cache = tmp_path / "cache"
     with pytest.raises(SourceDataError, match=rf"{name}: record line 2: no rows after the header"):
         build("jeopardy", config, data_dir, cache)
-    _assert_no_partial_cache(cache)
+    assert hostile.half_written(cache) == [], "a failed build left a half-written cache"
 
 
 def test_question_numbers_outside_one_to_five_warn_and_are_kept(tmp_path):
@@ -200,7 +190,7 @@ def test_question_numbers_outside_one_to_five_warn_and_are_kept(tmp_path):
 
 
 def test_missing_file_names_it(tmp_path):
-    data_dir = _data_dir(tmp_path)
+    data_dir = hostile.sample_copy("jeopardy", tmp_path)
     (data_dir / jeopardy.TRAINING).unlink()
     with pytest.raises(FileNotFoundError, match=r"extended_training\.csv is not there; to build only the splits "
                                                 r"whose files are there \(validation\), pass --option present_splits_only=true"):
@@ -234,7 +224,7 @@ def test_checksum_mismatch_is_an_error(tmp_path, http_server, monkeypatch):
     cache = tmp_path / "cache"
     with pytest.raises(SourceDataError, match=rf"{base}/jeopardy/{jeopardy.EXTENDED}: checksum mismatch"):
         qahub.load("jeopardy", "extended", mirror_url=base, cache_dir=str(cache))
-    _assert_no_partial_cache(cache)
+    assert hostile.half_written(cache) == [], "a failed build left a half-written cache"
 
 
 def test_canonical_urls_are_pinned_to_the_commit():
@@ -255,7 +245,7 @@ def test_real_validation_checksum_matches_the_pin():
 @needs_real
 def test_real_validation_file(tmp_path):
     # the real training file is not in ../shared/data: pair the real validation file with the sample one
-    data_dir = _data_dir(tmp_path)
+    data_dir = hostile.sample_copy("jeopardy", tmp_path)
     (data_dir / jeopardy.VALIDATION).unlink()
     (data_dir / jeopardy.VALIDATION).symlink_to(REAL / jeopardy.VALIDATION)
     validation = build("jeopardy", "qa", data_dir, tmp_path / "cache")["validation"]

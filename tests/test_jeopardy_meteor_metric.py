@@ -280,6 +280,12 @@ def test_a_prediction_with_no_word_is_a_wrong_answer(metric):
 # --- replies: the parser never raises ------------------------------------------------------------------------
 
 
+ABSTENTIONS = ["", " \t\n ", "Ответ:", "****", "Пас", "Ответ: пас.", "Не знаю!", "**Я не знаю**",
+               "Затрудняюсь ответить", "I don’t know."]
+# bytes are not a reply; a string with a lone surrogate is not Unicode text
+NOT_REPLIES = [None, 5, ["Рим"], b"\xd0\xa0\xd0\xb8\xd0\xbc", "Рим\ud800", "\udfff"]
+
+
 @pytest.mark.parametrize(
     "reply, answer, status",
     [
@@ -297,22 +303,8 @@ def test_a_prediction_with_no_word_is_a_wrong_answer(metric):
         ("А.С. Пушкин.", "А.С. Пушкин", "answer"),
         ('{"answer": "Ри', '{"answer": "Ри', "answer"),  # broken JSON is text: a (wrong) answer
         ("?!", "?!", "answer"),  # no word: a wrong answer, not an abstention
-        ("", "", "abstained"),
-        (" \t\n ", "", "abstained"),
-        ("Ответ:", "", "abstained"),
-        ("****", "", "abstained"),
-        ("Пас", "", "abstained"),
-        ("Ответ: пас.", "", "abstained"),
-        ("Не знаю!", "", "abstained"),
-        ("**Я не знаю**", "", "abstained"),
-        ("Затрудняюсь ответить", "", "abstained"),
-        ("I don’t know.", "", "abstained"),
-        (None, "", "unparseable"),
-        (5, "", "unparseable"),
-        (["Рим"], "", "unparseable"),
-        (b"\xd0\xa0\xd0\xb8\xd0\xbc", "", "unparseable"),  # bytes are not a reply
-        ("Рим\ud800", "", "unparseable"),  # a lone surrogate: not Unicode text
-        ("\udfff", "", "unparseable"),
+        *[(reply, "", "abstained") for reply in ABSTENTIONS],
+        *[(reply, "", "unparseable") for reply in NOT_REPLIES],
     ],
 )
 def test_the_reply_parser(reply, answer, status):
@@ -484,26 +476,13 @@ def test_metric_loads_offline_without_qahub_or_nltk_data(tmp_path):
     assert float(done.stdout.split()[-1]) == pytest.approx(0.9375)
 
 
-def _plain_meteor(prediction, gold, tokenize):
-    """The uncached path: fresh tokenizing, pymorphy3 parsing and NLTK objects for every pair."""
-    import pymorphy3
-    from nltk.stem.porter import PorterStemmer
-    from nltk.translate.meteor_score import meteor_score
+def _plain_meteor():
+    """The benchmark's uncached path, ``plain_meteor(morph, tokenize, prediction, gold)``: fresh tokenizing,
+    pymorphy3 parsing and NLTK objects for every pair."""
+    sys.path.append(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from bench_jeopardy_meteor import plain_meteor
 
-    morph = _plain_meteor.morph = getattr(_plain_meteor, "morph", None) or pymorphy3.MorphAnalyzer()
-
-    def lemmas(text):
-        out = []
-        for word in tokenize(text):
-            known = [p.normal_form for p in morph.parse(word.lower()) if p.is_known]
-            out.append(known[0] if known else word.lower())
-        return out
-
-    class NoWordNet:
-        def synsets(self, word):
-            return []
-
-    return meteor_score([lemmas(prediction)], lemmas(gold), stemmer=PorterStemmer(), wordnet=NoWordNet())
+    return plain_meteor
 
 
 REAL = shared_data("jeopardy")
@@ -518,11 +497,14 @@ def _real_answers():
 @needs_real
 @pytest.mark.parametrize("tokenizer", TOKENIZERS)
 def test_cached_scores_equal_the_plain_nltk_path_on_real_answers(metric, tokenizer):
+    import pymorphy3
+
     answers = _real_answers()[:400]
     predictions = perturb(answers)
     result = metric.compute(predictions=predictions, references=answers, tokenizer=tokenizer)
+    morph, plain_meteor = pymorphy3.MorphAnalyzer(), _plain_meteor()
     tokenize, _ = _helpers()[1].tokenizer_for(tokenizer)
-    expected = [_plain_meteor(p, g, tokenize) for p, g in zip(predictions, answers, strict=True)]
+    expected = [plain_meteor(morph, tokenize, p, g) for p, g in zip(predictions, answers, strict=True)]
     assert result["meteor_per_example"] == expected
 
 
@@ -590,6 +572,14 @@ def test_official_notebook_score_when_the_extended_file_is_present():
 # --- command line -------------------------------------------------------------------------------------------
 
 
+@pytest.fixture
+def rome_preds(tmp_path):
+    """``tmp_path / "p.json"``: predictions answering question 0 with «Рим»."""
+    path = tmp_path / "p.json"
+    path.write_text('{"0": "Рим"}', encoding="utf-8")
+    return path
+
+
 def _run(**overrides):
     parser = argparse.ArgumentParser()
     scoring.add_arguments(parser)
@@ -628,13 +618,11 @@ def test_cli_headerless_answers_against_a_qa_file(tmp_path):
         _run(predictions=preds, references=refs)
 
 
-def test_cli_missing_error_lists_the_first_ids_and_the_count(tmp_path):
+def test_cli_missing_error_lists_the_first_ids_and_the_count(tmp_path, rome_preds):
     refs = tmp_path / "qa.csv"
     refs.write_text("QuestionText,Answer\n" + "".join(f"q{i},Рим\n" for i in range(9)), encoding="utf-8")
-    preds = tmp_path / "p.json"
-    preds.write_text('{"0": "Рим"}', encoding="utf-8")
     with pytest.raises(ValueError, match=r"no prediction for 8 question id\(s\) of .*: 1, 2, 3, 4, 5 \.\.\. \(8 in all\)"):
-        _run(predictions=preds, references=refs)
+        _run(predictions=rome_preds, references=refs)
 
 
 @pytest.mark.parametrize(
@@ -666,41 +654,37 @@ def _extended(*rows):
                             for qid, number, answer in rows)
 
 
-def test_cli_unreadable_references_name_the_file_and_line(tmp_path):
-    preds = tmp_path / "p.json"
-    preds.write_text('{"0": "Рим"}', encoding="utf-8")
+def test_cli_unreadable_references_name_the_file_and_line(tmp_path, rome_preds):
     refs = tmp_path / "refs.tsv"  # any name: the file is built as the builder's extended table
     refs.write_bytes(_extended((0, 1, "Рим")).encode("cp1251"))
     with pytest.raises(ValueError, match=r"refs\.tsv: record line 2: not UTF-8 text"):
-        _run(predictions=preds, references=refs)
+        _run(predictions=rome_preds, references=refs)
     refs.write_text('QuestionText,Answer\n"q,Рим\n', encoding="utf-8")
     with pytest.raises(ValueError, match=r"refs\.tsv: record line 2: malformed CSV \(unexpected end of data\)"):
-        _run(predictions=preds, references=refs)
+        _run(predictions=rome_preds, references=refs)
     refs.write_text(_extended((0, 1, "Рим")) + "1\t2\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"refs\.tsv: record line 3: expected 9 columns, got 2"):
-        _run(predictions=preds, references=refs)
+        _run(predictions=rome_preds, references=refs)
     refs.write_text(_extended((0, 1, "Рим"), (0, 2, "Лима")), encoding="utf-8")
     with pytest.raises(ValueError, match=r"refs\.tsv: record line 3: duplicate QuestionID 0"):
-        _run(predictions=preds, references=refs)
+        _run(predictions=rome_preds, references=refs)
 
 
 @pytest.mark.parametrize(
     "number, expected",
     [("2", 2), ("-0", 0), ("2.0", None), ("2.5", None), ("nan", None), ("inf", None), ("1e400", None), ("x", None)],
 )
-def test_cli_question_numbers_are_read_by_the_builder(tmp_path, number, expected):
+def test_cli_question_numbers_are_read_by_the_builder(tmp_path, rome_preds, number, expected):
     refs = tmp_path / "refs.tsv"
     refs.write_text(_extended((0, number, "Рим")), encoding="utf-8")
-    preds = tmp_path / "p.json"
-    preds.write_text('{"0": "Рим"}', encoding="utf-8")
     if expected is None:
         with pytest.raises(ValueError, match=rf"refs\.tsv: record line 2: question_number must be an integer, got '{number}'"):
-            _run(predictions=preds, references=refs)
+            _run(predictions=rome_preds, references=refs)
     elif expected == 0:
         with pytest.warns(UserWarning, match=r"refs\.tsv: 1 row\(s\) with a QuestionNumber outside 1-5, kept as given"):
-            assert _run(predictions=preds, references=refs)["score"] == expected
+            assert _run(predictions=rome_preds, references=refs)["score"] == expected
     else:
-        assert _run(predictions=preds, references=refs)["score"] == expected
+        assert _run(predictions=rome_preds, references=refs)["score"] == expected
 
 
 @pytest.mark.parametrize(
@@ -784,29 +768,22 @@ def test_cli_reads_an_exported_folder_and_a_folder_of_upstream_files(tmp_path):
         _run(predictions=preds, references=out, config="qa", split="test")
 
 
-def test_cli_needs_confidences_for_a_confidence_threshold(tmp_path):
-    preds = tmp_path / "preds.json"
-    preds.write_text('{"0": "Рим"}', encoding="utf-8")
+def test_cli_needs_confidences_for_a_confidence_threshold(rome_preds):
     with pytest.raises(ValueError, match=r"needs a confidence for every prediction; none for id\(s\) 0"):
-        _run(predictions=preds, references=SAMPLE / EXTENDED, confidence_threshold=0.5, missing="skip")
+        _run(predictions=rome_preds, references=SAMPLE / EXTENDED, confidence_threshold=0.5, missing="skip")
 
 
-def test_cli_empty_gold_answer_is_an_error(tmp_path):
+@pytest.mark.parametrize("table, message", [
+    pytest.param("QuestionText,Answer\nq0,\n", r"refs\.csv: question 0: the gold answer is missing or empty \(None\)",
+                 id="empty_gold_answer"),
+    pytest.param("QuestionID\tQuestionNumber\tQuestionText\n0\t1\tq\n",
+                 r"refs\.csv: record line 1: expected the tab-separated header", id="no_answer_column"),
+])
+def test_cli_bad_reference_table_is_an_error(tmp_path, rome_preds, table, message):
     refs = tmp_path / "refs.csv"
-    refs.write_text("QuestionText,Answer\nq0,\n", encoding="utf-8")
-    preds = tmp_path / "preds.json"
-    preds.write_text('{"0": "Рим"}', encoding="utf-8")
-    with pytest.raises(ValueError, match=r"refs\.csv: question 0: the gold answer is missing or empty \(None\)"):
-        _run(predictions=preds, references=refs)
-
-
-def test_cli_reference_table_without_answer_column_is_an_error(tmp_path):
-    refs = tmp_path / "refs.csv"
-    refs.write_text("QuestionID\tQuestionNumber\tQuestionText\n0\t1\tq\n", encoding="utf-8")
-    preds = tmp_path / "preds.json"
-    preds.write_text('{"0": "Рим"}', encoding="utf-8")
-    with pytest.raises(ValueError, match=r"refs\.csv: record line 1: expected the tab-separated header"):
-        _run(predictions=preds, references=refs)
+    refs.write_text(table, encoding="utf-8")
+    with pytest.raises(ValueError, match=message):
+        _run(predictions=rome_preds, references=refs)
 
 
 def test_qahub_evaluate_command_prints_and_writes_json(tmp_path, capsys):
@@ -929,12 +906,10 @@ def test_cli_duplicate_json_keys_are_an_error_naming_the_key(tmp_path, capsys, n
     assert err == f"qahub evaluate: error: {preds}{where}: key {key!r} appears twice in one JSON object\n"
 
 
-def test_cli_duplicate_keys_in_json_references(tmp_path, capsys):
+def test_cli_duplicate_keys_in_json_references(tmp_path, rome_preds, capsys):
     refs = tmp_path / "refs.jsonl"
     refs.write_text('{"question_id": 0, "answer": "Рим", "answer": "Лима"}\n', encoding="utf-8")
-    preds = tmp_path / "p.json"
-    preds.write_text('{"0": "Рим"}', encoding="utf-8")
-    code, _, err = _cli(["--predictions", preds, "--references", refs], capsys)
+    code, _, err = _cli(["--predictions", rome_preds, "--references", refs], capsys)
     assert (code, err) == (1, f"qahub evaluate: error: {refs}: line 1: key 'answer' appears twice in one JSON object\n")
 
 
@@ -970,13 +945,11 @@ def test_cli_data_dir_builds_the_references(tmp_path, capsys):
     assert code == 0 and json.loads(out)["score"] == 15  # extended, its only split (train)
 
 
-def test_cli_a_split_whose_file_is_absent_names_the_file(tmp_path, capsys):
+def test_cli_a_split_whose_file_is_absent_names_the_file(tmp_path, rome_preds, capsys):
     folder = tmp_path / "upstream"
     folder.mkdir()
     (folder / VALIDATION).write_bytes((SAMPLE / VALIDATION).read_bytes())
-    preds = tmp_path / "p.json"
-    preds.write_text('{"0": "Рим"}', encoding="utf-8")
-    code, out, err = _cli(["--quiet", "--predictions", preds, "--data-dir", folder, "--config", "qa", "--split",
+    code, out, err = _cli(["--quiet", "--predictions", rome_preds, "--data-dir", folder, "--config", "qa", "--split",
                            "train"], capsys)
     assert (code, out) == (1, "")
     assert err == (f"qahub evaluate: error: {folder}: config qa split 'train' needs "
@@ -990,10 +963,8 @@ def test_cli_a_split_whose_file_is_absent_names_the_file(tmp_path, capsys):
     ("--data-dir", "{tmp}/absent", "--data-dir {tmp}/absent: no such file or folder"),
     ("--data-dir", "{tmp}/p.json", "--data-dir {tmp}/p.json: not a folder"),
 ])
-def test_cli_a_missing_reference_location_is_named(tmp_path, capsys, option, value, message):
-    preds = tmp_path / "p.json"
-    preds.write_text('{"0": "Рим"}', encoding="utf-8")
-    code, _, err = _cli(["--predictions", preds, option, value.format(tmp=tmp_path)], capsys)
+def test_cli_a_missing_reference_location_is_named(tmp_path, rome_preds, capsys, option, value, message):
+    code, _, err = _cli(["--predictions", rome_preds, option, value.format(tmp=tmp_path)], capsys)
     assert (code, err) == (1, f"qahub evaluate: error: {message.format(tmp=tmp_path)}\n")
 
 
@@ -1015,8 +986,11 @@ def test_the_adapter_has_no_reference_csv_parser():
     """References come from the builder or an export: the adapter's CSV reader serves prediction files only."""
     import inspect
 
-    source = inspect.getsource(scoring)
-    assert "def read_references" in source and "load(\"jeopardy\"" in source and "datasets.load_dataset" in source
+    from qahub.evaluate_cli import references
+
+    assert (scoring.export_rows, scoring.built_rows) == (references.export_rows, references.built_rows)
+    reader = inspect.getsource(scoring.read_references)
+    assert "export_rows(" in reader and "built_rows(" in reader
     callers = [name for name, func in inspect.getmembers(scoring, inspect.isfunction)
                if "_csv_rows(" in inspect.getsource(func) and name != "_csv_rows"]
     assert callers == ["_prediction_rows"]

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import evaluate
+import hostile
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -23,17 +24,12 @@ TASK_TYPES = ["rwsd", "kusdra"]
 CONTEXT_TYPES = ["текст", "диалог"]
 FIELDS = ["id", "answer", "options", "task_type", "context_type", "prompt"]
 FUZZ = settings(max_examples=60, deadline=None)
+pytestmark = pytest.mark.usefixtures("no_judge_env")  # no judge from the environment
 
 
 @pytest.fixture(scope="module")
 def metric():
     return evaluate.load(str(registry.metric_dir("limur")))
-
-
-@pytest.fixture(autouse=True)
-def no_judge_env(monkeypatch):
-    for name in ("QAHUB_JUDGE_URL", "QAHUB_JUDGE_MODEL", "QAHUB_JUDGE_API_KEY", "OPENAI_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
 
 
 # ---------------------------------------------------------------- the metric: properties
@@ -258,82 +254,23 @@ def test_broken_judge_replies_are_failures_not_exceptions(metric, broken_judge):
 
 SAMPLE_FILES = ["dev.jsonl", "test.jsonl", "shots.jsonl"]
 ENCODINGS = ["cp1251", "utf-16", "utf-16-le", "shift_jis", "koi8-r", "latin-1"]
+# besides wrong types: text that the prompt template or the answer letters might trip over
+ODD_VALUES = [None, 0, -1, 2**40, 1.5, True, "", " ", "Ж", "{", "}", "{option_a}", [], {}, "‘-‘"]
 
 
-def _records(name):
-    return [json.loads(line) for line in (SAMPLES / name).read_text(encoding="utf-8").splitlines() if line.strip()]
+def wrongly_encoded(data, rng):
+    return hostile.reencoded(rng.choice(ENCODINGS))(data, rng)
 
 
-def _jsonl(records):
-    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
-
-
-def truncated(rnd, name):
-    data = (SAMPLES / name).read_bytes()
-    return data[: rnd.randrange(len(data))]
-
-
-def byte_flips(rnd, name):
-    data = bytearray((SAMPLES / name).read_bytes())
-    for _ in range(rnd.randint(1, 4)):
-        data[rnd.randrange(len(data))] ^= 1 << rnd.randrange(8)
-    return bytes(data)
-
-
-def deleted_line(rnd, name):
-    lines = (SAMPLES / name).read_bytes().splitlines(keepends=True)
-    del lines[rnd.randrange(len(lines))]
-    return b"".join(lines)
-
-
-def deleted_key(rnd, name):
-    """One key gone from one record, at any depth."""
-    records = _records(name)
-    target = rnd.choice(records)
-    if rnd.random() < 0.5:
-        target = rnd.choice([target["inputs"], target["meta"]])
-    del target[rnd.choice(sorted(target))]
-    return _jsonl(records).encode()
-
-
-def deleted_column(rnd, name):
-    """One field gone from every record."""
-    records = _records(name)
-    column = rnd.choice(["instruction", "outputs", "inputs", "meta", "inputs.option_a", "inputs.reference",
-                         "meta.id", "meta.task_type"])
-    for record in records:
-        parent, _, key = column.rpartition(".")
-        del (record[parent] if parent else record)[key]
-    return _jsonl(records).encode()
-
-
-def changed_value(rnd, name):
-    """One value replaced by a value of another type or an unlikely one."""
-    records = _records(name)
-    target = rnd.choice(records)
-    target = rnd.choice([target, target["inputs"], target["meta"]])
-    key = rnd.choice(sorted(target))
-    target[key] = rnd.choice([None, 0, -1, 2**40, 1.5, True, "", " ", "Ж", "{", "}", "{option_a}", [], {}, "‘-‘"])
-    return _jsonl(records).encode()
-
-
-def wrongly_encoded(rnd, name):
-    text = (SAMPLES / name).read_text(encoding="utf-8")
-    return text.encode(rnd.choice(ENCODINGS), errors="replace")
-
-
-MUTATIONS = [truncated, byte_flips, deleted_line, deleted_key, deleted_column, changed_value, wrongly_encoded]
+MUTATIONS = [hostile.truncated, hostile.flipped, hostile.deleted_line, hostile.jsonl(hostile.deleted_key),
+             hostile.jsonl(hostile.deleted_column), hostile.jsonl(hostile.replacing(ODD_VALUES)), wrongly_encoded]
 CASES = [(mutation, seed) for mutation in MUTATIONS for seed in range(6)]
 
 
-def _damaged_copy(folder, mutation, seed):
-    rnd = random.Random(f"{mutation.__name__}-{seed}")
-    name = rnd.choice(SAMPLE_FILES)
-    folder.mkdir()
-    for other in SAMPLE_FILES:
-        data = mutation(rnd, name) if other == name else (SAMPLES / other).read_bytes()
-        (folder / other).write_bytes(data)
-    return folder / name
+def _damaged_copy(tmp_path, mutation, seed):
+    """A copy of the samples with one of the files, chosen by the seed, damaged; that file's path."""
+    name = random.Random(f"{mutation.__name__}-{seed}").choice(SAMPLE_FILES)
+    return hostile.damaged_copy(SAMPLES, tmp_path / "data", name, mutation, seed) / name
 
 
 def _assert_documented_error(err, damaged):
@@ -343,21 +280,16 @@ def _assert_documented_error(err, damaged):
         assert str(err).startswith(f"{damaged}: record "), str(err)
 
 
-def _leftovers(cache):
-    return [p for p in cache.rglob("*") if p.suffix == ".arrow" or p.name.endswith(".incomplete")
-            or ".incomplete" in p.name]
-
-
 @pytest.mark.parametrize("mutation, seed", CASES, ids=[f"{m.__name__}-{s}" for m, s in CASES])
 def test_damaged_samples_build_or_fail_cleanly(tmp_path, mutation, seed):
-    damaged = _damaged_copy(tmp_path / "data", mutation, seed)
+    damaged = _damaged_copy(tmp_path, mutation, seed)
     for config in ("all", "rwsd", "kusdra"):
         cache = tmp_path / f"cache-{config}"
         try:
             built = testing.build("limur", config, tmp_path / "data", cache)
         except Exception as err:  # noqa: BLE001 (the point is to see which exception comes out)
             _assert_documented_error(err, damaged)
-            assert not _leftovers(cache), f"{config}: a half-written cache was left: {_leftovers(cache)}"
+            assert hostile.half_written(cache) == [], f"{config}: a half-written cache was left"
         else:
             for split, rows in built.items():
                 assert all(row["label"] < len(row["options"]) for row in rows), split
@@ -368,7 +300,7 @@ def test_damaged_samples_build_or_fail_cleanly(tmp_path, mutation, seed):
 
 @pytest.mark.parametrize("mutation", MUTATIONS, ids=[m.__name__ for m in MUTATIONS])
 def test_damaged_samples_export_whole_or_not_at_all(tmp_path, mutation):
-    damaged = _damaged_copy(tmp_path / "data", mutation, 0)
+    damaged = _damaged_copy(tmp_path, mutation, 0)
     out = tmp_path / "hub" / "limur"
     try:
         export.export("limur", out, data_dir=tmp_path / "data", cache_dir=str(tmp_path / "cache"))
@@ -376,7 +308,7 @@ def test_damaged_samples_export_whole_or_not_at_all(tmp_path, mutation):
         _assert_documented_error(err, damaged)
         assert not out.exists(), "a failed export left its folder"
         assert not [p.name for p in (tmp_path / "hub").glob("*partial*")], "a failed export left its staging folder"
-        assert not _leftovers(tmp_path / "cache")
+        assert hostile.half_written(tmp_path / "cache") == []
     else:
         assert (out / "README.md").is_file()
 
@@ -392,7 +324,7 @@ def test_hostile_lines(tmp_path, content, problem):
     (tmp_path / "dev.jsonl").write_bytes(first + b"\n" + content)
     with pytest.raises(SourceDataError, match=re.escape(f"dev.jsonl: record line 2: {problem}")):
         testing.build("limur", "all", tmp_path, tmp_path / "cache")
-    assert not _leftovers(tmp_path / "cache")
+    assert hostile.half_written(tmp_path / "cache") == []
 
 
 def test_hostile_task_file(tmp_path):

@@ -22,17 +22,12 @@ from qahub.evaluate_cli import limur as scoring
 
 SAMPLES = registry.samples_dir("limur")
 KEY = "sk-test-9f8e7d6c5b4a-SECRET"
+pytestmark = pytest.mark.usefixtures("no_judge_env")  # no judge from the environment
 
 
 @pytest.fixture(scope="module")
 def metric():
     return evaluate.load(str(registry.metric_dir("limur")))
-
-
-@pytest.fixture(autouse=True)
-def no_judge_env(monkeypatch):
-    for name in ("QAHUB_JUDGE_URL", "QAHUB_JUDGE_MODEL", "QAHUB_JUDGE_API_KEY", "OPENAI_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
 
 
 _IDS = itertools.count(1)
@@ -46,38 +41,51 @@ def ref(answer, n_options=4, record_id=None, task_type="rwsd", context_type="т�
             "context_type": context_type, "prompt": prompt}
 
 
-# reply, gold letter, number of options, then strict and lenient: 1 right, 0 wrong, "?" unparseable, "x" not an option
-TABLE = [
-    ("Ответ: Г", "Г", 4, 1, 1),
-    ("**Ответ:** Б.", "Б", 4, 1, 1),
-    ("Ответ:\n**Г**", "Г", 4, 1, 1),
-    ("Самолёты жались к стерне и бурчали, значит «они» — это самолёты.\n\nОтвет: Г", "Г", 7, 1, 1),
-    ("Ответ: Г", "Б", 4, 0, 0),
-    ("Ответ - В", "В", 4, 1, 1),
-    ("**Ответ**: (Д)", "Д", 5, 1, 1),
-    ("  ОТВЕТ:   Ж)  ", "Ж", 8, 1, 1),
-    ("Ответ: A", "А", 4, "?", 1),
-    ("Ответ: B", "В", 4, "?", 1),
-    ("Ответ: E", "Е", 6, "?", 1),
-    ("Ответ: Ë", "Ё", 7, "?", 1),
-    ("Ответ: C", "В", 4, "?", "?"),
-    ("Ответ: Е", "Ё", 7, 0, 0),
-    ("Ответ: А\nНет, перечитаю текст.\nОтвет: Б", "Б", 4, 1, 1),
-    ("Ответ: А\nНет, перечитаю текст.\nОтвет: Б", "А", 4, 0, 0),
-    ("Б", "Б", 4, 1, 1),
-    ("**Б.**", "Б", 4, 1, 1),
-    ("B", "В", 4, "?", 1),
-    ("Б потому что", "Б", 4, "?", "?"),
-    ("Правильный ответ — Б, потому что…", "Б", 4, "?", "?"),
-    ("Правильный ответ — Б", "Б", 4, 1, 1),
-    ("Ответы: Б", "Б", 4, "?", "?"),
-    ("ответ: в", "В", 4, "?", "?"),
-    ("Ответ: Г) самолёты", "Г", 4, "?", "?"),
-    ("Ответ: Ж", "Б", 4, "x", "x"),
-    ("Ответ: З", "Ё", 7, "x", "x"),
-    ("Ответ: Z", "Б", 4, "?", "?"),
-    ("", "Б", 4, "?", "?"),
-]
+# (reply, gold letter, number of options) by their strict and lenient outcome: 1 right, 0 wrong, "?" unparseable,
+# "x" not an option
+TABLE_BY_OUTCOME = {
+    (1, 1): [
+        ("Ответ: Г", "Г", 4),
+        ("**Ответ:** Б.", "Б", 4),
+        ("Ответ:\n**Г**", "Г", 4),
+        ("Самолёты жались к стерне и бурчали, значит «они» — это самолёты.\n\nОтвет: Г", "Г", 7),
+        ("Ответ - В", "В", 4),
+        ("**Ответ**: (Д)", "Д", 5),
+        ("  ОТВЕТ:   Ж)  ", "Ж", 8),
+        ("Ответ: А\nНет, перечитаю текст.\nОтвет: Б", "Б", 4),
+        ("Б", "Б", 4),
+        ("**Б.**", "Б", 4),
+        ("Правильный ответ — Б", "Б", 4),
+    ],
+    ("?", 1): [
+        ("Ответ: A", "А", 4),
+        ("Ответ: B", "В", 4),
+        ("Ответ: E", "Е", 6),
+        ("Ответ: Ë", "Ё", 7),
+        ("B", "В", 4),
+    ],
+    (0, 0): [
+        ("Ответ: Г", "Б", 4),
+        ("Ответ: Е", "Ё", 7),
+        ("Ответ: А\nНет, перечитаю текст.\nОтвет: Б", "А", 4),
+    ],
+    ("x", "x"): [
+        ("Ответ: Ж", "Б", 4),
+        ("Ответ: З", "Ё", 7),
+    ],
+    ("?", "?"): [
+        ("Ответ: C", "В", 4),
+        ("Б потому что", "Б", 4),
+        ("Правильный ответ — Б, потому что…", "Б", 4),
+        ("Ответы: Б", "Б", 4),
+        ("ответ: в", "В", 4),
+        ("Ответ: Г) самолёты", "Г", 4),
+        ("Ответ: Z", "Б", 4),
+        ("", "Б", 4),
+    ],
+}
+TABLE = [(reply, gold, n_options, strict, lenient) for (strict, lenient), rows in TABLE_BY_OUTCOME.items()
+         for reply, gold, n_options in rows]
 
 
 @pytest.mark.parametrize("reply, gold, n_options, strict, lenient", TABLE)

@@ -3,6 +3,7 @@ import re
 import shutil
 from pathlib import Path
 
+import hostile
 import pytest
 from qahub.loaders._sources import SourceDataError
 
@@ -322,8 +323,7 @@ def test_real_export_roundtrip(tmp_path):
 
 
 def copy_sample(tmp_path, without=()):
-    data = tmp_path / "data"
-    shutil.copytree(SAMPLE, data)
+    data = hostile.sample_copy("topical_chat", tmp_path)
     for rel in without:
         (data / rel).unlink()
     return data
@@ -341,25 +341,7 @@ def assert_bad(tmp_path, data, config, match, **kwargs):
     cache = tmp_path / "cache"
     with pytest.raises(SourceDataError, match=match):
         build_with(config, data, cache, **kwargs)
-    leftovers = [p for p in cache.rglob("*") if p.suffix == ".arrow" or p.name.endswith(".incomplete")]
-    assert leftovers == []
-
-
-def test_conversation_without_content(tmp_path):
-    data = copy_sample(tmp_path)
-    edit(data, "conversations/test_freq.json", lambda r: r[SAMPLE_TEST_FREQ_C].pop("content"))
-    assert_bad(tmp_path, data, "conversations",
-               rf"conversations/test_freq\.json: record {SAMPLE_TEST_FREQ_C}: missing key\(s\) content",
-               splits=("test_freq",))
-
-
-def test_unknown_sentiment(tmp_path):
-    data = copy_sample(tmp_path)
-    edit(data, "conversations/test_freq.json",
-         lambda r: r[SAMPLE_TEST_FREQ_A]["content"][2].update(sentiment="Curious to Dive Deeper"))
-    assert_bad(tmp_path, data, "conversations",
-               rf"test_freq\.json: record {SAMPLE_TEST_FREQ_A}: turn 2: unknown sentiment 'Curious to Dive Deeper'",
-               splits=("test_freq",))
+    assert hostile.half_written(cache) == []
 
 
 def test_unknown_rating_and_agent(tmp_path):
@@ -373,14 +355,6 @@ def test_unknown_rating_and_agent(tmp_path):
     data_asr = data / "TopicalChatASR/actual/test_freq_audio.json"
     data_asr.write_text(data_asr.read_text().replace('"message_asr_B"', '"message_asr_b"'))
     assert_bad(tmp_path, data, "asr", rf"test_freq_audio\.json: record {SAMPLE_TEST_FREQ_A}: turn 0: missing key\(s\) message_asr_B",
-               splits=("test_freq",))
-
-
-def test_reading_set_for_unknown_conversation(tmp_path):
-    data = copy_sample(tmp_path)
-    edit(data, "reading_sets/post-build/test_freq.json", lambda r: r.update({"t_no-such-conversation": r[SAMPLE_TEST_FREQ_A]}))
-    assert_bad(tmp_path, data, "reading_sets",
-               r"post-build/test_freq\.json: record t_no-such-conversation: no conversation with this id in .*conversations/test_freq\.json",
                splits=("test_freq",))
 
 
@@ -455,36 +429,41 @@ def test_unknown_keys_are_errors_not_dropped(tmp_path, config, rel, where, match
     assert_bad(tmp_path, data, config, rf"{re.escape(rel)}: record {SAMPLE_TEST_FREQ_A}: {match}", splits=("test_freq",))
 
 
-def test_synthetic_asr_key_is_refused_in_conversations(tmp_path):
+ONE_EDIT = [  # (config, file, change of its records, expected message, build options)
+    pytest.param("conversations", "conversations/test_freq.json", lambda r: r[SAMPLE_TEST_FREQ_C].pop("content"),
+                 rf"conversations/test_freq\.json: record {SAMPLE_TEST_FREQ_C}: missing key\(s\) content", {},
+                 id="conversation_without_content"),
+    pytest.param("conversations", "conversations/test_freq.json",
+                 lambda r: r[SAMPLE_TEST_FREQ_A]["content"][2].update(sentiment="Curious to Dive Deeper"),
+                 rf"test_freq\.json: record {SAMPLE_TEST_FREQ_A}: turn 2: unknown sentiment 'Curious to Dive Deeper'", {},
+                 id="unknown_sentiment"),
+    pytest.param("reading_sets", "reading_sets/post-build/test_freq.json",
+                 lambda r: r.update({"t_no-such-conversation": r[SAMPLE_TEST_FREQ_A]}),
+                 r"post-build/test_freq\.json: record t_no-such-conversation: no conversation with this id in "
+                 r".*conversations/test_freq\.json", {}, id="reading_set_for_unknown_conversation"),
+    pytest.param("conversations", "conversations/test_freq.json",
+                 lambda r: first_turn(r).update(message_sim_asr="hello do you"),
+                 rf"test_freq\.json: record {SAMPLE_TEST_FREQ_A}: turn 0: unexpected key\(s\) 'message_sim_asr'", {},
+                 id="synthetic_asr_key_is_refused_in_conversations"),
+    pytest.param("reading_sets", "reading_sets/pre-build/test_freq.json",
+                 lambda r: first_section(r).update(topic="space"),
+                 rf"pre-build/test_freq\.json: record {SAMPLE_TEST_FREQ_A}: agent_1 FS1: unexpected key\(s\) 'topic'",
+                 {"reading_set_form": "pre-build"}, id="pre_build_section_with_unknown_key"),
+    pytest.param("reading_sets", "reading_sets/post-build/test_freq.json", lambda r: r.pop(SAMPLE_TEST_FREQ_A),
+                 rf"post-build/test_freq\.json: record {SAMPLE_TEST_FREQ_A}: no reading set for this conversation of "
+                 r".*conversations/test_freq\.json \(1 conversation\(s\) lack one\)", {},
+                 id="conversation_without_reading_set"),
+    pytest.param("reading_sets", "conversations/test_freq.json", lambda r: r.update({SAMPLE_TEST_FREQ_A: []}),
+                 rf"conversations/test_freq\.json: record {SAMPLE_TEST_FREQ_A}: expected an object, got list", {},
+                 id="conversation_record_not_an_object_in_reading_sets_config"),
+]
+
+
+@pytest.mark.parametrize("config, rel, change, match, options", ONE_EDIT)
+def test_one_bad_edit_is_a_named_error(tmp_path, config, rel, change, match, options):
     data = copy_sample(tmp_path)
-    edit(data, "conversations/test_freq.json", lambda r: first_turn(r).update(message_sim_asr="hello do you"))
-    assert_bad(tmp_path, data, "conversations",
-               rf"test_freq\.json: record {SAMPLE_TEST_FREQ_A}: turn 0: unexpected key\(s\) 'message_sim_asr'",
-               splits=("test_freq",))
-
-
-def test_pre_build_section_with_unknown_key(tmp_path):
-    data = copy_sample(tmp_path)
-    edit(data, "reading_sets/pre-build/test_freq.json", lambda r: first_section(r).update(topic="space"))
-    assert_bad(tmp_path, data, "reading_sets",
-               rf"pre-build/test_freq\.json: record {SAMPLE_TEST_FREQ_A}: agent_1 FS1: unexpected key\(s\) 'topic'",
-               splits=("test_freq",), reading_set_form="pre-build")
-
-
-def test_conversation_without_reading_set(tmp_path):
-    data = copy_sample(tmp_path)
-    edit(data, "reading_sets/post-build/test_freq.json", lambda r: r.pop(SAMPLE_TEST_FREQ_A))
-    assert_bad(tmp_path, data, "reading_sets",
-               rf"post-build/test_freq\.json: record {SAMPLE_TEST_FREQ_A}: no reading set for this conversation of "
-               r".*conversations/test_freq\.json \(1 conversation\(s\) lack one\)", splits=("test_freq",))
-
-
-def test_conversation_record_not_an_object_in_reading_sets_config(tmp_path):
-    data = copy_sample(tmp_path)
-    edit(data, "conversations/test_freq.json", lambda r: r.update({SAMPLE_TEST_FREQ_A: []}))
-    assert_bad(tmp_path, data, "reading_sets",
-               rf"conversations/test_freq\.json: record {SAMPLE_TEST_FREQ_A}: expected an object, got list",
-               splits=("test_freq",))
+    edit(data, rel, change)
+    assert_bad(tmp_path, data, config, match, splits=("test_freq",), **options)
 
 
 def test_empty_split_file(tmp_path):
