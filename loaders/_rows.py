@@ -4,6 +4,7 @@ Its own module, not ``_sources``: in streaming mode `datasets` patches ``open`` 
 of a builder's base classes, and ``_sources`` must keep the real ones (it opens URLs itself).
 """
 
+import gc
 import sys
 
 import datasets
@@ -16,9 +17,13 @@ _patched_for_streaming = True
 class RowsBuilder(datasets.ArrowBasedBuilder):
     """A builder whose ``_generate_examples`` yields ``(key, row)`` with each row already in its stored form
     (a ClassLabel as its number), handed to `datasets` as Arrow tables of ``BATCH_ROWS`` rows: `datasets`
-    then encodes no row one by one, which is most of the time of a ``GeneratorBasedBuilder`` build."""
+    then encodes no row one by one, which is most of the time of a ``GeneratorBasedBuilder`` build. A builder
+    whose source is a table may yield the tables itself (``_generate_tables``, as Jeopardy's does)."""
 
     BATCH_ROWS = 5_000
+    # a Parquet row group holds up to this many rows, so each table the builder yields is one row group: at
+    # `datasets`' default (1,000) writing the groups took up to a fifth of a large build
+    DEFAULT_WRITER_BATCH_SIZE = 100_000
 
     def __init__(self, *args, **kwargs):
         # the builders open every source file with _sources.open_source, which reads URLs itself, and use os.path
@@ -27,6 +32,18 @@ class RowsBuilder(datasets.ArrowBasedBuilder):
         # for them). A module that says it is patched is left alone.
         sys.modules[type(self).__module__]._patched_for_streaming = True
         super().__init__(*args, **kwargs)
+
+    def download_and_prepare(self, *args, **kwargs):
+        # The cyclic garbage collector is paused for the build: it would walk every object of the parsed source
+        # again and again as rows are made (half the time of a large build), and a build makes no reference
+        # cycles worth collecting before it ends.
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return super().download_and_prepare(*args, **kwargs)
+        finally:
+            if enabled:
+                gc.enable()
 
     def _generate_tables(self, **gen_kwargs):
         schema = self.info.features.arrow_schema

@@ -22,6 +22,7 @@ import csv
 import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Mapping, Optional
@@ -113,19 +114,35 @@ def unique_keys(pairs):
 
 def read_json(path):
     """The JSON value of ``path``: UTF-8 (a byte-order mark allowed), and no object naming a key twice."""
+    return parse_json(path, "-", read_text(path))
+
+
+def read_text(path):
+    """The text of ``path``: UTF-8, a leading byte-order mark dropped; else a ``SourceDataError`` saying why."""
     # binary, then decode: the text mode of HTTP files (streaming mode) is broken in fsspec
     with open_source(path, "rb") as f:
         data = f.read()
-    return parse_json(path, "-", decode_utf8(path, "-", data))
+    return decode_utf8(path, "-", data)
+
+
+def may_hold_lone_surrogates(json_text):
+    """Whether a string parsed from ``json_text`` may hold a lone surrogate, which UTF-8 (and Arrow) cannot
+    store: only a ``\\uD800``-``\\uDFFF`` escape makes one, as UTF-8 text holds none. A builder checks every
+    string of a file for them only when this is true."""
+    return _SURROGATE_ESCAPE.search(json_text) is not None
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD]")  # also matches \uD000-\uD7FF, which are not surrogates: harmless
 
 
 def read_jsonl(path):
     """``(line number, record)`` of each non-blank line of a JSON Lines file (a byte-order mark allowed)."""
     with open_source(path, "rb") as f:
         for number, raw in enumerate(f, start=1):
-            line = decode_utf8(path, f"line {number}", raw.removeprefix(codecs.BOM_UTF8) if number == 1 else raw)
-            if line.strip():
-                yield number, parse_json(path, f"line {number}", line)
+            where = f"line {number}"
+            line = decode_utf8(path, where, raw.removeprefix(codecs.BOM_UTF8) if number == 1 else raw)
+            if line and not line.isspace():  # as line.strip(), without copying the line
+                yield number, parse_json(path, where, line)
 
 
 def read_csv(path, delimiter=","):

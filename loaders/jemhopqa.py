@@ -3,20 +3,10 @@
 import re
 
 import datasets
+from qahub.dataset_cards import citation
 
 from ._rows import RowsBuilder
 from ._sources import Source, SourceConfig, is_str_list, read_json, record_error
-
-_CITATION = """\
-@inproceedings{ishii-etal-2024-jemhopqa-dataset,
-    title = "{JEMHopQA}: Dataset for {J}apanese Explainable Multi-Hop Question Answering",
-    author = "Ishii, Ai and Inoue, Naoya and Suzuki, Hisami and Sekine, Satoshi",
-    booktitle = "Proceedings of the 2024 Joint International Conference on Computational Linguistics, \
-Language Resources and Evaluation (LREC-COLING 2024)",
-    year = "2024",
-    pages = "9515--9525",
-}
-"""
 
 _DESCRIPTION = """\
 JEMHopQA (Japanese Explainable Multi-hop Question Answering) is a Japanese multi-hop QA dataset that can
@@ -35,7 +25,7 @@ _FILES = {
 }
 
 SOURCE = Source(
-    corpus="jemhopqa", description=_DESCRIPTION, citation=_CITATION,
+    corpus="jemhopqa", description=_DESCRIPTION, citation=citation("jemhopqa"),
     homepage="https://github.com/aiishii/JEMHopQA", license="cc-by-sa-4.0",
     base_url=_BASE_URL,
     files=_FILES,

@@ -6,21 +6,11 @@ import warnings
 from dataclasses import dataclass
 
 import datasets
+import pyarrow as pa
+from qahub.dataset_cards import citation
 
 from ._rows import RowsBuilder
 from ._sources import Source, SourceConfig, in_data_dir, read_csv, record_error
-
-_CITATION = """\
-@inproceedings{mikhalkova-khlyupin-2022-russian,
-    title = "{R}ussian Jeopardy! Data Set for Question-Answering Systems",
-    author = "Mikhalkova, Elena and Khlyupin, Alexander",
-    booktitle = "Proceedings of the Thirteenth Language Resources and Evaluation Conference (LREC 2022)",
-    year = "2022",
-    address = "Marseille, France",
-    publisher = "European Language Resources Association",
-    note = "arXiv:2112.02325",
-}
-"""
 
 _DESCRIPTION = """\
 Russian QA Jeopardy!: 29,375 questions and answers of the quiz "Own Game" ("Своя игра", the Russian
@@ -36,7 +26,7 @@ TRAINING = "Russian_QA_Jeopardy_dataset_extended_training.csv"
 VALIDATION = "Russian_QA_Jeopardy_dataset_extended_validation.csv"
 
 SOURCE = Source(
-    corpus="jeopardy", description=_DESCRIPTION, citation=_CITATION,
+    corpus="jeopardy", description=_DESCRIPTION, citation=citation("jeopardy"),
     homepage="https://github.com/evrog/Russian-QA-Jeopardy", license="other",
     base_url=f"https://raw.githubusercontent.com/evrog/Russian-QA-Jeopardy/{_COMMIT}",
     files={"extended": {"train": EXTENDED}, "qa": {"train": TRAINING, "validation": VALIDATION}},
@@ -118,42 +108,110 @@ class Jeopardy(RowsBuilder):
                                     "(Python: present_splits_only=True)")
         return present if self.config.present_splits_only else files
 
-    def _generate_examples(self, filepath):
-        if self.config.name == "qa":
-            yield from _read_table(filepath, ",", _QA_COLUMNS, _qa_row)
-        else:
-            yield from _extended_rows(filepath)
+    def _generate_tables(self, filepath):
+        schema = self.info.features.arrow_schema
+        tables = _qa_tables(filepath, schema) if self.config.name == "qa" else _extended_tables(filepath, schema)
+        yield from enumerate(tables)
 
 
+# The files are read in batches of records, each checked and made a table column by column (the checks run in C);
+# a batch that fails a check is made row by row instead, which names the first bad record as a row-by-row read does.
+BATCH_RECORDS = 20_000
+_NONE_IF_EMPTY = {"": None}.get  # with the value as default: "" -> None, any other value -> itself
+_NONE_IF_EMPTY_OR_NONE = {"": None, "None": None}.get
 
-def _extended_rows(filepath):
-    seen, outside = {}, []
-    for key, row in _read_table(filepath, "\t", _EXTENDED_COLUMNS, _extended_row):
-        first = seen.setdefault(row["question_id"], key)
-        if first != key:
-            raise record_error(filepath, key, f"duplicate QuestionID {row['question_id']} (first at {first})")
-        if row["question_number"] not in _VALUES:
-            outside.append(f"{key}: {row['question_number']}")
-        yield key, row
+
+def _extended_tables(filepath, schema):
+    seen, outside = {}, []  # QuestionID -> line of the record; "line N: number" of numbers outside 1-5
+    for batch in _batches(_records(filepath, "\t", _EXTENDED_COLUMNS)):
+        table = _extended_table(batch, schema, seen, outside)
+        yield table or pa.Table.from_pylist(list(_extended_rows(filepath, batch, seen, outside)), schema=schema)
     if outside:
         warnings.warn(f"{filepath}: {len(outside)} row(s) with a QuestionNumber outside 1-5, kept as given: "
                       f"{', '.join(outside[:5])}", stacklevel=2)
 
 
-def _read_table(filepath, delimiter, columns, make_row):
-    """Yield ``("line N", row)``; N is the line where the record starts."""
+def _extended_table(batch, schema, seen, outside):
+    """The table of ``batch`` when every record passes the checks, else None."""
+    lines, records = zip(*batch)
+    if set(map(len, records)) != {len(_EXTENDED_COLUMNS)}:
+        return None
+    ids, numbers, *texts = zip(*records)
+    # at most 18 and 9 characters: in the range of int64 and int32 (longer ones are checked row by row)
+    if not (_all_integers(ids, 18) and _all_integers(numbers, 9)):
+        return None
+    ids, numbers = list(map(int, ids)), list(map(int, numbers))
+    if len(set(ids)) != len(ids) or not seen.keys().isdisjoint(ids):
+        return None
+    seen.update(zip(ids, lines))
+    outside += [f"line {line}: {number}" for line, number in zip(lines, numbers) if number not in _VALUES]
+    names = list(_EXTENDED_COLUMNS.values())
+    columns = [ids, numbers] + [
+        list(map(_NONE_IF_EMPTY_OR_NONE if name in _NONE_TEXT_FIELDS else _NONE_IF_EMPTY, values, values))
+        for name, values in zip(names[2:], texts)
+    ]
+    return pa.Table.from_pydict(dict(zip(names, columns)), schema=schema)
+
+
+def _all_integers(values, longest):
+    return all(map(_INTEGER.fullmatch, values)) and max(map(len, values)) <= longest
+
+
+def _extended_rows(filepath, batch, seen, outside):
+    for line, record in batch:
+        where = f"line {line}"
+        row = _extended_row(filepath, where, _fields(filepath, where, record, _EXTENDED_COLUMNS))
+        first = seen.setdefault(row["question_id"], line)
+        if first != line:
+            raise record_error(filepath, where, f"duplicate QuestionID {row['question_id']} (first at line {first})")
+        if row["question_number"] not in _VALUES:
+            outside.append(f"{where}: {row['question_number']}")
+        yield row
+
+
+def _qa_tables(filepath, schema):
+    for batch in _batches(_records(filepath, ",", _QA_COLUMNS)):
+        rows = [_qa_row(filepath, f"line {line}", _fields(filepath, f"line {line}", record, _QA_COLUMNS))
+                for line, record in batch]
+        yield pa.Table.from_pylist(rows, schema=schema)
+
+
+def _records(filepath, delimiter, columns):
+    """``(line, fields)`` of each record after the header (``line``: where the record starts)."""
     records = read_csv(filepath, delimiter)
     line, header = next(records, (1, None))
     _check_header(filepath, line, header, columns, delimiter)
     count = 0
     for line, record in records:
-        where = f"line {line}"
-        if len(record) != len(columns):
-            raise record_error(filepath, where, f"expected {len(columns)} columns, got {len(record)}: {record!r}")
         count += 1
-        yield where, make_row(filepath, where, dict(zip(columns.values(), record, strict=True)))
+        yield line, record
     if not count:
         raise record_error(filepath, f"line {line + 1}", "no rows after the header")
+
+
+def _batches(records):
+    """Lists of up to ``BATCH_RECORDS`` records. When a record cannot be read, the records before it are handed
+    on before the error is raised: they are checked first, as in a read row by row."""
+    batch = []
+    try:
+        for record in records:
+            batch.append(record)
+            if len(batch) == BATCH_RECORDS:
+                yield batch
+                batch = []
+    except Exception:
+        if batch:
+            yield batch
+        raise
+    if batch:
+        yield batch
+
+
+def _fields(filepath, where, record, columns):
+    """``{field: value}`` of a record, which must have one value per column."""
+    if len(record) != len(columns):
+        raise record_error(filepath, where, f"expected {len(columns)} columns, got {len(record)}: {record!r}")
+    return dict(zip(columns.values(), record))
 
 
 def _check_header(filepath, line, header, columns, delimiter):
@@ -166,10 +224,7 @@ def _check_header(filepath, line, header, columns, delimiter):
 def _extended_row(filepath, where, row):
     for field in ("question_id", "question_number"):
         row[field] = _integer(filepath, where, field, row[field])
-    for field, value in row.items():  # as _text, inline: it runs for every field of some 100,000 rows
-        if value == "" or (value == "None" and field in _NONE_TEXT_FIELDS):
-            row[field] = None
-    return row
+    return {field: _text(value, field in _NONE_TEXT_FIELDS) for field, value in row.items()}
 
 
 def _qa_row(filepath, where, row):

@@ -6,20 +6,15 @@ import re
 import string
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import repeat
+from operator import itemgetter
 from typing import Optional
 
 import datasets
+from qahub.dataset_cards import citation
 
 from ._rows import RowsBuilder
 from ._sources import Source, SourceConfig, SourceDataError, read_json, read_jsonl, record_error
-
-_CITATION = """\
-@misc{limur,
-    title = "{LIMUR}: reference resolution and meaning recovery on texts with non-standard lexicon",
-    author = "Shevelev, Denis and Kharitonov, Alexander and Astafurov, Alexander",
-    note = "A Russian multiple-choice task in the MERA task format",
-}
-"""
 
 _DESCRIPTION = """\
 LIMUR is a Russian multiple-choice dataset testing reference resolution, syntactic ambiguity resolution and
@@ -28,13 +23,14 @@ schema style: which candidate does the reference point to) and kusdra (answer a 
 on pseudo-words, in the spirit of Shcherba's "Glokaya kuzdra"). 4 to 9 options, lettered А Б В Г Д Е Ё Ж З.
 """
 
-SOURCE = Source(corpus="limur", description=_DESCRIPTION, citation=_CITATION,
+SOURCE = Source(corpus="limur", description=_DESCRIPTION, citation=citation("limur"),
                 homepage="https://github.com/MERA-Evaluation/MERA", license="unknown")
 
 LETTERS = ["А", "Б", "В", "Г", "Д", "Е", "Ё", "Ж", "З"]
 OPTION_KEYS = [f"option_{c}" for c in "abcdefghi"]
 INPUT_KEYS = ["question", "context", "reference", *OPTION_KEYS]
 _INPUT_KEY_SET = set(INPUT_KEYS)
+_INPUT_VALUES, _OPTION_VALUES = itemgetter(*INPUT_KEYS), itemgetter(*OPTION_KEYS)  # a record's values, in order
 TASK_TYPES = ["rwsd", "kusdra"]
 CONTEXT_TYPES = ["текст", "диалог"]
 
@@ -112,7 +108,8 @@ class Limur(RowsBuilder):
         ]
 
     def _generate_examples(self, filepath, split):
-        rows = [row for row in read_rows(filepath, split) if _wanted(row, self.config.task_type)]
+        # row by row (not read_rows' list): a table's rows are freed once it is written
+        rows = (row for row in iter_rows(filepath, split) if _wanted(row, self.config.task_type))
         yield from enumerate(rows)
 
 
@@ -134,18 +131,24 @@ def _holds_task_type(filepath, split, task_type):
 
 def read_rows(filepath, split):
     """Every record of one split as a validated row; ids must be unique within the split."""
-    rows, seen = [], {}
+    return list(iter_rows(filepath, split))
+
+
+def iter_rows(filepath, split):
+    """``read_rows`` one row at a time."""
+    seen, instructions = {}, {}
     for where, record in read_split_records(filepath, split):
         row = parse_record(filepath, where, record)
+        # the records share a few instructions: one string per distinct one, which Arrow then encodes once
+        row["instruction"] = instructions.setdefault(row["instruction"], row["instruction"])
         record_id = row["meta"]["id"]
         if record_id in seen:
             raise record_error(filepath, f"{where} (id {record_id})",
                                f"duplicate meta 'id' {record_id}: record {seen[record_id]} has it too")
         seen[record_id] = where
-        rows.append(row)
-    if not rows:
+        yield row
+    if not seen:
         raise record_error(filepath, "-", f"the {split} split holds no records")
-    return rows
 
 
 def find_sources(data_dir):
@@ -246,13 +249,14 @@ def _parse_meta(filepath, where, record):
     if not isinstance(meta, dict):
         raise record_error(filepath, where, f"'meta' must be an object, got {meta!r}")
     record_id = meta.get("id")
-    _expect(type(record_id) is int and _INT32[0] <= record_id <= _INT32[1], filepath, where,
-            f"meta 'id' must be a 32-bit integer, got {record_id!r}")
-    where = f"{where} (id {record_id})"
-    _expect(meta.get("task_type") in TASK_TYPES, filepath, where,
-            f"meta 'task_type' is {meta.get('task_type')!r}, expected one of {', '.join(TASK_TYPES)}")
-    _expect(meta.get("context_type") in CONTEXT_TYPES, filepath, where,
-            f"meta 'context_type' is {meta.get('context_type')!r}, expected one of {', '.join(CONTEXT_TYPES)}")
+    # here and below each message is formatted only on failure: formatting them for every record (a repr of
+    # the inputs) was most of the build's time
+    if not (type(record_id) is int and _INT32[0] <= record_id <= _INT32[1]):
+        raise record_error(filepath, where, f"meta 'id' must be a 32-bit integer, got {record_id!r}")
+    for key, allowed in (("task_type", TASK_TYPES), ("context_type", CONTEXT_TYPES)):
+        if meta.get(key) not in allowed:
+            raise record_error(filepath, f"{where} (id {record_id})",
+                               f"meta {key!r} is {meta.get(key)!r}, expected one of {', '.join(allowed)}")
     return {"id": record_id, "task_type": meta["task_type"], "context_type": meta["context_type"]}
 
 
@@ -265,28 +269,31 @@ def _string_field(filepath, where, record, key):
 
 def _parse_inputs(filepath, where, record):
     inputs = record.get("inputs")
-    _expect(isinstance(inputs, dict), filepath, where, f"'inputs' must be an object, got {inputs!r}")
+    if not isinstance(inputs, dict):
+        raise record_error(filepath, where, f"'inputs' must be an object, got {inputs!r}")
     if inputs.keys() != _INPUT_KEY_SET:
         missing = [key for key in INPUT_KEYS if key not in inputs]
         _expect(not missing, filepath, where, f"'inputs' lacks {', '.join(missing)}")
         extra = [key for key in inputs if key not in INPUT_KEYS]
         _expect(not extra, filepath, where, f"'inputs' has unknown key(s) {', '.join(extra)}")
-    for key in INPUT_KEYS:
-        if not isinstance(inputs[key], str):
-            raise record_error(filepath, where, f"inputs {key!r} must be a string, got {inputs[key]!r}")
-    return {key: inputs[key] for key in INPUT_KEYS}
+    values = _INPUT_VALUES(inputs)
+    if not all(map(isinstance, values, repeat(str))):
+        key = next(key for key, value in zip(INPUT_KEYS, values) if not isinstance(value, str))
+        raise record_error(filepath, where, f"inputs {key!r} must be a string, got {inputs[key]!r}")
+    return dict(zip(INPUT_KEYS, values))
 
 
 def _options(filepath, where, inputs):
     """The non-empty options, which must come first: no empty option before a non-empty one."""
-    filled = [bool(inputs[key].strip()) for key in OPTION_KEYS]
+    values = _OPTION_VALUES(inputs)
+    filled = list(map(bool, map(str.strip, values)))
     count = sum(filled)
     _expect(count > 0, filepath, where, "all nine options are empty")
     if not all(filled[:count]):
         gap = filled.index(False)
         raise record_error(filepath, where, f"options are not contiguous: {OPTION_KEYS[gap]} ({LETTERS[gap]}) "
                                             "is empty but a later option is not")
-    return [inputs[key] for key in OPTION_KEYS[:count]]
+    return list(values[:count])
 
 
 def _parse_answer(filepath, where, record, options):
@@ -295,10 +302,12 @@ def _parse_answer(filepath, where, record, options):
     answer = _string_field(filepath, where, record, "outputs").strip()
     if not answer:
         return -1
-    _expect(answer in LETTERS, filepath, where, f"answer {answer!r} is not one of the letters {' '.join(LETTERS)}")
+    if answer not in LETTERS:
+        raise record_error(filepath, where, f"answer {answer!r} is not one of the letters {' '.join(LETTERS)}")
     position = LETTERS.index(answer)
-    _expect(position < len(options), filepath, where,
-            f"answer {answer!r} points at {OPTION_KEYS[position]}, which is empty (options: {' '.join(LETTERS[:len(options)])})")
+    if position >= len(options):
+        raise record_error(filepath, where, f"answer {answer!r} points at {OPTION_KEYS[position]}, which is empty "
+                                            f"(options: {' '.join(LETTERS[:len(options)])})")
     return position
 
 
@@ -309,7 +318,7 @@ def _fill_prompt(filepath, where, instruction, inputs, count):
     if problem:
         raise record_error(filepath, where, problem)
     try:
-        return instruction.format(**inputs).strip()
+        return instruction.format_map(inputs).strip()  # as format(**inputs), without copying inputs
     except (IndexError, KeyError, ValueError, AttributeError) as err:
         raise record_error(filepath, where, f"instruction cannot be filled ({err!r})") from None
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 import datasets
+from qahub.dataset_cards import citation
 
 from ._rows import RowsBuilder
 from ._sources import (
@@ -20,18 +21,6 @@ from ._sources import (
     utf8_problem,
 )
 
-_CITATION = """\
-@inproceedings{gopalakrishnan2019topical,
-  author={Karthik Gopalakrishnan and Behnam Hedayatnia and Qinlang Chen and Anna Gottardi and Sanjeev Kwatra \
-and Anu Venkatesh and Raefer Gabriel and Dilek Hakkani-T{\\"u}r},
-  title={{Topical-Chat: Towards Knowledge-Grounded Open-Domain Conversations}},
-  year={2019},
-  booktitle={Proc. Interspeech 2019},
-  pages={1891--1895},
-  doi={10.21437/Interspeech.2019-3079}
-}
-"""
-
 _DESCRIPTION = """\
 Topical-Chat is a knowledge-grounded human-human conversation dataset: pairs of crowd workers chat about
 entities of eight broad topics and a Washington Post article, using reading sets of Wikipedia lead sections,
@@ -43,7 +32,7 @@ entities seldom or never seen there.
 _COMMIT = "7c939229cbcf6f55f6977b341a5a2f2fe982d53f"
 
 SOURCE = Source(
-    corpus="topical_chat", description=_DESCRIPTION, citation=_CITATION,
+    corpus="topical_chat", description=_DESCRIPTION, citation=citation("topical_chat"),
     homepage="https://github.com/alexa/Topical-Chat", license="cdla-sharing-1.0",
     base_url=f"https://raw.githubusercontent.com/alexa/Topical-Chat/{_COMMIT}",
     # the upstream files at _COMMIT; the train files are not pinned (see the dataset card)
