@@ -1578,3 +1578,25 @@ def test_references_that_are_nothing_loadable(tmp_path, capsys):
                              "--split", "train")
     assert (code, out, err) == (1, "", [f"qahub evaluate: error: {SAMPLES}: no train split with all records "
                                         "(found validation, test, shots)"])
+
+
+def test_ctrl_c_drops_the_queued_judge_requests():
+    """A KeyboardInterrupt stops the judging at once: only requests already running finish (the pool used to
+    run every queued request before the interrupt got through)."""
+    import threading
+
+    calls, lock, released = [], threading.Lock(), threading.Event()
+
+    def judge(task, reference, answer):
+        with lock:
+            calls.append(answer)
+        if answer == "a1":
+            raise KeyboardInterrupt
+        released.wait(0.2)  # a request that takes a while: the interrupt is read while it runs
+        return "2"
+
+    items = [("задание", "Б. самолёты", f"a{i}") for i in range(50)]
+    with pytest.raises(KeyboardInterrupt):
+        JUDGE.judge_all(items, judge, "test", concurrency=1)
+    released.set()
+    assert calls[:2] == ["a0", "a1"] and len(calls) <= 3  # a2 may have started before the interrupt was read

@@ -470,6 +470,9 @@ def _ask(judge, todo, cache, concurrency):
             except Exception as err:  # a judge callable may raise anything: report it, do not score it
                 failures[key] = _mask(judge, f"{type(err).__name__}: {err}")
                 logger.warning("limur judge: %s", failures[key])
+            except BaseException:  # Ctrl-C: the queued requests are dropped, only the running ones finish
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
     if fatal is not None:
         raise fatal
     return failures
