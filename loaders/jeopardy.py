@@ -241,6 +241,5 @@ def _integer(filepath, where, field, value):
 
 
 def _text(value, none_is_missing):
-    if value == "" or (none_is_missing and value == "None"):
-        return None
-    return value
+    """The value of a text field, None where it is missing: the same mapping the batch path applies to a column."""
+    return (_NONE_IF_EMPTY_OR_NONE if none_is_missing else _NONE_IF_EMPTY)(value, value)
