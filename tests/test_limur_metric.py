@@ -1079,12 +1079,13 @@ def test_mera_prompt_text_and_best_candidate(metric):
 
 
 @pytest.mark.parametrize("reply, score", [
-    ("2", 1.0), ("1", 0.5), ("0", 0.0), (" 2 ", 1.0), ("2.", 1.0), ("Оценка: 1", 0.5), ("2.0", 1.0), ("1,5", 0.75),
-    ("3", 1.0), ("-1", 0.0), (2, 1.0), (Decimal("1"), 0.5), (numpy.int64(2), 1.0),
-    ("два", None), ("", None), ("2 — ответ верный", None), (float("nan"), None), (True, None), (None, None),
+    ("2", 1.0), ("1", 0.5), ("0", 0.0), (" 2 ", 1.0), ("2.", 1.0), ("Оценка: 1", 0.5), ("2.0", 1.0), ("1,5", 1.0),
+    ("3", 1.0), ("-1", 0.5), (2, 1.0), (Decimal("1"), 0.5), (numpy.int64(2), 1.0), (-1, 0.0),
+    ("два", None), ("", None), ("2 — ответ верный", 1.0), (float("nan"), None), (True, None), (None, None),
 ])
 def test_mera_grades(metric, reply, score):
-    """0/1/2 divided by 2; out of the scale clamped as MERA's normalize_score does; anything else unparseable."""
+    """MERA's reading (the last number of a text, tests/test_limur_judge.py has the prose table) divided by 2 and
+    clamped as MERA's normalize_score does; a number from a callable judge taken as is; anything else unparseable."""
     result = metric.compute(predictions=["Ответ: Б"], references=[ref("Б")], judge=lambda *_: reply,
                             judge_prompt="mera")
     assert result["judge_score"] == (0.0 if score is None else score)
@@ -1150,7 +1151,8 @@ def test_task_entry():
     task = TASK_API.TASKS["qahub_limur"]
     assert (task["configs"], task["splits"], task["fewshot_split"]) == (["all"], ["test", "validation"], "shots")
     assert set(task["metrics"]) == {"exact_match", "exact_match_mera", "unparseable"}
-    assert task["judge_metrics"] == {"judge_score": ("mean", True)} and callable(task["judge_score"])
+    assert task["judge_metrics"] == {"judge_score": ("mean", True), "judge_coverage": ("mean", True)}
+    assert callable(task["judge_score"]) and callable(task["judge_filter"])
     assert task["until"] == ["\n\n"]
 
 
@@ -1230,7 +1232,7 @@ def test_many_markers_without_a_colon():
 
 def test_task_judge_entry_gives_a_values_dict(sample_rows):
     doc = sample_rows["test"].to_list()[0]
-    assert TASK_API.TASKS["qahub_limur"]["judge"]("Ответ: Г", doc) == {"judge_score": 0.0}  # no judge configured
+    assert TASK_API.TASKS["qahub_limur"]["judge"]("Ответ: Г", doc) == {"judge_score": 0.0, "judge_coverage": 0}  # no judge
 
 
 # ---------------------------------------------------------------- MERA's own task on a qahub export
