@@ -14,10 +14,10 @@ import json
 import os
 import tempfile
 import threading
-import time
 from pathlib import Path
 
 from _common import measure, row
+from bench_limur import _Handler
 
 DOCUMENTS = 200
 LATENCY = 0.1
@@ -25,19 +25,9 @@ CONCURRENCY = 8
 TARGET = DOCUMENTS * LATENCY / 4
 
 
-class _Judge(http.server.BaseHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-    def do_POST(self):
-        self.rfile.read(int(self.headers["Content-Length"]))
-        time.sleep(LATENCY)
-        data = json.dumps({"choices": [{"message": {"role": "assistant", "content": "Оценка: 2"}}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+class _Judge(_Handler):
+    latency = LATENCY
+    reply = "Оценка: 2"
 
 
 def _scripted_lm():

@@ -16,6 +16,7 @@ import time
 import tracemalloc
 
 import evaluate
+import hostile
 import pytest
 
 from qahub import cli, registry
@@ -81,23 +82,15 @@ def test_the_table_is_meras_reading(reply, grade, why):
     assert JUDGE.MERA_MAX_TOKENS == 256
 
 
-class ProseJudge(http.server.ThreadingHTTPServer):
-    """An OpenAI-compatible judge on 127.0.0.1: the answer under evaluation «R<i>» gets MERA_REPLIES[i]'s reply;
-    «ECHO» gets the Authorization header back in the reply (plain and JSON-escaped), «ECHO-500» a 500 whose body
-    holds it JSON-escaped, «GZIP-BOMB» / «GZIP-TWICE» a gzip-encoded body inflating far past 1 MiB."""
-
-    daemon_threads = True
+class ProseJudge:
+    """What an OpenAI-compatible judge on 127.0.0.1 (ProseHandler) was asked, and how long it takes to answer."""
 
     def __init__(self, delay=0.0):
-        super().__init__(("127.0.0.1", 0), ProseHandler)
         self.lock = threading.Lock()
         self.bodies, self.paths = [], []
         self.delay = delay
         self.inflight = self.max_inflight = 0
-
-    @property
-    def url(self):
-        return f"http://127.0.0.1:{self.server_address[1]}"
+        self.url = None
 
 
 @functools.lru_cache(maxsize=2)
@@ -112,11 +105,17 @@ def _escaped(text):
 
 
 class ProseHandler(http.server.BaseHTTPRequestHandler):
+    """The answer under evaluation «R<i>» gets MERA_REPLIES[i]'s reply; «ECHO» gets the Authorization header back
+    in the reply (plain and JSON-escaped), «ECHO-500» a 500 whose body holds it JSON-escaped, «GZIP-BOMB» /
+    «GZIP-TWICE» a gzip-encoded body inflating far past 1 MiB."""
+
+    judge = None  # the ProseJudge of a subclass
+
     def log_message(self, *args):
         pass
 
     def do_POST(self):
-        server = self.server
+        server = self.judge
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         with server.lock:
             server.bodies.append(body)
@@ -147,29 +146,17 @@ class ProseHandler(http.server.BaseHTTPRequestHandler):
         self._send(200, json.dumps({"choices": [{"message": {"role": "assistant", "content": content}}]}).encode())
 
     def _send(self, status, data, headers=None):
-        self.send_response(status)
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        hostile.send_reply(self, status, data, headers)
 
 
 @pytest.fixture
-def prose_judge():
-    servers = []
-
+def prose_judge(handler_server):
     def start(**kwargs):
-        server = ProseJudge(**kwargs)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        servers.append(server)
-        return server
+        judge = ProseJudge(**kwargs)
+        judge.url = handler_server(type("Handler", (ProseHandler,), {"judge": judge}))
+        return judge
 
-    yield start
-    for server in servers:
-        server.shutdown()
-        server.server_close()
+    return start
 
 
 @pytest.fixture(scope="module")
