@@ -558,6 +558,8 @@ def judge_all(items, judge, identity, concurrency=4, cache=None, parse=parse_sco
 
 def _ask(judge, todo, cache, concurrency):
     """Fill ``cache`` with the replies to ``todo``; return ``{key: error message}`` of the failed ones."""
+    if not todo:  # everything cached (e.g. lm-eval's process_results after the parallel filter): no pool
+        return {}
     failures, fatal = {}, None
     with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
         futures = {key: pool.submit(judge, *item) for key, item in todo.items()}
