@@ -73,13 +73,18 @@ def em_plain(score_reply, preds, refs):
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
+    """A fake judge: every chat completion answered with ``reply`` after ``latency`` seconds."""
+
+    latency = JUDGE_LATENCY
+    reply = "1"
+
     def log_message(self, *args):
         pass
 
     def do_POST(self):
         self.rfile.read(int(self.headers["Content-Length"]))
-        time.sleep(JUDGE_LATENCY)
-        data = json.dumps({"choices": [{"message": {"role": "assistant", "content": "1"}}]}).encode()
+        time.sleep(self.latency)
+        data = json.dumps({"choices": [{"message": {"role": "assistant", "content": self.reply}}]}).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))

@@ -124,3 +124,14 @@ def half_written(cache):
     """Arrow files and ``*.incomplete`` folders under ``cache`` (lock files aside): what a failed build must not leave."""
     return sorted(str(p) for p in Path(cache).rglob("*")
                   if p.suffix == ".arrow" or (".incomplete" in p.name and p.suffix != ".lock"))
+
+
+def send_reply(handler, status, data: bytes, headers=None):
+    """A JSON reply from a fake server's ``BaseHTTPRequestHandler``: status, extra headers, then ``data``."""
+    handler.send_response(status)
+    for name, value in (headers or {}).items():
+        handler.send_header(name, value)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)

@@ -83,9 +83,11 @@ def test_scores_stay_in_their_ranges(metric, example):
     info = result["judge"]
     assert info["judged"] + info["unparseable"] + info["failed"] == n
     # the mean over all examples (failures count 0) is at most the mean over the judged ones
-    assert 0 <= result["judge_score"] <= result["judge_score_judged"] <= 1
-    assert result["judge_score"] * n == pytest.approx(result["judge_score_judged"] * info["judged"])
-    assert info["coverage"] == info["judged"] / n
+    judged_mean = result["judge_score_judged"]
+    assert (judged_mean is None) == (info["judged"] == 0)  # no judged-only mean of nothing
+    assert 0 <= result["judge_score"] <= (1 if judged_mean is None else judged_mean) <= 1
+    assert result["judge_score"] * n == pytest.approx((judged_mean or 0) * info["judged"])
+    assert info["coverage"] == result["judge_coverage"] == info["judged"] / n
     for field in ("by_task_type", "by_context_type"):
         assert sum(group["count"] for group in result[field].values()) == n
     json.dumps(result)
@@ -244,7 +246,8 @@ def test_broken_judge_replies_are_failures_not_exceptions(metric, broken_judge):
                             judge_api_key=KEY, judge_timeout=5.0, judge_retries=0)
     info = result["judge"]
     assert (info["judged"], info["unparseable"], info["failed"]) == (0, 0, len(answers))
-    assert result["judge_score"] == result["judge_score_judged"] == 0.0 and info["coverage"] == 0.0
+    assert result["judge_score"] == 0.0 and result["judge_score_judged"] is None
+    assert info["coverage"] == result["judge_coverage"] == 0.0
     errors = " | ".join(info["errors"])
     assert "larger than 1048576 bytes" in errors and "malformed response body" in errors and "HTTP 418" in errors
     assert KEY not in json.dumps(result, ensure_ascii=False)

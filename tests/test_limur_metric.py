@@ -12,6 +12,7 @@ from decimal import Decimal
 from fractions import Fraction
 
 import evaluate
+import hostile
 import numpy
 import pytest
 from hypothesis import given, settings
@@ -232,9 +233,10 @@ def test_callable_judge_cache_and_unparseable(metric):
 ])
 def test_judge_reply_parsing(metric, reply, score):
     result = metric.compute(predictions=["Ответ: Б"], references=[ref("Б")], judge=lambda *_: reply)
-    assert result["judge_score"] == result["judge_score_judged"] == (0.0 if score is None else score)
+    assert result["judge_score"] == (0.0 if score is None else score)
+    assert result["judge_score_judged"] == score  # None: nothing was judged, so there is no judged-only mean
     assert result["judge"]["unparseable"] == int(score is None)
-    assert result["judge"]["coverage"] == (0.0 if score is None else 1.0)
+    assert result["judge"]["coverage"] == result["judge_coverage"] == (0.0 if score is None else 1.0)
 
 
 class FakeJudge(http.server.ThreadingHTTPServer):
@@ -359,15 +361,8 @@ class JudgeHandler(http.server.BaseHTTPRequestHandler):
             pass
 
     def _send(self, status, text, headers=None):
-        data = text.encode("utf-8")
         try:
-            self.send_response(status)
-            for name, value in (headers or {}).items():
-                self.send_header(name, value)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            hostile.send_reply(self, status, text.encode("utf-8"), headers)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up waiting (timeout test)
 
@@ -784,7 +779,8 @@ def test_grades_of_any_type_are_cached_whole(metric, tmp_path, grade, score):
     result = metric.compute(predictions=["Ответ: Б"], references=[ref("Б", record_id=1)], judge=lambda *a: grade, **kwargs)
     expected = 0.0 if score is None else score
     assert result["judge_score"] == expected and result["judge"]["unparseable"] == int(score is None)
-    assert [path.name for path in tmp_path.iterdir()] == ["jc.jsonl"], "a temporary cache file was left"
+    # beside the cache: only the lock two runs sharing it take (as datasets keeps its own)
+    assert sorted(path.name for path in tmp_path.iterdir()) == [".jc.jsonl.lock", "jc.jsonl"], "a temporary file was left"
     again = metric.compute(predictions=["Ответ: Б"], references=[ref("Б", record_id=1)], judge=lambda *a: "0", **kwargs)
     assert again["judge"]["requests"] == 0 and again["judge_score"] == expected
 
@@ -794,7 +790,7 @@ def test_failed_cache_write_leaves_no_temporary_file(tmp_path):
     target.mkdir()  # a folder where the cache file should go: the rename fails
     with pytest.raises(OSError):
         JUDGE.save_cache(str(target), {"k": "1"})
-    assert [path.name for path in tmp_path.iterdir()] == ["taken"]
+    assert sorted(path.name for path in tmp_path.iterdir()) == [".taken.lock", "taken"]
 
 
 def test_fatal_status_mid_run_keeps_what_was_judged(metric, fake_judge, tmp_path):
@@ -828,9 +824,10 @@ def test_cli_exit_status_says_when_judge_calls_failed(tmp_path, capsys):
     from qahub import cli
     from qahub.evaluate_cli import limur as limur_cli
 
-    assert limur_cli.exit_status({"judge": {"computed": False, "reason": "no judge"}}) == 0
-    assert limur_cli.exit_status({"judge": {"computed": True, "failed": 0}}) == 0
-    assert limur_cli.exit_status({"judge": {"computed": True, "failed": 3}}) == 1
+    judged = {"judged": 2, "unparseable": 0, "closed": 0, "errors": [], "unparseable_replies": []}
+    assert limur_cli.exit_status({"count": 2, "judge": {"computed": False, "reason": "no judge"}}) == 0
+    assert limur_cli.exit_status({"count": 2, "judge": {"computed": True, "failed": 0, **judged}}) == 0
+    assert limur_cli.exit_status({"count": 5, "judge": {"computed": True, "failed": 3, **judged}}) == 1
     assert "3 example(s) could not be judged" in capsys.readouterr().err
     sample = registry.samples_dir("limur")
     dead = "http://127.0.0.1:9/v1"  # nothing listens on the discard port: every call fails
@@ -838,7 +835,12 @@ def test_cli_exit_status_says_when_judge_calls_failed(tmp_path, capsys):
                      "--references", str(sample / "test.jsonl"), "--judge-url", dead, "--judge-model", "m",
                      "--judge-retries", "0"])
     assert code == 1
-    assert "8 example(s) could not be judged" in capsys.readouterr().err
+    out, err = capsys.readouterr()
+    [line] = err.splitlines()
+    assert line.startswith("qahub evaluate limur: the judge judged none of the 8 example(s) (8 failed, 0 replied "
+                           "no grade; e.g. JudgeRequestError: ConnectError") and line.endswith("judge_score is no score")
+    result = json.loads(out)
+    assert (result["judge_score"], result["judge_score_judged"], result["judge_coverage"]) == (0.0, None, 0.0)
 
 
 # ---------------------------------------------------------------- MERA's recipe (exact_match_mera)
@@ -1071,12 +1073,13 @@ def test_mera_prompt_text_and_best_candidate(metric):
 
 
 @pytest.mark.parametrize("reply, score", [
-    ("2", 1.0), ("1", 0.5), ("0", 0.0), (" 2 ", 1.0), ("2.", 1.0), ("Оценка: 1", 0.5), ("2.0", 1.0), ("1,5", 0.75),
-    ("3", 1.0), ("-1", 0.0), (2, 1.0), (Decimal("1"), 0.5), (numpy.int64(2), 1.0),
-    ("два", None), ("", None), ("2 — ответ верный", None), (float("nan"), None), (True, None), (None, None),
+    ("2", 1.0), ("1", 0.5), ("0", 0.0), (" 2 ", 1.0), ("2.", 1.0), ("Оценка: 1", 0.5), ("2.0", 1.0), ("1,5", 1.0),
+    ("3", 1.0), ("-1", 0.5), (2, 1.0), (Decimal("1"), 0.5), (numpy.int64(2), 1.0), (-1, 0.0),
+    ("два", None), ("", None), ("2 — ответ верный", 1.0), (float("nan"), None), (True, None), (None, None),
 ])
 def test_mera_grades(metric, reply, score):
-    """0/1/2 divided by 2; out of the scale clamped as MERA's normalize_score does; anything else unparseable."""
+    """MERA's reading (the last number of a text, tests/test_limur_judge.py has the prose table) divided by 2 and
+    clamped as MERA's normalize_score does; a number from a callable judge taken as is; anything else unparseable."""
     result = metric.compute(predictions=["Ответ: Б"], references=[ref("Б")], judge=lambda *_: reply,
                             judge_prompt="mera")
     assert result["judge_score"] == (0.0 if score is None else score)
@@ -1142,7 +1145,8 @@ def test_task_entry():
     task = TASK_API.TASKS["qahub_limur"]
     assert (task["configs"], task["splits"], task["fewshot_split"]) == (["all"], ["test", "validation"], "shots")
     assert set(task["metrics"]) == {"exact_match", "exact_match_mera", "unparseable"}
-    assert task["judge_metrics"] == {"judge_score": ("mean", True)} and callable(task["judge_score"])
+    assert task["judge_metrics"] == {"judge_score": ("mean", True), "judge_coverage": ("mean", True)}
+    assert callable(task["judge_score"]) and callable(task["judge_filter"])
     assert task["until"] == ["\n\n"]
 
 
@@ -1222,7 +1226,7 @@ def test_many_markers_without_a_colon():
 
 def test_task_judge_entry_gives_a_values_dict(sample_rows):
     doc = sample_rows["test"].to_list()[0]
-    assert TASK_API.TASKS["qahub_limur"]["judge"]("Ответ: Г", doc) == {"judge_score": 0.0}  # no judge configured
+    assert TASK_API.TASKS["qahub_limur"]["judge"]("Ответ: Г", doc) == {"judge_score": 0.0, "judge_coverage": 0}  # no judge
 
 
 # ---------------------------------------------------------------- MERA's own task on a qahub export

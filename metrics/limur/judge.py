@@ -2,12 +2,14 @@
 
 The HTTP client is ``httpx``. The judge sees the task as the model saw it, the reference answer and the model's
 answer. Two prompts: ``seed`` (qahub's; the judge replies 1, 0.5 or 0) and ``mera`` (MERA's
-``benchmark_tasks/mera_judge.py``: criterion «Правильность ответа», rubric 0/1/2, the grade divided by 2 and
-clamped to [0, 1]). A reply that is not a grade is *unparseable*, a request that fails after its retries is
-*failed*: both are counted and reported, and score 0 in the mean over all examples.
+``benchmark_tasks/mera_judge.py`` with ``compute_llm_judge`` of MERA's lm-eval fork: criterion «Правильность
+ответа», rubric 0/1/2, one user message, temperature 0, ``max_tokens`` 256, the grade the *last* number in the
+reply divided by 2 and clamped to [0, 1]). A reply that is not a grade is *unparseable*, a request that fails
+after its retries is *failed*: both are counted and reported, and score 0 in the mean over all examples.
 The API key is sent in the Authorization header only, never to another address (redirects are not
 followed) and never over plain http to a host that is not loopback unless asked; it is masked in every
-message this module produces.
+message this module produces and in every reply it returns (so the cache never holds it), in the forms a
+JSON text can spell it too (``\\u0073k-…``, ``\\/``).
 """
 
 import decimal
@@ -25,10 +27,12 @@ import threading
 import time
 import urllib.parse
 import uuid
+import zlib
 from concurrent.futures import CancelledError, ThreadPoolExecutor
 from email.utils import parsedate_to_datetime
 
 import httpx
+from filelock import FileLock
 
 logger = logging.getLogger(__name__)
 
@@ -76,12 +80,17 @@ MERA_JUDGE_PROMPT = """### Задание для оценки:
 ### Шкала оценивания по критерию:
 {criteria_rubrics}"""
 MERA_MAX_SCORE = 2.0
+MERA_MAX_TOKENS = 256  # compute_llm_judge's default, which mera_judge.py does not change
+SEED_MAX_TOKENS = 16  # «1», «0.5» or «0»
+# compute_llm_judge: ``float(re.findall(r"(\d+(?:\.\d+)?)", content)[-1])``, no number an error (scored 0)
+MERA_NUMBER = re.compile(r"(\d+(?:\.\d+)?)")
 PROMPTS = ("seed", "mera")
 
 _SCORE = re.compile(r"(?:(?:оценка|score)\s*(?:[:=]\s*)?)?(1(?:[.,]0*)?|0(?:[.,]5|[.,]0*)?|[.,]5)\.?", re.IGNORECASE)
 _RETRY_STATUS = {408, 429, 500, 502, 503, 504}
 _FATAL_STATUS = {401, 403, 404}
-MAX_BODY = 1 << 20  # a chat completion of a few tokens is far smaller
+MAX_BODY = 1 << 20  # a chat completion of a few hundred tokens is far smaller (capped after decoding)
+DECODE_STEP = 1 << 16  # the most bytes one decoding step may produce
 MAX_RETRY_AFTER = 60.0
 # cache entries of the endpoint judge are keyed on the prompt too: changing it invalidates them
 PROMPT_IDS = {
@@ -89,8 +98,6 @@ PROMPT_IDS = {
     "mera": hashlib.sha256(json.dumps([MERA_JUDGE_PROMPT, MERA_CRITERIA_NAME, MERA_CRITERIA_RUBRICS]).encode()).hexdigest()[:16],
 }
 PROMPT_ID = PROMPT_IDS["seed"]
-# a MERA grade: a number, optionally after «Оценка:», optionally with a period after it
-_MERA_GRADE = re.compile(r"(?:(?:оценка|score)\s*(?:[:=]\s*)?)?([+-]?(?:\d{1,6}(?:[.,]\d{1,6})?|[.,]\d{1,6}))\.?", re.IGNORECASE)
 
 
 class JudgeConfigError(RuntimeError):
@@ -107,29 +114,47 @@ def check_prompt(prompt):
     return prompt
 
 
-def judge_messages(task, reference, answer, prompt="seed"):
+def judge_messages(task, reference, answer, prompt="seed", template=None):
+    """The chat messages of one judgement; ``template`` replaces MERA's prompt (``LM_EVAL_JUDGE_PROMPT``)."""
     if prompt == "mera":
-        return [{"role": "user", "content": mera_prompt(task, reference, answer)}]
+        return [{"role": "user", "content": mera_prompt(task, reference, answer, template)}]
     user = USER_TEMPLATE.format(task=task, reference=reference, answer=answer, rubric=RUBRIC)
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
 
-def mera_prompt(instruction, reference, answer):
-    """MERA's judge prompt filled in one pass, so braces in the texts are never read as placeholders."""
-    values = {"instruction": instruction, "reference_answer": reference, "answer": answer,
-              "criteria_name": MERA_CRITERIA_NAME, "criteria_rubrics": MERA_CRITERIA_RUBRICS}
-    return re.sub(r"\{(\w+)\}", lambda m: values[m.group(1)], MERA_JUDGE_PROMPT)
+def mera_prompt(instruction, reference, answer, template=None):
+    """MERA's judge prompt as ``build_judge_prompt`` and ``compute_llm_judge`` fill it: the criterion and the
+    task text (its braces escaped) first, then the two answers with ``str.format``, which never reads braces
+    inside the values it inserts."""
+    template = MERA_JUDGE_PROMPT if template is None else template
+    prompt = (template.replace("{reference_answer}", "{reference}").replace("{answer}", "{prediction}")
+              .replace("{criteria_name}", MERA_CRITERIA_NAME).replace("{criteria_rubrics}", MERA_CRITERIA_RUBRICS)
+              .replace("{instruction}", instruction.replace("{", "{{").replace("}", "}}")))
+    return prompt.format(reference=reference, prediction=answer)
+
+
+def check_template(template):
+    """A replacement MERA prompt must fill as MERA fills it (else every judgement would fail the same way)."""
+    if template is not None:
+        try:
+            mera_prompt("", "", "", template)
+        except (KeyError, IndexError, ValueError) as err:
+            raise JudgeConfigError(f"the judge prompt template cannot be filled ({type(err).__name__}: {err}); "
+                                   "it may use {instruction}, {reference_answer}, {answer}, {criteria_name}, "
+                                   "{criteria_rubrics} and {{ }} for a literal brace") from None
+    return template
 
 
 def parse_mera_grade(reply):
-    """MERA's rubric grade (0, 1, 2) as a score: the number divided by 2, clamped to [0, 1] as MERA's
-    ``normalize_score`` does; None when the reply is not a number."""
+    """MERA's reading of a judge reply: the last number in it (``compute_llm_judge``) divided by 2 and clamped to
+    [0, 1] (``normalize_score``); None when the reply holds no number. A number given by a callable judge is
+    read as that number."""
     if isinstance(reply, str):
-        match = _MERA_GRADE.fullmatch(reply.strip())
-        value = float(match.group(1).replace(",", ".")) if match else None
+        numbers_found = MERA_NUMBER.findall(reply)
+        value = float(numbers_found[-1]) if numbers_found else None
     else:
         value = _as_float(reply)
-    if value is None or not math.isfinite(value):
+    if value is None or math.isnan(value):
         return None
     return min(max(value / MERA_MAX_SCORE, 0.0), 1.0)
 
@@ -200,12 +225,15 @@ class Endpoint:
     whole body): httpx's timeouts bound each read, so a watchdog shuts the socket at the deadline.
     """
 
-    def __init__(self, base_url, model, api_key=None, timeout=60.0, retries=3, backoff=1.0, max_tokens=16,
-                 allow_insecure_http=False, sleep=time.sleep, prompt="seed"):
+    def __init__(self, base_url, model, api_key=None, timeout=60.0, retries=3, backoff=1.0, max_tokens=None,
+                 allow_insecure_http=False, sleep=time.sleep, prompt="seed", template=None):
         parts = urllib.parse.urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise JudgeConfigError(f"judge URL must start with http:// or https:// and name a host, "
                                    f"got {public_url(base_url)!r}")
+        if parts.query or parts.fragment or base_url.rstrip().endswith(("?", "#")):
+            raise JudgeConfigError(f"judge URL {public_url(base_url)!r} is followed by a query string or fragment "
+                                   "(?… or #…), which would move the request path: give the address alone")
         if api_key and parts.scheme == "http" and not is_loopback(parts.hostname) and not allow_insecure_http:
             raise JudgeConfigError(f"refusing to send the API key over plain http to {parts.hostname}: use https, "
                                    "or pass judge_allow_insecure_http=True (--judge-allow-insecure-http)")
@@ -214,16 +242,19 @@ class Endpoint:
                                    "(only printable ASCII); the key itself is not shown")
         check_options(timeout=timeout, retries=retries, backoff=backoff)
         self.prompt = check_prompt(prompt)
+        self.template = check_template(template) if prompt == "mera" else None
         self.url = chat_completions_url(base_url)
         self.model = model
         self._api_key = api_key or None
+        self._key_pattern = _key_pattern(self._api_key) if self._api_key else None
         self.timeout = float(timeout)
         self.retries = retries
         self.backoff = float(backoff)
-        self.max_tokens = max_tokens
+        self.max_tokens = max_tokens or (MERA_MAX_TOKENS if prompt == "mera" else SEED_MAX_TOKENS)
         self.sleep = sleep
         self.name = f"{model} at {public_url(self.url)}"
-        self.identity = json.dumps(["endpoint", self.url, model, max_tokens, PROMPT_IDS[self.prompt]])
+        prompt_id = PROMPT_IDS[self.prompt] if self.template is None else hashlib.sha256(self.template.encode()).hexdigest()[:16]
+        self.identity = json.dumps(["endpoint", self.url, model, self.max_tokens, prompt_id])
         self._client = httpx.Client(timeout=self.timeout, follow_redirects=False, trust_env=False,
                                     limits=httpx.Limits(max_keepalive_connections=0))
 
@@ -231,13 +262,13 @@ class Endpoint:
         return f"Endpoint({self.name!r})"
 
     def __call__(self, task, reference, answer):
-        body = {"model": self.model, "messages": judge_messages(task, reference, answer, self.prompt),
+        body = {"model": self.model, "messages": judge_messages(task, reference, answer, self.prompt, self.template),
                 "temperature": 0, "max_tokens": self.max_tokens}
         data = json.dumps(body, ensure_ascii=False).encode("utf-8", "replace")
         for attempt in range(self.retries + 1):
             reply, wait = self._attempt(data, last=attempt == self.retries)
             if reply is not None:
-                return reply
+                return self.mask(reply)  # a reply echoing the key is never cached or shown with it
             self.sleep(max(wait, self.backoff * 2**attempt))
         raise AssertionError("unreachable: the last attempt returns or raises")
 
@@ -272,6 +303,8 @@ class Endpoint:
         try:
             with self._client.stream("POST", self.url, content=data, headers=self._headers(),
                                      extensions={"trace": _socket_catcher(sockets)}) as response:
+                # httpx would inflate a whole network chunk at once (a gzip bomb, and gzip twice, grow ~1000x a
+                # step): the raw bytes are decoded here, a bounded step at a time, and cut at MAX_BODY
                 return response, _read_body(response, deadline)
         except httpx.HTTPError:
             if time.monotonic() >= deadline:
@@ -281,7 +314,8 @@ class Endpoint:
             watchdog.cancel()
 
     def _headers(self):
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        headers = {"Content-Type": "application/json", "Accept": "application/json",
+                   "Accept-Encoding": "gzip, deflate"}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
         return headers
@@ -296,7 +330,7 @@ class Endpoint:
         return content
 
     def mask(self, text):
-        return text.replace(self._api_key, "***") if self._api_key else text
+        return self._key_pattern.sub("***", text) if self._key_pattern else text
 
     def brief(self, payload):
         """The start of a response body for a message, masked before it is cut (no key prefix can survive)."""
@@ -321,9 +355,16 @@ def _shut(sockets):
             pass
 
 
+def _key_pattern(key):
+    """The key as written or as a JSON text spells it, once or nested: each character itself, ``\\uXXXX`` or
+    ``\\c``, behind any number of backslashes."""
+    parts = (rf"(?:\\*{re.escape(c)}|\\+u{ord(c):04x})" for c in key)
+    return re.compile("".join(parts), re.IGNORECASE)
+
+
 def _read_body(response, deadline):
     chunks, size = [], 0
-    for chunk in response.iter_bytes():
+    for chunk in _decoded(response):
         size += len(chunk)
         if size > MAX_BODY:
             raise httpx.DecodingError(f"response body larger than {MAX_BODY} bytes")
@@ -333,6 +374,40 @@ def _read_body(response, deadline):
     if time.monotonic() >= deadline:
         raise TimeoutError()
     return b"".join(chunks)
+
+
+def _decoded(response):
+    """The body's bytes with its Content-Encoding undone (gzip, deflate, several in a row), in pieces of at
+    most DECODE_STEP bytes however much they inflate; an unknown encoding is a decoding error."""
+    chunks = response.iter_raw()
+    codings = [c.strip().lower() for c in response.headers.get("Content-Encoding", "").split(",") if c.strip()]
+    for coding in reversed(codings):
+        if coding not in _WBITS:
+            raise httpx.DecodingError(f"unsupported Content-Encoding {coding!r}")
+        if _WBITS[coding] is not None:
+            chunks = _inflate(chunks, _WBITS[coding])
+    return chunks
+
+
+_WBITS = {"identity": None, "gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
+
+
+def _inflate(chunks, wbits):
+    decoder = zlib.decompressobj(wbits)
+    first = True
+    try:
+        for chunk in chunks:
+            if first and wbits == zlib.MAX_WBITS and chunk and chunk[0] & 0x0F != 8:
+                decoder = zlib.decompressobj(-zlib.MAX_WBITS)  # "deflate" sent raw, without the zlib header
+            first = first and not chunk
+            while chunk:
+                out = decoder.decompress(chunk, DECODE_STEP)
+                if out:
+                    yield out
+                chunk = decoder.unconsumed_tail
+        yield decoder.flush()
+    except zlib.error as err:
+        raise httpx.DecodingError(f"cannot decode the body ({err})") from None
 
 
 def _describe(err, timeout):
@@ -403,35 +478,63 @@ def load_cache(path):
     return cache
 
 
-def save_cache(path, cache):
-    """Write the cache to a temporary file beside ``path`` and rename it: ``path`` is whole or untouched."""
+def check_cache_file(path):
+    """Before the first request: ``path`` must be a readable cache (or absent) in a folder a file can be
+    written to, else a ValueError naming it (not found only after every paid request)."""
     folder = os.path.dirname(os.path.abspath(path))
-    handle, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as f:
-            for key, reply in cache.items():
-                f.write(json.dumps({"key": key, "reply": normalise_reply(reply)}, ensure_ascii=False) + "\n")
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    problem = None
+    if os.path.isdir(path):
+        problem = "is a folder, not a file"
+    elif os.path.exists(path) and not os.access(path, os.R_OK):
+        problem = "cannot be read"
+    else:
+        try:
+            handle, probe = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".check", dir=folder)
+        except OSError as err:
+            problem = f"cannot be written in {folder} ({err.strerror or err})"
+        else:
+            os.close(handle)
+            os.unlink(probe)
+    if problem:
+        raise ValueError(f"{path}: judge cache {problem}")
+    return load_cache(path)
 
 
-def judge_all(items, judge, identity, concurrency=4, cache=None, parse=parse_score):
+def save_cache(path, cache):
+    """Merge ``cache`` into the file under a lock (a run sharing the file keeps its entries too), written to a
+    temporary file beside ``path`` and renamed: ``path`` is whole or untouched."""
+    folder = os.path.dirname(os.path.abspath(path))
+    with FileLock(os.path.join(folder, f".{os.path.basename(path)}.lock")):
+        merged = {**load_cache(path), **cache}
+        handle, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as f:
+                for key, reply in merged.items():
+                    f.write(json.dumps({"key": key, "reply": normalise_reply(reply)}, ensure_ascii=False) + "\n")
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+
+
+def judge_all(items, judge, identity, concurrency=4, cache=None, parse=parse_score, failed=None):
     """Score ``items`` = [(task, reference, answer)] with ``judge``; each distinct item is asked at most once.
 
-    ``identity`` names the judge in the cache keys; ``parse`` reads a grade from a reply. Returns
+    ``identity`` names the judge in the cache keys; ``parse`` reads a grade from a reply; ``failed``, when
+    given, holds ``{key: error}`` of the items that failed before: they are not asked again, and the new
+    failures are added to it. Returns
     ``(scores, stats)``: one score or None per item (``stats["failures"]``: the indices of failed items), and
     the counts of the run. When the judge cannot work at all (``JudgeConfigError``) the replies already
     received are in ``cache`` before the error is raised.
     """
     cache = {} if cache is None else cache
+    failures = {} if failed is None else failed
     keys = [cache_key(identity, *item) for item in items]
     todo = {}
     for key, item in zip(keys, items, strict=True):
-        if key not in cache and key not in todo:
+        if key not in cache and key not in todo and key not in failures:
             todo[key] = item
-    failures = _ask(judge, todo, cache, concurrency)
+    failures.update(_ask(judge, todo, cache, concurrency))
     scores, unparseable = [], []
     for key in keys:
         score = None if key in failures else parse(cache[key])
@@ -447,7 +550,7 @@ def judge_all(items, judge, identity, concurrency=4, cache=None, parse=parse_sco
         "requests": len(todo),
         "cache_hits": len(keys) - len(todo),
         "unparseable_replies": sorted(set(unparseable))[:5],
-        "errors": sorted(set(failures.values()))[:5],
+        "errors": sorted({failures[key] for key in keys if key in failures})[:5],
         "failures": [index for index, key in enumerate(keys) if key in failures],
     }
     return scores, stats
@@ -455,6 +558,8 @@ def judge_all(items, judge, identity, concurrency=4, cache=None, parse=parse_sco
 
 def _ask(judge, todo, cache, concurrency):
     """Fill ``cache`` with the replies to ``todo``; return ``{key: error message}`` of the failed ones."""
+    if not todo:  # everything cached (e.g. lm-eval's process_results after the parallel filter): no pool
+        return {}
     failures, fatal = {}, None
     with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
         futures = {key: pool.submit(judge, *item) for key, item in todo.items()}

@@ -14,11 +14,11 @@ from .direct_metric import DirectMetric
 from .judge import (
     Endpoint,
     JudgeConfigError,
+    check_cache_file,
     check_options,
     check_prompt,
     grade_parser,
     judge_all,
-    load_cache,
     private_identity,
     save_cache,
 )
@@ -62,8 +62,9 @@ Args:
         `options`, `instruction` + `inputs` and/or `prompt`), or the older flat records (`id`, `answer`,
         `options`, `task_type`, `context_type`, `prompt`). A closed answer ("") scores 0 and is counted.
     judge: optional callable `judge(task, reference, answer) -> reply` (text or number; a grade of the prompt).
-    judge_prompt: "seed" (default; grades 1, 0.5, 0) or "mera" (MERA's prompt and 0/1/2 rubric, divided by 2;
-        the best grade over MERA's answer candidates).
+    judge_prompt: "seed" (default; grades 1, 0.5, 0) or "mera" (MERA's judge exactly: its prompt as one user
+        message, temperature 0, max_tokens 256, the last number in the reply divided by 2 and clamped to [0, 1],
+        a reply without a number unparseable (0); the best grade over MERA's answer candidates).
     judge_name: names a callable judge in cache keys; needed to use judge_cache / judge_cache_file with one.
     judge_url, judge_model: an OpenAI-compatible endpoint (`http://host:port`, `.../v1` or
         `.../v1/chat/completions`) and model name; default `$QAHUB_JUDGE_URL`, `$QAHUB_JUDGE_MODEL`
@@ -80,7 +81,8 @@ Returns:
     not_an_option, not_an_option_lenient: letters read that name no option of the example;
     by_task_type, by_context_type: the same scores per group;
     judge_score: the mean judge score over all examples (failed, unreadable and closed count 0), or None
-        without a judge; judge_score_judged: the mean over the judged examples;
+        without a judge; judge_score_judged: the mean over the judged examples (None when none was judged);
+        judge_coverage: the share of examples judged (a grade read from the judge);
     judge: whether the judge ran, its prompt and counts (judged, unparseable, failed, coverage, requests, cache_hits).
 Raises:
     ValueError naming the record: a reference that lacks a field or holds a wrong value, two references with
@@ -216,8 +218,8 @@ def _run_judge(rows, predictions, references, judge, naming, concurrency, cache,
     """Judge every example with an answer; each row gets ``judge`` (a score, or None) and ``judge_status``."""
     name, identity, prompt = naming
     items, owners = _judge_items(predictions, references, prompt)
-    cache = load_cache(cache_file) if cache is None and cache_file else cache
-    cache = {} if cache is None else cache
+    stored = check_cache_file(cache_file) if cache_file else {}  # before the first request
+    cache = stored if cache is None else cache
     try:
         scores, stats = judge_all(items, judge, identity, concurrency=concurrency, cache=cache,
                                   parse=grade_parser(prompt))
@@ -311,7 +313,8 @@ def _summary(counts, rows):
     if "judge_status" in rows[0]:  # the judge ran: every row has one
         judged = [row["judge"] for row in rows if row["judge_status"] == "judged"]
         summary["judge_score"] = _mean([row["judge"] or 0.0 for row in rows])
-        summary["judge_score_judged"] = _mean(judged) if judged else 0.0
+        summary["judge_score_judged"] = _mean(judged)  # None when nothing was judged: no mean of nothing
+        summary["judge_coverage"] = len(judged) / count
         summary["judged"] = len(judged)
     else:
         summary["judge_score"] = None

@@ -5,12 +5,11 @@ import functools
 import logging
 import os
 
-from .judge import Endpoint, JudgeConfigError, check_prompt, grade_parser
-from .mera import answer_candidates, best_score
+from .judge import Endpoint, JudgeConfigError, cache_key, check_prompt, grade_parser, judge_all
+from .mera import answer_candidates
 from .score import score_reply
 
 OPTION_KEYS = [f"option_{c}" for c in "abcdefghi"]
-JUDGE_ENV = ("QAHUB_JUDGE_URL", "QAHUB_JUDGE_MODEL", "QAHUB_JUDGE_API_KEY", "QAHUB_JUDGE_PROMPT")
 LETTERS = "АБВГДЕЁЖЗ"
 logger = logging.getLogger(__name__)
 
@@ -44,21 +43,53 @@ def score(reply, doc):
             "unparseable": int(row["strict_letter"] is None)}
 
 
+# QAHUB_JUDGE_* names, and MERA's (benchmark_tasks/mera_judge.py) used where a QAHUB_ one is unset
+JUDGE_ENV = {"url": "QAHUB_JUDGE_URL", "model": "QAHUB_JUDGE_MODEL", "api_key": "QAHUB_JUDGE_API_KEY",
+             "prompt": "QAHUB_JUDGE_PROMPT"}
+MERA_ENV = {"url": "LM_EVAL_JUDGE_API_BASE", "model": "LM_EVAL_JUDGE_MODEL", "template": "LM_EVAL_JUDGE_PROMPT",
+            "api_key": ("OPENAI_API_KEY", "LM_EVAL_JUDGE_API_KEY")}
+# the judge's replies and failures in this process, by cache key: the parallel filter fills them for a whole
+# run, process_results reads them (and asks, one at a time, only what the filter did not)
+JUDGED = {}
+FAILED = {}
+
+
 @functools.lru_cache(maxsize=4)
-def _endpoint(url, model, api_key, prompt_name, timeout, retries):
-    return Endpoint(url, model, api_key=api_key, prompt=prompt_name, timeout=timeout, retries=retries)
+def _endpoint(url, model, api_key, prompt_name, template, timeout, retries):
+    return Endpoint(url, model, api_key=api_key, prompt=prompt_name, template=template, timeout=timeout,
+                    retries=retries)
+
+
+def judge_settings():
+    """``{url, model, api_key, prompt, template}`` from the environment, or None when no judge is configured.
+
+    QAHUB_JUDGE_URL / _MODEL / _API_KEY / _PROMPT (mera, the default, or seed) win; each unset one falls back to
+    MERA's variable: LM_EVAL_JUDGE_API_BASE (+ ``/v1/chat/completions``, as compute_llm_judge posts),
+    LM_EVAL_JUDGE_MODEL, and the key OPENAI_API_KEY or LM_EVAL_JUDGE_API_KEY, sent only to MERA's address.
+    LM_EVAL_JUDGE_PROMPT replaces MERA's prompt template, as in MERA."""
+    env = os.environ.get
+    mera_base = env(MERA_ENV["url"])
+    url = env(JUDGE_ENV["url"]) or (f"{mera_base.rstrip('/')}/v1/chat/completions" if mera_base else None)
+    model = env(JUDGE_ENV["model"]) or env(MERA_ENV["model"])
+    if not url or not model:
+        return None
+    key = env(JUDGE_ENV["api_key"])
+    if not key and not env(JUDGE_ENV["url"]):
+        key = next((env(name) for name in MERA_ENV["api_key"] if env(name)), None)
+    return {"url": url, "model": model, "api_key": key or None, "prompt": env(JUDGE_ENV["prompt"]) or "mera",
+            "template": env(MERA_ENV["template"]) or None}
 
 
 def configured_judge():
-    """The endpoint judge set by QAHUB_JUDGE_URL / _MODEL / _API_KEY / _PROMPT (mera, the default, or seed),
-    and optionally QAHUB_JUDGE_TIMEOUT (60 s) and QAHUB_JUDGE_RETRIES (3); None when QAHUB_JUDGE_URL or
-    QAHUB_JUDGE_MODEL is unset."""
-    url, model, key, prompt_name = (os.environ.get(name) for name in JUDGE_ENV)
-    if not url or not model:
+    """The endpoint judge of ``judge_settings()``, with QAHUB_JUDGE_TIMEOUT (60 s) and QAHUB_JUDGE_RETRIES (3);
+    None when none is configured."""
+    settings = judge_settings()
+    if settings is None:
         return None
     timeout = _env_number("QAHUB_JUDGE_TIMEOUT", 60.0, float)
     retries = _env_number("QAHUB_JUDGE_RETRIES", 3, int)
-    return _endpoint(url, model, key or None, check_prompt(prompt_name or "mera"), timeout, retries)
+    return _endpoint(settings["url"], settings["model"], settings["api_key"], check_prompt(settings["prompt"]),
+                     settings["template"], timeout, retries)
 
 
 def _env_number(name, default, kind):
@@ -69,31 +100,79 @@ def _env_number(name, default, kind):
     return value if value >= 0 else default
 
 
-def judge_score(reply, doc):
-    """The judge's score of one reply in [0, 1]; 0.0 when no judge is configured, the answer is closed, or the
-    judge fails or replies no grade (as MERA's ``compute_judge_score``). The ``mera`` prompt scores the best
-    of the answer candidates, as MERA does; the ``seed`` prompt judges the whole reply."""
+def _usable_judge():
     try:
-        judge = configured_judge()
+        return configured_judge()
     except (JudgeConfigError, ValueError) as err:  # e.g. QAHUB_JUDGE_TIMEOUT=0
         logger.warning("limur judge not usable, scoring 0.0: %s", err)
-        return 0.0
+        return None
+
+
+def judge_items(judge, reply, doc):
+    """The judgements one reply needs: none for a closed answer; ``mera`` judges each of MERA's answer
+    candidates against ``outputs`` (and keeps the best), ``seed`` the whole reply against «letter. option»."""
     gold = doc.get("outputs") or ""
-    if judge is None or not gold.strip():
-        return 0.0
+    if not gold.strip():
+        return []
     reply = reply if isinstance(reply, str) else ""
-    parse = grade_parser(judge.prompt)
     task = _task_text(doc)
     if judge.prompt == "mera":
-        return best_score(lambda c: _ask(judge, parse, task, gold, c), answer_candidates(reply))
+        return [(task, gold, candidate) for candidate in answer_candidates(reply)]
     letter = gold.strip()
     reference = f"{letter}. {doc['inputs'][OPTION_KEYS[LETTERS.index(letter)]]}" if letter in LETTERS else gold
-    return _ask(judge, parse, task, reference, reply)
+    return [(task, reference, reply)]
 
 
 def judge(reply, doc):
-    """``{"judge_score": ...}``: ``judge_score`` as a per-example values dict, like ``score``."""
-    return {"judge_score": judge_score(reply, doc)}
+    """``{"judge_score", "judge_coverage"}`` of one reply: the judge's score in [0, 1] (the best over the
+    judgements, 0.0 when none is configured, the answer is closed, or the judge fails or replies no grade, as
+    MERA's ``compute_judge_score``), and 1 when a grade was read, else 0. Replies the parallel filter judged are
+    not asked again."""
+    endpoint = _usable_judge()
+    items = judge_items(endpoint, reply, doc) if endpoint is not None else []
+    if not items:
+        return {"judge_score": 0.0, "judge_coverage": 0}
+    try:
+        scores, _ = judge_all(items, endpoint, endpoint.identity, concurrency=1, cache=JUDGED,
+                              parse=grade_parser(endpoint.prompt), failed=FAILED)
+    except JudgeConfigError as err:  # as MERA: a failed judgement scores 0.0, the run goes on
+        logger.warning("limur judge failed, scoring 0.0: %s", err)
+        return {"judge_score": 0.0, "judge_coverage": 0}
+    graded = [score for score in scores if score is not None]
+    return {"judge_score": max(graded, default=0.0), "judge_coverage": int(bool(graded))}
+
+
+def judge_score(reply, doc):
+    """The judge's score of one reply in [0, 1] (see ``judge``)."""
+    return judge(reply, doc)["judge_score"]
+
+
+def judge_filter(resps, docs):
+    """An lm-eval ``custom`` filter: judges every reply of the run at once, QAHUB_JUDGE_CONCURRENCY (8) at a
+    time, before lm-eval calls process_results one document at a time; the replies pass on unchanged."""
+    endpoint = _usable_judge()
+    if endpoint is None:
+        return resps
+    items = [item for resp, doc in zip(resps, docs, strict=True) for item in judge_items(endpoint, _first(resp), doc)]
+    concurrency = max(1, _env_number("QAHUB_JUDGE_CONCURRENCY", 8, int))
+    try:
+        judge_all(items, endpoint, endpoint.identity, concurrency=concurrency, cache=JUDGED,
+                  parse=grade_parser(endpoint.prompt), failed=FAILED)
+    except JudgeConfigError as err:  # the judge cannot work: every document not yet judged scores 0
+        logger.warning("limur judge failed, scoring 0.0: %s", err)
+        for item in items:
+            key = cache_key(endpoint.identity, *item)
+            if key not in JUDGED:
+                FAILED[key] = str(err)
+    return resps
+
+
+def _first(resp):
+    return resp[0] if isinstance(resp, (list, tuple)) and resp else resp
+
+
+def judge_configured():
+    return judge_settings() is not None
 
 
 def _task_text(doc):
@@ -101,15 +180,6 @@ def _task_text(doc):
         return prompt(doc)
     except (KeyError, IndexError, ValueError, AttributeError, TypeError):
         return doc.get("instruction") or ""
-
-
-def _ask(judge, parse, task, reference, answer):
-    try:
-        grade = parse(judge(task, reference, answer))
-    except Exception as err:  # noqa: BLE001 - as MERA: a failed judgement scores 0.0, the run goes on
-        logger.warning("limur judge failed, scoring 0.0: %s", judge.mask(f"{type(err).__name__}: {err}"))
-        return 0.0
-    return 0.0 if grade is None else grade
 
 
 TASKS = {
@@ -128,9 +198,12 @@ TASKS = {
         "score": score,
         "metrics": {"exact_match": ("mean", True), "exact_match_mera": ("mean", True),
                     "unparseable": ("mean", False)},
-        # add to "metrics" when a judge is configured (QAHUB_JUDGE_URL and QAHUB_JUDGE_MODEL set)
-        "judge_metrics": {"judge_score": ("mean", True)},
+        # add to "metrics" when a judge is configured (QAHUB_JUDGE_URL and QAHUB_JUDGE_MODEL set, or MERA's
+        # LM_EVAL_JUDGE_API_BASE and LM_EVAL_JUDGE_MODEL); judge_coverage: the share of documents judged
+        "judge_metrics": {"judge_score": ("mean", True), "judge_coverage": ("mean", True)},
         "judge_score": judge_score,
         "judge": judge,
+        "judge_filter": judge_filter,  # judges a whole run concurrently before process_results
+        "judge_configured": judge_configured,
     },
 }

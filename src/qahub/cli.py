@@ -637,8 +637,9 @@ def _add_harness_tasks(commands):
     p.add_argument("--dataset", action="append", required=True, metavar="CORPUS=LOCATION",
                    help="a corpus and its exported folder or Hub dataset id (repeatable), e.g. limur=./limur")
     p.add_argument("--judge", action="store_true",
-                   help="add the LLM-judge score where a task has one (the judge is read from $QAHUB_JUDGE_URL, "
-                        "$QAHUB_JUDGE_MODEL, $QAHUB_JUDGE_API_KEY when lm_eval runs)")
+                   help="add the LLM-judge score and coverage where a task has one (the judge is read from "
+                        "$QAHUB_JUDGE_URL, $QAHUB_JUDGE_MODEL, $QAHUB_JUDGE_API_KEY, or MERA's $LM_EVAL_JUDGE_*, "
+                        "when lm_eval runs)")
     p.add_argument("--overwrite", action="store_true", help="replace an earlier task folder")
     p.set_defaults(func=_harness_tasks)
 

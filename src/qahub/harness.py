@@ -12,7 +12,6 @@ import importlib
 import json
 import logging
 import math
-import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -186,11 +185,22 @@ def task_yaml(name: str, entry: dict, spec: dict, judge: bool) -> str:
     for metric, (aggregation, higher) in task_metrics(spec, judge).items():
         how = aggregation if isinstance(aggregation, str) else f"!function utils.aggregate_{metric}"
         lines += [f"  - metric: {metric}", f"    aggregation: {how}", f"    higher_is_better: {str(higher).lower()}"]
+    lines += judge_filter_yaml(spec, judge)
     # no num_fewshot: lm-eval ignores --num_fewshot for a task whose YAML sets it (0 when neither does)
     lines += ["metadata:", "  version: 1.0"]
     if spec.get("configuration"):  # what the scorer runs with here (e.g. which tokenizer dictionary)
         lines.append(f"  scorer: {q(spec['configuration'](), ensure_ascii=False)}")
     return "\n".join(lines) + "\n"
+
+
+def judge_filter_yaml(spec: dict, judge: bool) -> list[str]:
+    """A judge task's filters: lm-eval's ``custom`` filter sees every reply of the run at once, so the judge runs
+    there, concurrently (lm-eval calls process_results one document at a time); then lm-eval's default
+    ``take_first``, under the default name ``none``, so the replies and the metric names stay as without it."""
+    if not (judge and spec.get("judge_filter")):
+        return []
+    return ["filter_list:", '  - name: "none"', "    filter:", "      - function: custom",
+            "        filter_fn: !function utils.judge_filter", "      - function: take_first"]
 
 
 def utils_py(name: str, entry: dict, spec: dict, judge: bool) -> str:
@@ -211,6 +221,8 @@ def utils_py(name: str, entry: dict, spec: dict, judge: bool) -> str:
     if spec.get("docs"):
         lines.append("process_docs = _task.process_docs")
     lines += [f"aggregate_{m} = _task.aggregate[{m!r}]" for m in aggregates]
+    if judge and spec.get("judge_filter"):
+        lines.append("judge_filter = _task.judge_filter")
     return "\n".join(lines) + "\n"
 
 
@@ -218,9 +230,9 @@ def task_functions(corpus: str, name: str, location: str, judge: bool = False) -
     """The functions a generated ``utils.py`` hands to lm-eval, bound to one task and dataset location."""
     spec = task_api(corpus).TASKS[name]
     metrics = task_metrics(spec, judge)
-    if judge and spec.get("judge") and not all(os.environ.get(v) for v in ("QAHUB_JUDGE_URL", "QAHUB_JUDGE_MODEL")):
-        logger.warning("%s: the task reports judge_score but QAHUB_JUDGE_URL / QAHUB_JUDGE_MODEL are not set: "
-                       "every judge_score will be 0", name)
+    if judge and spec.get("judge") and not spec.get("judge_configured", lambda: True)():
+        logger.warning("%s: the task reports judge_score but no judge is set (QAHUB_JUDGE_URL and _MODEL, or "
+                       "LM_EVAL_JUDGE_API_BASE and LM_EVAL_JUDGE_MODEL): every judge_score will be 0", name)
     scorers = [spec["score"]] + ([spec["judge"]] if judge and spec.get("judge") else [])
 
     def process_results(doc, results):
@@ -235,7 +247,7 @@ def task_functions(corpus: str, name: str, location: str, judge: bool = False) -
 
     aggregate = {m: _finite(a) for m, (a, _) in metrics.items() if not isinstance(a, str)}
     return SimpleNamespace(doc_to_text=spec["prompt"], doc_to_target=spec["target"], process_docs=process_docs,
-                           process_results=process_results, aggregate=aggregate)
+                           process_results=process_results, aggregate=aggregate, judge_filter=spec.get("judge_filter"))
 
 
 def _finite(aggregation):

@@ -30,9 +30,18 @@ class PredictionsError(ValueError):
 
 
 def exit_status(result) -> int:
-    """1 when a judge was asked for and some of its calls failed: the judge score is then incomplete."""
+    """1 when a judge was asked for and some of its calls failed (the judge score is then incomplete), or it
+    judged none of the examples it was asked about (the judge score is then no score)."""
     judge = result.get("judge", {})
-    failed = judge.get("failed", 0) if judge.get("computed", True) else 0
+    if not judge.get("computed", False):
+        return 0
+    asked = result["count"] - judge["closed"]
+    if asked and not judge["judged"]:
+        reason = "; ".join(judge["errors"][:1] + [f"reply {r!r}" for r in judge["unparseable_replies"][:1]])
+        print(f"qahub evaluate limur: the judge judged none of the {asked} example(s) ({judge['failed']} failed, "
+              f"{judge['unparseable']} replied no grade; e.g. {reason}): judge_score is no score", file=sys.stderr)
+        return 1
+    failed = judge["failed"]
     if failed:
         print(f"qahub evaluate limur: {failed} example(s) could not be judged (counted 0 in judge_score; "
               "judge_score_judged covers the judged examples only)", file=sys.stderr)
@@ -55,7 +64,8 @@ def add_arguments(parser):
     parser.add_argument("--judge-url", help="OpenAI-compatible endpoint (default $QAHUB_JUDGE_URL)")
     parser.add_argument("--judge-model", help="judge model name (default $QAHUB_JUDGE_MODEL); needs a judge URL")
     parser.add_argument("--judge-prompt", choices=["seed", "mera"], default="seed",
-                        help="seed: qahub's prompt, grades 1/0.5/0; mera: MERA's prompt, grades 0/1/2 divided by 2")
+                        help="seed: qahub's prompt, grades 1/0.5/0; mera: MERA's judge exactly (its prompt, "
+                             "max_tokens 256, the last number of the reply divided by 2)")
     parser.add_argument("--judge-api-key-env", default="QAHUB_JUDGE_API_KEY",
                         help="name of the environment variable holding the API key (never pass the key itself)")
     parser.add_argument("--judge-allow-insecure-http", action="store_true",
@@ -65,7 +75,8 @@ def add_arguments(parser):
     parser.add_argument("--judge-retries", type=whole_number(0), default=3, help="retries of a failed request (>= 0)")
     parser.add_argument("--judge-backoff", type=seconds(positive=False), default=1.0,
                         help="first retry wait in seconds, doubling (>= 0)")
-    parser.add_argument("--judge-cache", help="JSON Lines file of judge replies, read and updated")
+    parser.add_argument("--judge-cache", help="JSON Lines file of judge replies, read and updated (checked before "
+                                              "the first request; two runs sharing it merge their entries)")
 
 
 def whole_number(least):
