@@ -100,6 +100,8 @@ class Export:
 
         self.folder = Path(folder)
         readme = self.folder / README
+        if not readme.is_file():
+            raise ValueError(f"{self.folder}: not {what} (no {README}; an export has one)")
         try:
             data = DatasetCard.load(readme, repo_type="dataset").data
             self.configs = MetadataConfigs.from_dataset_card_data(data)
