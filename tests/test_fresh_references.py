@@ -16,24 +16,14 @@ import pytest
 from datasets.info import DatasetInfosDict
 from huggingface_hub import DatasetCard
 
-from qahub import harness, registry
+from qahub import registry
 from qahub.evaluate_cli import references
-from qahub.export import export
 
 QAHUB = [str(Path(sys.executable).with_name("qahub"))] if Path(sys.executable).with_name("qahub").exists() \
     else [sys.executable, "-m", "qahub.cli"]
 DEV = "corpus_ver1.2/dev_ver1.2.json"
 # a gold answer changed to one of the same length: the export's README (byte counts, sizes) may stay the same
 OLD, NEW = "星の歌", "月の歌"
-
-
-@pytest.fixture(scope="module")
-def exports(tmp_path_factory):
-    """Each corpus's bundled sample, exported: ``{corpus: folder}``."""
-    root = tmp_path_factory.mktemp("exports")
-    for corpus in harness.METRIC_OF:
-        export(corpus, root / corpus, data_dir=registry.samples_dir(corpus), cache_dir=root / "cache", sample=True)
-    return {corpus: root / corpus for corpus in harness.METRIC_OF}
 
 
 def qahub(*argv, cache):
@@ -54,10 +44,10 @@ def one_line(err):
 # --- the reader gives load_dataset's rows
 
 
-def test_reader_gives_the_rows_and_features_load_dataset_gives(exports, tmp_path):
+def test_reader_gives_the_rows_and_features_load_dataset_gives(sample_exports, tmp_path):
     """Every config and split of every corpus: equal to ``load_dataset`` on a fresh cache (ClassLabels as ints,
     nested features as datasets returns them)."""
-    for corpus, folder in exports.items():
+    for corpus, folder in sample_exports.items():
         for config in references.export_configs(folder):
             for split in references.export_splits(folder, config):
                 ours = references.export_dataset(folder, config, split, corpus=corpus)
@@ -141,8 +131,8 @@ def jemhopqa_evaluate(folder, split, cache):
                  "--config", "v1.2", "--split", split, cache=cache)
 
 
-def test_a_truncated_shard_is_named_and_another_split_still_scores(exports, tmp_path):
-    folder = copy_export(exports, "jemhopqa", tmp_path)
+def test_a_truncated_shard_is_named_and_another_split_still_scores(sample_exports, tmp_path):
+    folder = copy_export(sample_exports, "jemhopqa", tmp_path)
     train = folder / "v1.2" / "train-00000-of-00001.parquet"
     truncate(train)
     code, out, err = jemhopqa_evaluate(folder, "validation", tmp_path / "hf-cache")
@@ -155,13 +145,13 @@ def test_a_truncated_shard_is_named_and_another_split_still_scores(exports, tmp_
     assert str(folder / "v1.2" / "validation-00000-of-00001.parquet") in line and "not a readable Parquet" in line
 
 
-def test_a_shard_of_another_config_or_short_of_rows_is_named(exports, tmp_path):
-    folder = copy_export(exports, "jemhopqa", tmp_path)
+def test_a_shard_of_another_config_or_short_of_rows_is_named(sample_exports, tmp_path):
+    folder = copy_export(sample_exports, "jemhopqa", tmp_path)
     shard = folder / "v1.2" / "validation-00000-of-00001.parquet"
-    shutil.copyfile(exports["limur"] / "all" / "validation-00000-of-00001.parquet", shard)
+    shutil.copyfile(sample_exports["limur"] / "all" / "validation-00000-of-00001.parquet", shard)
     line = one_line(jemhopqa_evaluate(folder, "validation", tmp_path / "hf-cache")[2])
     assert str(shard) in line and "are not the README's features" in line
-    rows = datasets.load_dataset(str(exports["jemhopqa"]), "v1.2", split="validation", cache_dir=tmp_path / "c")
+    rows = datasets.load_dataset(str(sample_exports["jemhopqa"]), "v1.2", split="validation", cache_dir=tmp_path / "c")
     rows.select(range(2)).to_parquet(shard)
     line = one_line(jemhopqa_evaluate(folder, "validation", tmp_path / "hf-cache")[2])
     assert shard.name in line and "hold 2 rows, its README's dataset_info says 3" in line
@@ -187,8 +177,8 @@ def limur_evaluate(folder, cache):
                  "--references", folder, "--split", "test", cache=cache)
 
 
-def test_limur_export_with_a_null_answer_names_the_shard_row_and_field(exports, tmp_path):
-    folder = copy_export(exports, "limur", tmp_path)
+def test_limur_export_with_a_null_answer_names_the_shard_row_and_field(sample_exports, tmp_path):
+    folder = copy_export(sample_exports, "limur", tmp_path)
     resave(folder, "all", lambda rows: rows.map(lambda row, i: {"outputs": None if i == 1 else row["outputs"]},
                                                  with_indices=True), tmp_path / "c")
     code, out, err = limur_evaluate(folder, tmp_path / "hf-cache")
@@ -197,8 +187,8 @@ def test_limur_export_with_a_null_answer_names_the_shard_row_and_field(exports, 
     assert "all/test-00000-of-00001.parquet: row 1: outputs is null" in line
 
 
-def test_limur_export_without_task_type_is_named(exports, tmp_path):
-    folder = copy_export(exports, "limur", tmp_path)
+def test_limur_export_without_task_type_is_named(sample_exports, tmp_path):
+    folder = copy_export(sample_exports, "limur", tmp_path)
 
     def drop_task_type(rows):
         features = rows.features.copy()
@@ -213,8 +203,8 @@ def test_limur_export_without_task_type_is_named(exports, tmp_path):
     assert str(folder / "README.md") in line and "field meta.task_type is missing" in line
 
 
-def test_jeopardy_export_without_answer_is_named(exports, tmp_path):
-    folder = copy_export(exports, "jeopardy", tmp_path)
+def test_jeopardy_export_without_answer_is_named(sample_exports, tmp_path):
+    folder = copy_export(sample_exports, "jeopardy", tmp_path)
     resave(folder, "extended", lambda rows: rows.remove_columns("answer"), tmp_path / "c")
     code, out, err = qahub("--quiet", "evaluate", "jeopardy_meteor", "--predictions",
                            registry.samples_dir("jeopardy") / "predictions.json", "--references", folder,
@@ -224,12 +214,16 @@ def test_jeopardy_export_without_answer_is_named(exports, tmp_path):
     assert str(folder / "README.md") in line and "field answer is missing" in line
 
 
-def test_harness_tasks_refuse_an_export_with_a_truncated_shard(exports, tmp_path):
-    folder = copy_export(exports, "jemhopqa", tmp_path)
-    shard = folder / "v1.2" / "train-00000-of-00001.parquet"  # the few-shot split
+@pytest.mark.parametrize("corpus, shard", [
+    ("jemhopqa", "v1.2/train-00000-of-00001.parquet"),  # the few-shot split
+    ("topical_chat", "reading_sets/test_freq-00000-of-00001.parquet"),  # a config the task's docs join
+])
+def test_harness_tasks_refuse_an_export_with_a_truncated_shard(sample_exports, tmp_path, corpus, shard):
+    folder = copy_export(sample_exports, corpus, tmp_path)
+    shard = folder / shard
     truncate(shard)
     code, out, err = qahub("--quiet", "harness-tasks", "--out", tmp_path / "tasks", "--dataset",
-                           f"jemhopqa={folder}", cache=tmp_path / "hf-cache")
+                           f"{corpus}={folder}", cache=tmp_path / "hf-cache")
     line = one_line(err)
     assert code == 1 and str(shard) in line and "not a readable Parquet" in line
     assert not (tmp_path / "tasks").exists()

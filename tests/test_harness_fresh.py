@@ -68,17 +68,12 @@ def test_tasks_read_an_export_rebuilt_in_place(tmp_path, monkeypatch):
 
 
 @pytest.fixture(scope="module")
-def sample_exports(tmp_path_factory):
-    """Every corpus's bundled sample exported, and LIMUR once more without its ``shots`` split."""
-    root = tmp_path_factory.mktemp("exports")
-    found = {}
-    for corpus in harness.METRIC_OF:
-        export(corpus, root / corpus, data_dir=registry.samples_dir(corpus), cache_dir=root / "cache", sample=True)
-        found[corpus] = root / corpus
-    no_shots = root / "limur-source"
-    shutil.copytree(registry.samples_dir("limur"), no_shots, ignore=shutil.ignore_patterns("shots.jsonl"))
-    export("limur", root / "limur-no-shots", data_dir=no_shots, cache_dir=root / "cache", sample=True)
-    return found, root / "limur-no-shots"
+def limur_without_shots(tmp_path_factory):
+    """The LIMUR sample exported without its ``shots`` split."""
+    root = tmp_path_factory.mktemp("limur")
+    shutil.copytree(registry.samples_dir("limur"), root / "source", ignore=shutil.ignore_patterns("shots.jsonl"))
+    export("limur", root / "limur", data_dir=root / "source", cache_dir=root / "cache", sample=True)
+    return root / "limur"
 
 
 def demonstrated(task, sample) -> bool:
@@ -101,8 +96,7 @@ def assert_no_self_demonstration(manager, tasks, limit=6):
 
 
 def test_every_task_sets_its_fewshot_split_and_never_shows_the_document_itself(sample_exports, tmp_path):
-    exports, _ = sample_exports
-    manager, plan = write_tasks(tmp_path / "tasks", exports)
+    manager, plan = write_tasks(tmp_path / "tasks", sample_exports)
     for name, entry in plan.items():
         spec = harness.task_api(entry["corpus"]).TASKS[name]
         own = spec["fewshot_split"] in harness._splits(entry["location"], entry["config"])
@@ -111,8 +105,8 @@ def test_every_task_sets_its_fewshot_split_and_never_shows_the_document_itself(s
     assert_no_self_demonstration(manager, sorted(plan))
 
 
-def test_a_task_without_its_fewshot_split_samples_the_evaluated_one_without_the_document(sample_exports, tmp_path):
-    _, no_shots = sample_exports
-    manager, plan = write_tasks(tmp_path / "tasks", {"limur": no_shots})
+def test_a_task_without_its_fewshot_split_samples_the_evaluated_one_without_the_document(limur_without_shots,
+                                                                                         tmp_path):
+    manager, plan = write_tasks(tmp_path / "tasks", {"limur": limur_without_shots})
     assert plan["qahub_limur"]["fewshot_split"] == plan["qahub_limur"]["split"]
     assert_no_self_demonstration(manager, ["qahub_limur"], limit=None)

@@ -90,6 +90,8 @@ def plan_tasks(corpus: str, location) -> dict:
         fewshot = fewshot_split(spec, present, split)
         if fewshot != split:
             _reference_rows(location, config, fewshot, corpus)  # a damaged few-shot shard stops here, not inside lm-eval
+        if spec.get("docs"):  # the configs its docs join (e.g. Topical-Chat's reading_sets) are read now too
+            _reading(spec["docs"], _reference_rows(location, config, split, corpus), location, load=_reference_rows)
         plan[name] = {"corpus": corpus, "location": location, "config": config, "split": split,
                       "fewshot_split": fewshot}
     return plan
