@@ -187,6 +187,15 @@ def test_limur_export_with_a_null_answer_names_the_shard_row_and_field(sample_ex
     assert "all/test-00000-of-00001.parquet: row 1: outputs is null" in line
 
 
+def test_jemhopqa_export_with_a_null_answer_names_the_shard_row_and_field(sample_exports, tmp_path):
+    folder = copy_export(sample_exports, "jemhopqa", tmp_path)
+    resave(folder, "v1.2", lambda rows: rows.map(lambda row, i: {"answer": None if i == 2 else row["answer"]},
+                                                  with_indices=True), tmp_path / "c")
+    code, out, err = jemhopqa_evaluate(folder, "validation", tmp_path / "hf-cache")
+    assert (code, out) == (1, "")
+    assert "v1.2/validation-00000-of-00001.parquet: row 2: answer is null" in one_line(err)
+
+
 def test_limur_export_without_task_type_is_named(sample_exports, tmp_path):
     folder = copy_export(sample_exports, "limur", tmp_path)
 
