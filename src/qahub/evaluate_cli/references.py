@@ -106,7 +106,7 @@ class Export:
             data = DatasetCard.load(readme, repo_type="dataset").data
             self.configs = MetadataConfigs.from_dataset_card_data(data)
             self.infos = DatasetInfosDict.from_dataset_card_data(data)
-        except Exception as err:  # noqa: BLE001 - a missing or unreadable card, whatever huggingface_hub raises
+        except Exception as err:  # noqa: BLE001 - an unreadable card, whatever huggingface_hub or datasets raises
             raise ValueError(f"{readme}: not {what} ({type(err).__name__}: {err})") from None
         if not self.configs:
             raise ValueError(f"{readme}: not {what} (its YAML lists no configs:)")
@@ -131,7 +131,7 @@ class Export:
         import pyarrow as pa
 
         name = _pick(list(self.patterns(config)), split, no_split or _no_split(self.folder, config, split))
-        info = self.info(config, name)
+        info = self.info(config)
         if corpus:
             check_builder_features(self.folder / README, corpus, config, info.features)
         shards = [(shard, read_shard(shard, info.features)) for shard in self.shards(config, name)]
@@ -145,7 +145,7 @@ class Export:
         table = pa.concat_tables([table for _, table in shards]) if shards else info.features.arrow_schema.empty_table()
         return datasets.Dataset(datasets.table.InMemoryTable(table), info=info.copy(), split=datasets.NamedSplit(name))
 
-    def info(self, config, split):
+    def info(self, config):
         info = self.infos.get(config)
         if info is None or info.features is None:
             raise ValueError(f"{self.folder / README}: no dataset_info features for config {config}")
