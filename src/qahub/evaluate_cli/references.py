@@ -189,7 +189,9 @@ def check_builder_features(readme, corpus, config, features):
     if config not in [c.name for c in builder.BUILDER_CONFIGS]:
         raise ValueError(f"{readme}: config {config!r} is not a {corpus} config "
                          f"({', '.join(registry.config_names(corpus))})")
-    problem = _feature_problem(builder(config_name=config).info.features, features)
+    with tempfile.TemporaryDirectory(prefix=f"qahub-{corpus}-") as cache:  # the builder only looks at its cache
+        expected = builder(config_name=config, cache_dir=cache).info.features
+    problem = _feature_problem(expected, features)
     if problem:
         raise ValueError(f"{readme}: config {config}: {problem}, unlike what qahub's {corpus} builder writes: "
                          "not a qahub export of this corpus, or an old one (rebuild it with `qahub build`)")
