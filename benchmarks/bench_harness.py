@@ -31,15 +31,15 @@ def _exports(root: Path) -> dict:
 
 
 def prepare_score(corpus, task, location, n):
-    import datasets
 
     from qahub import harness
 
     entry = harness.plan_tasks(corpus, location)[task]
-    functions = harness.task_functions(corpus, task, location)
-    docs = list(datasets.load_dataset(location, entry["config"], split=entry["split"]))
+    functions = harness.task_functions(corpus, task, location, config=entry["config"], splits=(entry["split"],))
+    docs = functions.dataset()[entry["split"]]  # as lm-eval gets them from the task
     if harness.task_api(corpus).TASKS[task].get("docs"):
-        docs = list(functions.process_docs(datasets.Dataset.from_list(docs)))
+        docs = functions.process_docs(docs)
+    docs = list(docs)
     pairs = []
     for i in range(n):
         doc = docs[i % len(docs)]

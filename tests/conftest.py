@@ -74,3 +74,15 @@ def grounding():
 def generation():
     """The doc2dial metric's subtask2 (response generation)."""
     return _doc2dial_metric("subtask2")
+
+
+@pytest.fixture(scope="session")
+def sample_exports(tmp_path_factory):
+    """``{corpus: folder}``: every corpus's bundled sample, exported once per session (copy one before damaging)."""
+    from qahub import harness, registry
+    from qahub.export import export
+
+    root = tmp_path_factory.mktemp("sample-exports")
+    for corpus in harness.METRIC_OF:
+        export(corpus, root / corpus, data_dir=registry.samples_dir(corpus), cache_dir=root / "cache", sample=True)
+    return {corpus: root / corpus for corpus in harness.METRIC_OF}

@@ -16,8 +16,7 @@ from lm_eval import simple_evaluate  # noqa: E402
 from lm_eval.api.model import LM  # noqa: E402
 from lm_eval.tasks import TaskManager  # noqa: E402
 
-from qahub import cli, harness, registry  # noqa: E402
-from qahub.export import export  # noqa: E402
+from qahub import cli, harness  # noqa: E402
 
 # the lone surrogate first: every task's first request gets it, and it must be counted unparseable everywhere
 GARBAGE = ["\ud800", "", "   \n\t ", "x" * 10_000, "**Ответ:** _?_\n\n```json\n{}\n```", '{"answer": ["broken', "\udfff\ud800",
@@ -36,13 +35,8 @@ TOP = {
 
 
 @pytest.fixture(scope="module")
-def locations(tmp_path_factory):
-    root = tmp_path_factory.mktemp("exports")
-    found = {}
-    for corpus in harness.METRIC_OF:
-        export(corpus, root / corpus, data_dir=registry.samples_dir(corpus), cache_dir=root / "cache", sample=True)
-        found[corpus] = str(root / corpus)
-    return found
+def locations(sample_exports):
+    return {corpus: str(folder) for corpus, folder in sample_exports.items()}
 
 
 @pytest.fixture(scope="module")

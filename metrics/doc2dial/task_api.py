@@ -11,7 +11,6 @@ tidied (each line's whitespace runs made one space, blank lines dropped), then i
 and says so. An example whose gold span lies beyond the cut is still scored.
 """
 
-import functools
 import re
 
 import datasets
@@ -128,10 +127,11 @@ def corpus_bleu(items):
 # --- subtask 2 docs: agent turns of the dialogue rows, with their document
 
 
-def response_docs(dataset, location):
+def response_docs(dataset, location, load=None):
     """One doc per agent turn of the split's ``dialogue_domain`` rows, its document text joined by ``doc_id``
-    from the ``document_domain`` config (split train) of the same ``location``."""
-    documents = document_texts(str(location))
+    from the ``document_domain`` config (split train) of the same ``location`` (read with
+    ``load(location, config, split)``, by default ``datasets.load_dataset``)."""
+    documents = document_texts(str(location), load or _load_dataset)
     rows = []
     for index, dialogue in enumerate(dataset):
         where = f"doc2dial: {location}: dialogue_domain row {index}"
@@ -150,13 +150,16 @@ def _document(documents, dialogue, where, location):
     return documents[doc_id]
 
 
-@functools.lru_cache(maxsize=4)
-def document_texts(location):
-    """``{doc_id: doc_text}`` of the ``document_domain`` config of ``location`` (loaded once per location)."""
+def _load_dataset(location, config, split):
+    return datasets.load_dataset(location, config, split=split)
+
+
+def document_texts(location, load=_load_dataset):
+    """``{doc_id: doc_text}`` of the ``document_domain`` config of ``location``."""
     if "document_domain" not in datasets.get_dataset_config_names(location):
         raise ValueError(f"doc2dial: {location}: has no document_domain config; the response task reads the "
                          "documents from it (export the corpus with all its configs)")
-    rows = datasets.load_dataset(location, "document_domain", split="train").select_columns(["doc_id", "doc_text"])
+    rows = load(location, "document_domain", "train").select_columns(["doc_id", "doc_text"])
     return dict(zip(rows["doc_id"], rows["doc_text"], strict=True))
 
 

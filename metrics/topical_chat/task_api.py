@@ -5,8 +5,6 @@ One doc per turn after the first (turn 0 opens the conversation and has no histo
 ``replies.score_reply``, the scorer the ``topical_chat`` evaluate metric uses.
 """
 
-import functools
-
 import datasets
 
 from .replies import bleu_of_pairs, distinct_1, distinct_2, mean_or_zero, one_line, score_reply
@@ -24,11 +22,12 @@ DOC_FEATURES = datasets.Features({
 })
 
 
-def docs(dataset, location):
+def docs(dataset, location, load=None):
     """The split's conversation rows as turn docs, with the knowledge of each turn joined from the
-    ``reading_sets`` config of the same location and split when that config exists."""
+    ``reading_sets`` config of the same location and split when that config exists (read with
+    ``load(location, config, split)``, by default ``datasets.load_dataset``)."""
     split = str(dataset.split) if getattr(dataset, "split", None) is not None else None
-    reading = reading_sets(str(location), split)
+    reading = reading_sets(str(location), split, load or _load_dataset)
     rows = []
     for conversation in dataset:
         reading_set = reading.get(conversation["conversation_id"])
@@ -36,8 +35,11 @@ def docs(dataset, location):
     return datasets.Dataset.from_list(rows, features=DOC_FEATURES)
 
 
-@functools.lru_cache(maxsize=8)
-def reading_sets(location, split):
+def _load_dataset(location, config, split):
+    return datasets.load_dataset(location, config, split=split)
+
+
+def reading_sets(location, split, load=_load_dataset):
     """``{conversation_id: reading-set row}`` of ``location``'s reading_sets config ({} without that config);
     every split when ``split`` is None (conversation ids are unique across splits)."""
     if "reading_sets" not in datasets.get_dataset_config_names(location):
@@ -45,7 +47,7 @@ def reading_sets(location, split):
     present = datasets.get_dataset_split_names(location, "reading_sets")
     names = [split] if split is not None else present
     return {row["conversation_id"]: row for name in names if name in present
-            for row in datasets.load_dataset(location, "reading_sets", split=name)}
+            for row in load(location, "reading_sets", name)}
 
 
 def _flat(example):

@@ -96,7 +96,7 @@ def load_references(args):
         raise ValueError("--split is required (train or validation) unless --references is a JSON list file")
     no_split = f"--split {split}: doc2dial has the splits {{found}}"
     if location:
-        rows = export_rows(location, config, split, cache_dir=args.cache_dir, no_split=no_split)
+        rows = export_rows(location, config, split, cache_dir=args.cache_dir, no_split=no_split, corpus="doc2dial")
         return rows, f"{location} {config} {split} split"
     # the split's rows in dataset order (the order in which the official scorer collects the references)
     rows = built_rows("doc2dial", config, split, data_dir, cache_dir=args.cache_dir, mirror_url=args.mirror_url,

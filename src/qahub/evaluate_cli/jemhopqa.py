@@ -219,7 +219,7 @@ def load_references(location, data_dir, config, split, mirror_url=None):
         return built_rows("jemhopqa", *_upstream_file(Path(location), config, split)), location
     split = split or "validation"
     if location:
-        return export_rows(location, config, split), f"{location} ({split})"
+        return export_rows(location, config, split, corpus="jemhopqa"), f"{location} ({split})"
     if not (data_dir or config):
         raise ValueError("give the references: --references FOLDER_OR_HUB_ID (an export), --data-dir DIR "
                          "(the upstream files) or --config CONFIG (built by downloading)")

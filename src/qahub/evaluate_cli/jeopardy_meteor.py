@@ -150,7 +150,7 @@ def read_references(location, config=None, split=None, build=False) -> dict:
     if build or _upstream_folder(path):
         return _row_ids(path, _built_rows(path, config, split))
     if not path.is_file():
-        return _row_ids(path, _columns(export_rows(str(location), config, split or SPLITS)))
+        return _row_ids(path, _columns(export_rows(str(location), config, split or SPLITS, corpus="jeopardy")))
     if path.suffix.lower() in (".json", ".jsonl"):
         return _reference_records(path, _json_records(path))
     return _row_ids(path, _upstream_rows(path))

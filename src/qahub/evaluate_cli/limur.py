@@ -147,7 +147,7 @@ def load_references(args) -> tuple[list[dict], str]:
     elif args.data_dir or _holds_task_files(path):
         rows = built_rows("limur", args.config, split, path, no_split=no_split)
     else:
-        rows = export_rows(source, args.config, split, what=EXPORT)
+        rows = export_rows(source, args.config, split, what=EXPORT, corpus="limur")
     where = f"{source} ({args.config}, {split})"
     if args.task_type:
         rows = [row for row in rows if row["meta"]["task_type"] == args.task_type]

@@ -1,5 +1,11 @@
-"""The reference rows of ``qahub evaluate``, for every corpus: the rows of one split of an export (a folder or a
-Hub dataset id, read with ``datasets.load_dataset``) or of a build of the corpus by its builder (``qahub.load``).
+"""The reference rows of ``qahub evaluate`` and of the lm-eval tasks, for every corpus: the rows of one split of an
+export (a folder, read from its Parquet shards, or a Hub dataset id, read with ``datasets.load_dataset``) or of a
+build of the corpus by its builder (``qahub.load``).
+
+An export folder is read fresh: the shards of the one split asked for, as its README's ``configs:`` lists them,
+checked against its ``dataset_info`` (row count, features) and cast to those features, so the rows are the ones
+``load_dataset`` gives, but never a cached copy (``datasets`` keys a local folder's cache by its name and README,
+not by the shards). A damaged or foreign shard is one line naming it; other splits are not opened.
 
 A local path that does not exist is an error here, never a Hub lookup. A build of local files goes to a temporary
 cache, so an edited file is never answered from an old build. ``split`` may be a tuple of names: the first one
@@ -14,22 +20,37 @@ import tempfile
 import warnings
 from pathlib import Path
 
+README = "README.md"
+
 DATA_FILES = (".csv", ".tsv", ".txt", ".json", ".jsonl", ".parquet", ".arrow", ".zip")
 
 
 def export_rows(location, config, split, *, cache_dir=None, no_split=None,
-                what="an export folder or a Hub dataset id") -> list[dict]:
-    """The rows of ``split`` of the export at ``location``; a failure to load it is one line, ``not {what}``."""
+                what="an export folder or a Hub dataset id", corpus=None) -> list[dict]:
+    """The rows of ``split`` of the export at ``location``; a failure to load it is one line, ``not {what}``.
+
+    With ``corpus``, the export's features must hold the corpus builder's for ``config``, and its gold fields
+    (``GOLD``) must not be null."""
+    return export_dataset(location, config, split, cache_dir=cache_dir, no_split=no_split, what=what,
+                          corpus=corpus).to_list()
+
+
+def export_dataset(location, config, split, *, cache_dir=None, no_split=None,
+                   what="an export folder or a Hub dataset id", corpus=None):
+    """``export_rows`` as a ``datasets.Dataset`` (in memory for a folder)."""
     import datasets
 
     location = check_location(location)
+    if Path(location).is_dir():
+        export = Export(location, what)
+        return export.dataset(export.config(config), split, no_split, corpus)
     try:
         names = datasets.get_dataset_split_names(location, config)
     except Exception as err:  # noqa: BLE001 - datasets' and the Hub client's errors (network, HTTP) as one line
         raise ValueError(f"{location}: not {what} ({type(err).__name__}: {err})") from None
     name = _pick(names, split, no_split or _no_split(location, config, split))
     try:  # only the split asked for: datasets would otherwise prepare every split of the export
-        return datasets.load_dataset(location, config, split=name, cache_dir=cache_dir).to_list()
+        return datasets.load_dataset(location, config, split=name, cache_dir=cache_dir)
     except Exception as err:  # noqa: BLE001 - as above
         raise ValueError(f"{location}: not {what} ({type(err).__name__}: {err})") from None
 
@@ -39,10 +60,174 @@ def export_configs(location, what="an export folder or a Hub dataset id") -> lis
     import datasets
 
     location = check_location(location)
+    if Path(location).is_dir():
+        return list(Export(location, what).configs)
     try:
         return datasets.get_dataset_config_names(location)
     except Exception as err:  # noqa: BLE001 - as in export_rows
         raise ValueError(f"{location}: not {what} ({type(err).__name__}: {err})") from None
+
+
+def export_splits(location, config, what="an export folder or a Hub dataset id") -> list[str]:
+    """The split names of ``config`` of the export at ``location``."""
+    import datasets
+
+    location = check_location(location)
+    if Path(location).is_dir():
+        export = Export(location, what)
+        return list(export.patterns(export.config(config)))
+    try:
+        return datasets.get_dataset_split_names(location, config)
+    except Exception as err:  # noqa: BLE001 - as in export_rows
+        raise ValueError(f"{location}: not {what} ({type(err).__name__}: {err})") from None
+
+
+# the fields a metric scores against, which must not be null in an export's rows (a dotted name is inside a struct)
+GOLD = {
+    "limur": ("outputs", "meta.id", "meta.task_type"),
+    "jemhopqa": ("qid", "answer"),
+}
+
+
+class Export:
+    """An export folder as its README describes it: ``configs:`` (which shards hold each split, read with
+    datasets' ``MetadataConfigs``) and ``dataset_info:`` (features and row counts, ``DatasetInfosDict``)."""
+
+    def __init__(self, folder, what="an export folder"):
+        from datasets.info import DatasetInfosDict
+        from datasets.utils.metadata import MetadataConfigs
+        from huggingface_hub import DatasetCard
+
+        self.folder = Path(folder)
+        readme = self.folder / README
+        if not readme.is_file():
+            raise ValueError(f"{self.folder}: not {what} (no {README}; an export has one)")
+        try:
+            data = DatasetCard.load(readme, repo_type="dataset").data
+            self.configs = MetadataConfigs.from_dataset_card_data(data)
+            self.infos = DatasetInfosDict.from_dataset_card_data(data)
+        except Exception as err:  # noqa: BLE001 - an unreadable card, whatever huggingface_hub or datasets raises
+            raise ValueError(f"{readme}: not {what} ({type(err).__name__}: {err})") from None
+        if not self.configs:
+            raise ValueError(f"{readme}: not {what} (its YAML lists no configs:)")
+
+    def config(self, name) -> str:
+        """``name``, or the default config when None; an error naming the configs there when it is not one."""
+        if name is None:
+            name = self.configs.get_default_config_name()
+        if name not in self.configs:
+            raise ValueError(f"{self.folder}: has no config {name!r} (configs: {', '.join(self.configs)})")
+        return name
+
+    def patterns(self, config) -> dict:
+        """``{split: [data file pattern]}`` of ``config``, in the README's order."""
+        from datasets.data_files import sanitize_patterns
+
+        return sanitize_patterns(self.configs[config].get("data_files", []))
+
+    def dataset(self, config, split, no_split=None, corpus=None):
+        """The rows of the first of ``split`` there, as a ``datasets.Dataset`` held in memory."""
+        import datasets
+        import pyarrow as pa
+
+        name = _pick(list(self.patterns(config)), split, no_split or _no_split(self.folder, config, split))
+        info = self.info(config)
+        if corpus:
+            check_builder_features(self.folder / README, corpus, config, info.features)
+        shards = [(shard, read_shard(shard, info.features)) for shard in self.shards(config, name)]
+        counted = sum(table.num_rows for _, table in shards)
+        expected = info.splits[name].num_examples if info.splits and name in info.splits else None
+        if expected is not None and counted != expected:
+            raise ValueError(f"{self.folder}: config {config} split {name}: the shards ({_names(shards)}) hold "
+                             f"{counted} rows, its README's dataset_info says {expected}")
+        for shard, table in shards:
+            check_gold(shard, table, GOLD.get(corpus, ()))
+        table = pa.concat_tables([table for _, table in shards]) if shards else info.features.arrow_schema.empty_table()
+        return datasets.Dataset(datasets.table.InMemoryTable(table), info=info.copy(), split=datasets.NamedSplit(name))
+
+    def info(self, config):
+        info = self.infos.get(config)
+        if info is None or info.features is None:
+            raise ValueError(f"{self.folder / README}: no dataset_info features for config {config}")
+        return info
+
+    def shards(self, config, split) -> list[Path]:
+        from datasets.data_files import DataFilesList
+
+        patterns = self.patterns(config)[split]
+        base = self.folder / self.configs[config].get("data_dir", "")
+        try:
+            return [Path(path) for path in DataFilesList.from_patterns(patterns, base_path=str(base))]
+        except FileNotFoundError:
+            raise ValueError(f"{self.folder}: config {config} split {split}: no shard matches "
+                             f"{', '.join(map(str, patterns))}") from None
+
+
+def read_shard(path: Path, features):
+    """The table of one Parquet shard, cast to ``features`` as ``load_dataset`` casts it."""
+    import pyarrow.parquet as pq
+    from datasets.table import table_cast
+
+    try:
+        table = pq.read_table(path)
+    except Exception as err:  # noqa: BLE001 - pyarrow's errors for a truncated, damaged or non-Parquet file
+        raise ValueError(f"{path}: not a readable Parquet shard ({type(err).__name__}: {err})") from None
+    if set(table.column_names) != set(features):
+        raise ValueError(f"{path}: its columns ({', '.join(table.column_names)}) are not the README's features "
+                         f"({', '.join(features)}): a shard of another export?")
+    try:
+        return table_cast(table, features.arrow_schema)
+    except Exception as err:  # noqa: BLE001 - Arrow's cast errors
+        raise ValueError(f"{path}: does not match the README's features ({type(err).__name__}: {err})") from None
+
+
+def check_builder_features(readme, corpus, config, features):
+    """Every field qahub's ``corpus`` builder writes for ``config`` is in ``features``, with the builder's type."""
+    from qahub import registry
+
+    builder = registry.builder_class(corpus)
+    if config not in [c.name for c in builder.BUILDER_CONFIGS]:
+        raise ValueError(f"{readme}: config {config!r} is not a {corpus} config "
+                         f"({', '.join(registry.config_names(corpus))})")
+    with tempfile.TemporaryDirectory(prefix=f"qahub-{corpus}-") as cache:  # the builder only looks at its cache
+        expected = builder(config_name=config, cache_dir=cache).info.features
+    problem = _feature_problem(expected, features)
+    if problem:
+        raise ValueError(f"{readme}: config {config}: {problem}, unlike what qahub's {corpus} builder writes: "
+                         "not a qahub export of this corpus, or an old one (rebuild it with `qahub build`)")
+
+
+def _feature_problem(expected, found, prefix="") -> str | None:
+    """What first differs between two feature dicts (missing field, other type), nested dicts compared inside."""
+    for name, feature in expected.items():
+        where = f"{prefix}{name}"
+        if name not in found:
+            return f"field {where} is missing"
+        if isinstance(feature, dict) and isinstance(found[name], dict):
+            problem = _feature_problem(feature, found[name], f"{where}.")
+            if problem:
+                return problem
+        elif feature != found[name]:
+            return f"field {where} is {found[name]!r}, not {feature!r}"
+    return None
+
+
+def check_gold(shard: Path, table, fields):
+    """No null in the ``fields`` (dotted names inside structs) of one shard's table."""
+    import pyarrow.compute as pc
+
+    for field in fields:
+        column = table.column(field.split(".")[0])
+        for part in field.split(".")[1:]:
+            column = pc.struct_field(column, part)
+        nulls = pc.indices_nonzero(pc.is_null(column, nan_is_null=True))
+        if len(nulls):
+            raise ValueError(f"{shard}: row {nulls[0].as_py()}: {field} is null ({len(nulls)} row(s) of the shard); "
+                             "the gold answers must all be there")
+
+
+def _names(shards) -> str:
+    return ", ".join(shard.name for shard, _ in shards)
 
 
 def check_location(location) -> str:

@@ -211,4 +211,4 @@ def _built(data_dir, config, split, **options):
 
 def _exported_rows(location, config, split):
     return export_rows(location, config, split,
-                       no_split=f"{location}: the {config} config has no split {split!r} (found {{found}})")
+                       no_split=f"{location}: the {config} config has no split {split!r} (found {{found}})", corpus=CORPUS)
