@@ -13,7 +13,7 @@ from qahub.loaders._sources import SourceDataError
 
 from qahub import cli, publish, registry
 from qahub.export import ExportError, export, size_category
-from qahub.testing import build
+from qahub.testing import build, sample_copy
 
 SAMPLE = registry.samples_dir("jemhopqa")
 
@@ -21,7 +21,7 @@ SAMPLE = registry.samples_dir("jemhopqa")
 @pytest.fixture
 def exported(tmp_path):
     out = tmp_path / "jemhopqa"
-    export("jemhopqa", out, data_dir=SAMPLE)
+    export("jemhopqa", out, data_dir=sample_copy("jemhopqa", tmp_path))
     return out
 
 
@@ -168,6 +168,10 @@ def test_cli_publish_dry_run_lists_files_and_card(exported, monkeypatch, capsys)
     assert cli.main(["publish", "jemhopqa", "--repo-id", "org/jemhopqa", "--folder", str(exported), "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "would upload 7 files" in out and "v1.2/validation-00000-of-00001.parquet" in out
+    assert "config_name: v1.2" not in out and "--verbose prints it" in out
+    assert cli.main(["publish", "jemhopqa", "--repo-id", "org/jemhopqa", "--folder", str(exported), "--dry-run",
+                     "--verbose"]) == 0
+    out = capsys.readouterr().out
     assert "config_name: v1.2" in out and "# JEMHopQA" in out
 
 
