@@ -746,9 +746,8 @@ def _harness_tasks(args) -> int:
     plan = write_task_folder(args.out, locations, judge=args.judge, overwrite=args.overwrite)
     rows = [[name, e["location"], e["config"], e["split"], e["fewshot_split"] or "-"] for name, e in plan.items()]
     _print_rows(["task", "dataset", "config", "split", "few-shot split"], rows)
-    groups = ",".join(sorted({f"qahub_{entry['corpus']}" for entry in plan.values()}))
     print(f"\nwrote {len(plan)} tasks to {Path(args.out).absolute()}; run them with "
-          f"lm_eval --include_path {args.out} --tasks {groups} ...")
+          f"lm_eval --include_path {args.out} --tasks {','.join(plan)} ...")
     return 0
 
 
