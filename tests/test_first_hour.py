@@ -35,7 +35,7 @@ def _commands() -> list[str]:
 
 def _help_commands():
     return [["--help"], ["list"], *[[c, "--help"] for c in _commands()],
-            *[["evaluate", m, "--help"] for m in cli.scoring_names()]]
+            *[["evaluate", m, "--help"] for m in registry.metric_names()]]
 
 
 @pytest.mark.parametrize("argv", _help_commands(), ids=" ".join)
