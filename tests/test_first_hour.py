@@ -73,12 +73,15 @@ def test_list_prints_each_builders_configs_and_splits():
     ["--quiet", "evaluate", "jeopardy_meteor", "--predictions", str(registry.samples_dir("jeopardy") / "replies.json"),
      "--data-dir", str(registry.samples_dir("jeopardy")), "--config", "qa", "--split", "validation", "--per-example"],
 ], ids=["list", "help", "evaluate"])
-def test_a_closed_pipe_ends_quietly_with_exit_0(argv, tmp_path):
-    """As `qahub ... | head -1` once head has gone: stdout is a pipe nobody reads."""
+@pytest.mark.parametrize("buffered", [True, False], ids=["buffered", "unbuffered"])
+def test_a_closed_pipe_ends_quietly_with_exit_0(argv, buffered, tmp_path):
+    """As `qahub ... | head -1` once head has gone: stdout is a pipe nobody reads. Buffered, the first write to
+    fail is the last flush; unbuffered (PYTHONUNBUFFERED), the first print."""
     read_end, write_end = os.pipe()
     os.close(read_end)
+    env = {"HF_HOME": str(tmp_path / "hf"), "PYTHONUNBUFFERED": "" if buffered else "1"}
     try:
-        done = _qahub(*argv, stdout=write_end, env={"HF_HOME": str(tmp_path / "hf")})
+        done = _qahub(*argv, stdout=write_end, env=env)
     finally:
         os.close(write_end)
     assert done.returncode == 0, done.stderr[-2000:]

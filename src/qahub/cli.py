@@ -23,13 +23,14 @@ EXTRAS = {"sacrebleu": "bleu", "nltk": "jeopardy", "pymorphy3": "jeopardy", "sud
 
 
 def main(argv=None) -> int:
+    status = 0
     try:
-        try:
-            return _main(argv)
-        finally:
-            sys.stdout.flush()  # a closed pipe shows here (also after --help), not in the interpreter's exit
-    except BrokenPipeError:
-        return _end_quietly()
+        status = _main(argv)
+    except BrokenPipeError:  # stdout's reader has gone (``qahub evaluate ... | head -1``): end as ``cat`` does
+        pass
+    finally:
+        _flush_stdout()  # a closed pipe shows here (also after --help), not in the interpreter's exit
+    return status
 
 
 def _main(argv) -> int:
@@ -61,13 +62,15 @@ def _stdout_closed() -> bool:
         return False
 
 
-def _end_quietly() -> int:
-    """The reader of stdout has gone: exit 0 as ``cat`` does, with stdout on /dev/null so that the interpreter's
-    own flush at exit does not fail again (the recipe of Python's ``signal`` documentation, "Note on SIGPIPE")."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    os.close(devnull)
-    return 0
+def _flush_stdout():
+    """Flush stdout; when its reader has gone, put /dev/null in its place, so that the interpreter's own flush
+    at exit does not fail again (the recipe of Python's ``signal`` documentation, "Note on SIGPIPE")."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 class Interrupted(KeyboardInterrupt):
