@@ -211,7 +211,7 @@ def test_cli_names_the_extra_for_a_missing_optional_package(monkeypatch, capsys)
 
     monkeypatch.setattr(cli, "_list", needs_sacrebleu)
     assert cli.main(["list"]) == 1
-    assert "needs the optional package 'sacrebleu': pip install 'qahub[bleu]'" in capsys.readouterr().err
+    assert "needs the optional package 'sacrebleu': pip install -e \".[bleu]\" (in the qahub clone)" in capsys.readouterr().err
 
 
 def test_demo_refuses_a_folder_that_is_not_demo_output(tmp_path, capsys):
@@ -310,7 +310,7 @@ def test_quiet_anywhere_on_the_evaluate_line():
 
 
 def test_import_errors_that_are_not_a_missing_extra_keep_their_message():
-    assert "pip install 'qahub[bleu]'" in cli.explain(ModuleNotFoundError("x", name="sacrebleu"))
+    assert 'pip install -e ".[bleu]"' in cli.explain(ModuleNotFoundError("x", name="sacrebleu"))
     internal = ImportError("cannot import name 'x' from 'scipy.optimize'", name="scipy.optimize")
     assert cli.explain(internal) == "cannot import name 'x' from 'scipy.optimize'"
     assert "pip install" not in cli.explain(ModuleNotFoundError("no qahub.evaluate_cli._x", name="qahub.evaluate_cli._x"))

@@ -64,10 +64,25 @@ def _command(argv: list[str]) -> list[str]:
     return [sys.executable, "-m", {"qahub": "qahub.cli", "lm_eval": "lm_eval"}[argv[0]], *argv[1:]]
 
 
-def test_the_harness_extra_brings_lm_evals_hf_model():
-    wanted = [Requirement(r) for r in metadata.requires("qahub") or []]
-    [lm_eval] = [r for r in wanted if r.name == "lm-eval" and r.marker and r.marker.evaluate({"extra": "harness"})]
+def _extra(name: str) -> list[Requirement]:
+    """What ``pip install -e ".[name]"`` brings, qahub's own extras it names expanded."""
+    declared = [Requirement(r) for r in metadata.requires("qahub") or []]
+    found = []
+    for requirement in declared:
+        if requirement.marker and requirement.marker.evaluate({"extra": name}):
+            if requirement.name == "qahub":
+                found += [r for extra in sorted(requirement.extras) for r in _extra(extra)]
+            else:
+                found.append(requirement)
+    return found
+
+
+def test_the_harness_extra_brings_lm_evals_hf_model_and_every_tasks_scorer():
+    harness = _extra("harness")
+    [lm_eval] = [r for r in harness if r.name == "lm-eval"]
     assert {"api", "hf"} <= lm_eval.extras
+    # what the tasks' process_results import: JEMHopQA's Sudachi and Levenshtein, Jeopardy's METEOR, sacreBLEU
+    assert {"sudachipy", "Levenshtein", "scipy", "nltk", "pymorphy3", "sacrebleu"} <= {r.name for r in harness}
     hf = [Requirement(r) for r in metadata.requires("lm_eval") if "extra == \"hf\"" in r]
     assert {"transformers", "torch", "accelerate"} <= {r.name for r in hf}
     assert _readme_block()[0].startswith('pip install -e ".[harness]"')

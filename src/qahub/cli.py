@@ -115,7 +115,7 @@ def explain(err: BaseException) -> str:
 
     top = (err.name or "").split(".")[0] if isinstance(err, ModuleNotFoundError) else ""
     if top in EXTRAS:
-        return f"this needs the optional package {top!r}: pip install 'qahub[{EXTRAS[top]}]'"
+        return f"this needs the optional package {top!r}: pip install -e \".[{EXTRAS[top]}]\" (in the qahub clone)"
     return scrub(str(err))
 
 
