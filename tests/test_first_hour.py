@@ -298,6 +298,10 @@ def test_readme_states_doc2dial_no_answer_rule_and_the_scores_follow_it():
     assert score("the office", no_answer)["exact"] == 0.0
 
 
+# `qahub WORD` where a shell runs it (not Python's `from qahub import ...`)
+COMMAND = r"(?:^|[\s;&|(])(?<!from )qahub (?:--quiet )?([a-z][a-z_-]*)"
+
+
 def _code_spans(text: str) -> list[str]:
     """The fenced code blocks and inline code of a Markdown text."""
     fenced = re.findall(r"^```[^\n]*\n(.*?)^```", text, re.M | re.S)
@@ -310,14 +314,14 @@ def _code_spans(text: str) -> list[str]:
 def test_readmes_name_only_qahub_commands_that_exist(readme):
     commands = _commands()
     named = [word for span in _code_spans((ROOT / readme).read_text(encoding="utf-8"))
-             for word in re.findall(r"(?:^|[\s;&|(])qahub (?:--quiet )?([a-z][a-z_-]*)", span, re.M)]
+             for word in re.findall(COMMAND, span, re.M)]
     assert named or readme == "CONTRIBUTING.md"
     assert not [word for word in named if word not in commands], (readme, commands)
 
 
 def test_readme_command_check_catches_a_command_that_does_not_exist():
-    named = [w for span in _code_spans("see `qahub export DIR` and\n```bash\nqahub list\n```\n")
-             for w in re.findall(r"(?:^|[\s;&|(])qahub (?:--quiet )?([a-z][a-z_-]*)", span, re.M)]
+    named = [w for span in _code_spans("see `qahub export DIR`, `from qahub import x` and\n```bash\nqahub list\n```\n")
+             for w in re.findall(COMMAND, span, re.M)]
     assert sorted(named) == ["export", "list"] and "export" not in _commands()
 
 
