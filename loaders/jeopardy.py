@@ -100,13 +100,25 @@ class Jeopardy(RowsBuilder):
         root = os.path.expanduser(str(self.config.data_dir))
         present = {split: rel for split, rel in files.items() if in_data_dir(self.config, rel)}
         if not present:
-            raise FileNotFoundError(f"{root}: none of {', '.join(files.values())} is there")
+            raise FileNotFoundError(f"{root}: none of {', '.join(files.values())} is there" + self._next_step())
         if not self.config.present_splits_only and len(present) < len(files):
             absent = [rel for split, rel in files.items() if split not in present]
             raise FileNotFoundError(f"{root}: {', '.join(absent)} is not there; to build only the splits whose files "
                                     f"are there ({', '.join(present)}), pass --option present_splits_only=true "
                                     "(Python: present_splits_only=True)")
         return present if self.config.present_splits_only else files
+
+    def _next_step(self):
+        """What to build instead when this config has no file in ``data_dir``: the configs that have some
+        (nothing to add when the build already takes what is there)."""
+        if self.config.present_splits_only:
+            return ""
+        others = [name for name, files in SOURCE.files.items() if name != self.config.name
+                  and any(in_data_dir(self.config, rel) for rel in files.values())]
+        if not others:
+            return "; --data-dir must hold the upstream files, under their upstream names"
+        return (f"; build {' or '.join(others)} instead: --config {others[0]}, or --option present_splits_only=true "
+                "to build the configs and splits whose files are there (Python: present_splits_only=True)")
 
     def _generate_tables(self, filepath):
         schema = self.info.features.arrow_schema

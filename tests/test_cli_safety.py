@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from qahub import cli, publish, registry
 from qahub.export import ExportError, export
 from qahub.files import DuplicateKeyError, check_output, loads_strict, write_text_atomic
+from qahub.testing import sample_copy
 
 LIMUR = registry.samples_dir("limur")
 JEMHOPQA = registry.samples_dir("jemhopqa")
@@ -249,7 +250,7 @@ def test_publish_all_counts_a_partial_build_as_not_published(tmp_path, monkeypat
     data = _jeopardy_without_training(tmp_path)
     root = tmp_path / "root"
     export("jeopardy", root / "jeopardy", data_dir=data, configs=["qa"], builder_options={"present_splits_only": True})
-    export("jemhopqa", root / "jemhopqa", data_dir=JEMHOPQA)
+    export("jemhopqa", root / "jemhopqa", data_dir=sample_copy("jemhopqa", tmp_path))
     uploaded = []
 
     class Api:

@@ -13,7 +13,7 @@ from qahub.loaders._sources import SourceDataError
 
 from qahub import cli, publish, registry
 from qahub.export import ExportError, export, size_category
-from qahub.testing import build
+from qahub.testing import build, sample_copy
 
 SAMPLE = registry.samples_dir("jemhopqa")
 
@@ -21,7 +21,7 @@ SAMPLE = registry.samples_dir("jemhopqa")
 @pytest.fixture
 def exported(tmp_path):
     out = tmp_path / "jemhopqa"
-    export("jemhopqa", out, data_dir=SAMPLE)
+    export("jemhopqa", out, data_dir=sample_copy("jemhopqa", tmp_path))
     return out
 
 
@@ -168,6 +168,10 @@ def test_cli_publish_dry_run_lists_files_and_card(exported, monkeypatch, capsys)
     assert cli.main(["publish", "jemhopqa", "--repo-id", "org/jemhopqa", "--folder", str(exported), "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "would upload 7 files" in out and "v1.2/validation-00000-of-00001.parquet" in out
+    assert "config_name: v1.2" not in out and "--verbose prints it" in out
+    assert cli.main(["publish", "jemhopqa", "--repo-id", "org/jemhopqa", "--folder", str(exported), "--dry-run",
+                     "--verbose"]) == 0
+    out = capsys.readouterr().out
     assert "config_name: v1.2" in out and "# JEMHopQA" in out
 
 
@@ -207,7 +211,7 @@ def test_cli_names_the_extra_for_a_missing_optional_package(monkeypatch, capsys)
 
     monkeypatch.setattr(cli, "_list", needs_sacrebleu)
     assert cli.main(["list"]) == 1
-    assert "needs the optional package 'sacrebleu': pip install 'qahub[bleu]'" in capsys.readouterr().err
+    assert "needs the optional package 'sacrebleu': pip install -e \".[bleu]\" (in the qahub clone)" in capsys.readouterr().err
 
 
 def test_demo_refuses_a_folder_that_is_not_demo_output(tmp_path, capsys):
@@ -306,7 +310,7 @@ def test_quiet_anywhere_on_the_evaluate_line():
 
 
 def test_import_errors_that_are_not_a_missing_extra_keep_their_message():
-    assert "pip install 'qahub[bleu]'" in cli.explain(ModuleNotFoundError("x", name="sacrebleu"))
+    assert 'pip install -e ".[bleu]"' in cli.explain(ModuleNotFoundError("x", name="sacrebleu"))
     internal = ImportError("cannot import name 'x' from 'scipy.optimize'", name="scipy.optimize")
     assert cli.explain(internal) == "cannot import name 'x' from 'scipy.optimize'"
     assert "pip install" not in cli.explain(ModuleNotFoundError("no qahub.evaluate_cli._x", name="qahub.evaluate_cli._x"))

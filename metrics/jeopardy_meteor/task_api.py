@@ -10,6 +10,8 @@ Per example: ``meteor`` (official order, 0 for an abstention), ``accuracy`` (1 w
 means.
 """
 
+import re
+
 from .examples import score_example
 from .replies import parse_reply
 from .russian_meteor import THRESHOLD, shared
@@ -38,8 +40,25 @@ def prompt(doc):
 
 def target(doc):
     """The gold answer as the prompt asks for it: the text after «Ответ:», on one line (lm-eval puts a space
-    between the prompt and the target)."""
-    return _one_line(doc["answer"])
+    between the prompt and the target), without its annotations (``clean_answer``), so that few-shot
+    demonstrations show a short answer. The row keeps the annotated answer, which is what replies are scored on."""
+    return clean_answer(str(doc["answer"]))
+
+
+# an accepted variant «{зачет: ...}» or a part in square brackets (optional words, a comment)
+_ANNOTATION = re.compile(r"\{[^{}]*\}|\[[^\[\]]*\]")
+# a comment in parentheses closing the answer («Фарадей (это навело его на ...)»), one nested pair allowed
+_COMMENT = re.compile(r"\s*\((?:[^()]|\([^()]*\))*\)$")
+
+
+def clean_answer(text):
+    """``text`` on one line without its annotations: ``{...}`` and ``[...]`` anywhere and a ``(...)`` comment at
+    the end («Пятиборец {зачет: многоборец}»: «Пятиборец»; «[Майкл] Фарадей (это навело его на ...)»:
+    «Фарадей»). An answer that is all annotation keeps its words, the brackets dropped."""
+    cleaned = " ".join(_ANNOTATION.sub(" ", text).split())
+    while _COMMENT.search(cleaned):
+        cleaned = _COMMENT.sub("", cleaned)
+    return cleaned or " ".join(re.sub(r"[{}\[\]()]", " ", text).split())
 
 
 def _one_line(text):
@@ -109,4 +128,4 @@ TASKS = {
     },
 }
 
-__all__ = ["TASKS", "parse_reply", "prompt", "resources", "score", "target"]
+__all__ = ["TASKS", "clean_answer", "parse_reply", "prompt", "resources", "score", "target"]

@@ -23,6 +23,17 @@ EXTRAS = {"sacrebleu": "bleu", "nltk": "jeopardy", "pymorphy3": "jeopardy", "sud
 
 
 def main(argv=None) -> int:
+    status = 0
+    try:
+        status = _main(argv)
+    except BrokenPipeError:  # stdout's reader has gone (``qahub evaluate ... | head -1``): end as ``cat`` does
+        pass
+    finally:
+        _flush_stdout()  # a closed pipe shows here (also after --help), not in the interpreter's exit
+    return status
+
+
+def _main(argv) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     args.quiet = bool(args.quiet or getattr(args, "sub_quiet", False))
@@ -33,8 +44,33 @@ def main(argv=None) -> int:
         print(f"qahub {args.command}: interrupted by {stop.name}; its temporary files are removed", file=sys.stderr)
         return 128 + stop.signum
     except (registry.UnknownNameError, OSError, ValueError, RuntimeError, ImportError) as err:
+        if isinstance(err, BrokenPipeError) and _stdout_closed():
+            raise
         print(f"qahub {args.command}: error: {explain(err)}", file=sys.stderr)
         return 1
+
+
+def _stdout_closed() -> bool:
+    """Whether stdout is a pipe whose reader has gone (``qahub list | head -1``), not some other broken pipe."""
+    import select
+
+    try:
+        poll = select.poll()
+        poll.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poll.poll(0))
+    except (OSError, ValueError, AttributeError):  # no real file behind sys.stdout
+        return False
+
+
+def _flush_stdout():
+    """Flush stdout; when its reader has gone, put /dev/null in its place, so that the interpreter's own flush
+    at exit does not fail again (the recipe of Python's ``signal`` documentation, "Note on SIGPIPE")."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 class Interrupted(KeyboardInterrupt):
@@ -79,7 +115,7 @@ def explain(err: BaseException) -> str:
 
     top = (err.name or "").split(".")[0] if isinstance(err, ModuleNotFoundError) else ""
     if top in EXTRAS:
-        return f"this needs the optional package {top!r}: pip install 'qahub[{EXTRAS[top]}]'"
+        return f"this needs the optional package {top!r}: pip install -e \".[{EXTRAS[top]}]\" (in the qahub clone)"
     return scrub(str(err))
 
 
@@ -102,15 +138,23 @@ def _quiet(quiet: bool):
             root.setLevel(level)
 
 
-def _silence():
-    import datasets
-    import huggingface_hub.utils
+# read by datasets and huggingface_hub when they are imported, so that a command that never needs them
+# (list, --help) does not import them just to silence them
+QUIET_ENV = {"HF_DATASETS_DISABLE_PROGRESS_BARS": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1", "DATASETS_VERBOSITY": "error"}
 
-    datasets.disable_progress_bars()
-    huggingface_hub.utils.disable_progress_bars()
-    datasets.logging.set_verbosity_error()
+
+def _silence():
+    os.environ.update(QUIET_ENV)
     logging.getLogger("evaluate").setLevel(logging.ERROR)
-    os.environ["HF_DATASETS_DISABLE_PROGRESS_BARS"] = "1"
+    if "datasets" in sys.modules:
+        import datasets
+
+        datasets.disable_progress_bars()
+        datasets.logging.set_verbosity_error()
+    if "huggingface_hub" in sys.modules:
+        import huggingface_hub.utils
+
+        huggingface_hub.utils.disable_progress_bars()
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -176,6 +220,7 @@ def _build(args) -> int:
                     skip_unavailable=bool(options.get("present_splits_only")))
     _say_leftovers(report, args.quiet)
     print(f"{args.corpus}: wrote {report.folder}")
+    _say_sample(report)
     _print_rows(*_report_table([report]))
     for config, why in report.skipped:
         print(f"skipped config {config}: {_one_line(why)}")
@@ -186,6 +231,12 @@ def _build(args) -> int:
     if report.partial:
         print("partial build: its card lists what is missing; `qahub publish` needs --allow-partial for it")
     return 0
+
+
+def _say_sample(report):
+    if report.sample:
+        print(f"{report.corpus}: built from qahub's bundled sample data, and marked so in its card: "
+              "`qahub publish` refuses it; build from the corpus's own files to publish")
 
 
 def _say_leftovers(report, quiet: bool):
@@ -217,6 +268,7 @@ def _build_all(args) -> int:
                                   mirror_url=args.mirror_url, overwrite=args.overwrite, skip_unavailable=True,
                                   cache_dir=args.cache_dir, builder_options=_partial_split_option(corpus)))
             _say_leftovers(reports[-1], args.quiet)
+            _say_sample(reports[-1])
         except OutputExistsError:
             problems.append([corpus, "-", EXISTS, "an earlier build is there; pass --overwrite to rebuild it"])
         except (FileNotFoundError, ConnectionError) as err:
@@ -228,7 +280,8 @@ def _build_all(args) -> int:
     _print_rows(*_report_table(reports))
     if problems:
         print()
-        _print_rows(["corpus", "config", "status", "reason"], problems)
+        header = ["corpus", "config", "status", "reason"]
+        _print_rows(header, _wrapped(header, problems))
     statuses = [p[2] for p in problems]
     failed, exists = statuses.count("FAILED"), statuses.count(EXISTS)
     skipped = len(problems) - failed - exists
@@ -290,8 +343,22 @@ def _size(n: int) -> str:
 def _one_line(err) -> str:
     from qahub.publish import scrub
 
-    text = scrub(" ".join(str(err).split()))
-    return text if len(text) <= 160 else text[:157] + "..."
+    return scrub(" ".join(str(err).split()))
+
+
+def _wrapped(header, rows) -> list:
+    """``rows`` with the text of their last column wrapped to the width the terminal leaves it (at least 50),
+    never cut: its further lines are rows of their own, the other cells blank."""
+    import shutil
+    import textwrap
+
+    taken = sum(max(len(str(x)) for x in col) + 2 for col in list(zip(header, *rows))[:-1])
+    width = max(50, shutil.get_terminal_size().columns - taken)
+    lines = []
+    for *cells, text in rows:
+        parts = textwrap.wrap(str(text), width, break_long_words=False, break_on_hyphens=False) or [""]
+        lines += [[*cells, parts[0]], *[[""] * len(cells) + [part] for part in parts[1:]]]
+    return lines
 
 
 TRUE, FALSE = ("true", "yes", "1"), ("false", "no", "0")
@@ -345,7 +412,7 @@ def _option_value(key: str, value: str, kind: str):
 
 def _add_publish(commands):
     p = commands.add_parser("publish", help="upload a built folder (or --all) to Hub dataset repos, one commit each")
-    p.add_argument("corpus", nargs="?", choices=registry.corpus_names())
+    p.add_argument("corpus", nargs="?", choices=registry.corpus_names(), type=_corpus_to_publish)
     p.add_argument("--repo-id", help="ORG/NAME of the dataset repo")
     p.add_argument("--all", action="store_true", help="every corpus built under --root, each to ORG/<corpus>")
     p.add_argument("--org", help="with --all: the Hub organisation or user")
@@ -353,7 +420,8 @@ def _add_publish(commands):
     p.add_argument("--folder", help="the built folder (default: ./<corpus>)")
     p.add_argument("--private", action="store_true")
     p.add_argument("--revision", help="branch to commit to (created if missing)")
-    p.add_argument("--dry-run", action="store_true", help="print the file list and card; upload nothing")
+    p.add_argument("--dry-run", action="store_true", help="print what would be uploaded (the file list); upload nothing")
+    p.add_argument("--verbose", action="store_true", help="with --dry-run: also print each README card")
     p.add_argument("--allow-partial", action="store_true",
                    help="publish a build that lacks some configs or splits of the corpus (its card says which)")
     p.set_defaults(func=_publish)
@@ -379,11 +447,31 @@ def _publish(args) -> int:
             if len(targets) == 1:
                 raise
             failures.append(f"{repo_id}: {explain(err)}")
+    if args.dry_run:
+        return _dry_run_summary(targets, failures)
     for line in failures:
         print(f"FAILED {line}", file=sys.stderr)
     if len(targets) > 1:
         print(f"published {len(targets) - len(failures)} of {len(targets)} corpora")
     return 1 if failures else 0
+
+
+def _corpus_to_publish(value: str) -> str:
+    """A corpus name; a folder given in its place gets the command that publishes it."""
+    if value in registry.corpus_names():
+        return value
+    raise argparse.ArgumentTypeError(
+        f"{value!r} is not a corpus ({', '.join(registry.corpus_names())}); to publish a built folder, name its "
+        f"corpus and pass the folder with --folder: qahub publish CORPUS --folder {value} --repo-id ORG/NAME")
+
+
+def _dry_run_summary(targets, refusals) -> int:
+    """A dry run uploads nothing, so it fails only when nothing at all could be published."""
+    for line in refusals:
+        print(f"would not publish {line}", file=sys.stderr)
+    if len(targets) > 1:
+        print(f"dry run: would publish {len(targets) - len(refusals)} of {len(targets)} corpora; nothing uploaded")
+    return 1 if len(refusals) == len(targets) else 0
 
 
 def _publish_one(folder: Path, repo_id: str, repo_type: str, args, corpus: str | None = None):
@@ -399,8 +487,11 @@ def _publish_one(folder: Path, repo_id: str, repo_type: str, args, corpus: str |
         print(f"would upload {len(plan.files)} files from {plan.folder} to {repo_type} repo {plan.repo_id}{where}:")
         for name in plan.files:
             print(f"  {name}")
-        print("\n--- README.md ---")
-        print(plan.card)
+        if args.verbose:
+            print("\n--- README.md ---")
+            print(plan.card)
+        else:
+            print(f"  (README.md: {len(plan.card.splitlines())} lines; --verbose prints it)")
         return
     url = publish.publish(folder, repo_id, private=args.private, revision=args.revision, repo_type=repo_type,
                           allow_partial=allow_partial)
@@ -413,7 +504,8 @@ def _add_publish_metric(commands):
     p.add_argument("--repo-id", required=True, help="ORG/NAME of the Space; then evaluate.load('ORG/NAME')")
     p.add_argument("--private", action="store_true")
     p.add_argument("--revision", help="branch to commit to (created if missing)")
-    p.add_argument("--dry-run", action="store_true", help="print the file list and README; upload nothing")
+    p.add_argument("--dry-run", action="store_true", help="print the file list; upload nothing")
+    p.add_argument("--verbose", action="store_true", help="with --dry-run: also print the README")
     p.set_defaults(func=_publish_metric)
 
 
@@ -538,8 +630,12 @@ def _metric_copy(args) -> int:
 
 def scoring_modules() -> dict:
     """The adapters: the modules of ``evaluate_cli`` named after a metric (``references`` serves them all)."""
-    names = [m.name for m in pkgutil.iter_modules(evaluate_cli.__path__) if m.name in registry.metric_names()]
-    return {name: importlib.import_module(f"qahub.evaluate_cli.{name}") for name in sorted(names)}
+    return {name: importlib.import_module(f"qahub.evaluate_cli.{name}") for name in scoring_names()}
+
+
+def scoring_names() -> list[str]:
+    """The adapters' names, found without importing them."""
+    return sorted(m.name for m in pkgutil.iter_modules(evaluate_cli.__path__) if m.name in registry.metric_names())
 
 
 def _add_evaluate(commands):
@@ -603,18 +699,14 @@ def _add_list(commands):
 
 def _list(args) -> int:
     rows = []
-    for corpus in registry.corpus_names():
-        for config in registry.builder_class(corpus).BUILDER_CONFIGS:
-            default = " (default)" if config.name == registry.default_config(corpus) else ""
-            rows.append([corpus, config.name + default, ", ".join(_splits_of(corpus, config.name))])
+    for corpus, about in registry.catalog().items():
+        for config, splits in about["configs"].items():
+            default = " (default)" if config == about["default"] else ""
+            rows.append([corpus, config + default, ", ".join(splits or ["(from the source files)"])])
     _print_rows(["corpus", "config", "splits"], rows)
     print()
-    _print_rows(["metric", "command line"], [[m, "yes" if m in scoring_modules() else "no"] for m in registry.metric_names()])
+    _print_rows(["metric", "command line"], [[m, "yes" if m in scoring_names() else "no"] for m in registry.metric_names()])
     return 0
-
-
-def _splits_of(corpus, config):
-    return registry.splits(corpus, config) or ["(from the source files)"]
 
 
 def _add_demo(commands):
@@ -658,9 +750,8 @@ def _harness_tasks(args) -> int:
     plan = write_task_folder(args.out, locations, judge=args.judge, overwrite=args.overwrite)
     rows = [[name, e["location"], e["config"], e["split"], e["fewshot_split"] or "-"] for name, e in plan.items()]
     _print_rows(["task", "dataset", "config", "split", "few-shot split"], rows)
-    groups = ",".join(sorted({f"qahub_{entry['corpus']}" for entry in plan.values()}))
     print(f"\nwrote {len(plan)} tasks to {Path(args.out).absolute()}; run them with "
-          f"lm_eval --include_path {args.out} --tasks {groups} ...")
+          f"lm_eval --include_path {args.out} --tasks {','.join(plan)} ...")
     return 0
 
 

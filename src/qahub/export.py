@@ -68,6 +68,7 @@ class ExportReport:
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (config, why its source is unavailable)
     missing: list[dict] = field(default_factory=list)  # parts of the corpus not built: {config, splits, reason}
     leftovers: list[str] = field(default_factory=list)  # work folders of a killed earlier build, removed
+    sample: bool = False  # built from qahub's bundled sample data: marked so in the card
 
     @property
     def partial(self) -> bool:
@@ -87,8 +88,9 @@ def export(corpus: str, out=None, *, configs=None, data_dir=None, mirror_url=Non
     ``present_splits_only=True``). With ``skip_unavailable``, a config whose source files are missing or
     cannot be downloaded is left out and listed in ``report.skipped``; the export fails only when no config
     could be built. ``sample`` marks a build of qahub's bundled sample data in the card (tag ``qahub-sample``),
-    and ``qahub publish`` refuses such a folder. A build without some configs or splits of the corpus is
-    marked partial in the card (``qahub_partial``), and ``qahub publish`` refuses it unless asked.
+    and ``qahub publish`` refuses such a folder; a ``data_dir`` in the bundled samples is always marked. A build
+    without some configs or splits of the corpus is marked partial in the card (``qahub_partial``), and
+    ``qahub publish`` refuses it unless asked.
 
     One build per ``out`` at a time (a lock file ``.<out>.lock`` beside it); the work folders
     ``.<out>.partial-*`` beside it are removed on any error or interrupt, and those of a killed earlier build
@@ -103,7 +105,7 @@ def export(corpus: str, out=None, *, configs=None, data_dir=None, mirror_url=Non
     for config in configs:
         registry.check_config(corpus, config, builder_options)  # unknown names and options fail before any work
     _check_splits_option(corpus, configs, builder_options)
-    report = ExportReport(corpus, given)
+    report = ExportReport(corpus, given, sample=sample or registry.is_sample(data_dir))
     created = _first_missing(out.parent)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -112,7 +114,7 @@ def export(corpus: str, out=None, *, configs=None, data_dir=None, mirror_url=Non
             _check_target(out, overwrite, corpus)
             _build_into(corpus, out, configs, report, data_dir=data_dir, mirror_url=mirror_url, cache_dir=cache_dir,
                         max_shard_bytes=max_shard_bytes, builder_options=builder_options,
-                        skip_unavailable=skip_unavailable, sample=sample)
+                        skip_unavailable=skip_unavailable, sample=report.sample)
     finally:
         if created and not out.exists():
             _remove_empty(out.parent, created)

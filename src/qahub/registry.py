@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import json
 import pkgutil
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-
-import datasets
+from typing import TYPE_CHECKING
 
 from qahub import loaders
+
+if TYPE_CHECKING:
+    import datasets
 
 
 class UnknownNameError(KeyError):
@@ -36,6 +39,8 @@ def builder_module(corpus: str):
 
 
 def builder_class(corpus: str) -> type[datasets.DatasetBuilder]:
+    import datasets
+
     module = builder_module(corpus)
     classes = [
         obj
@@ -62,6 +67,30 @@ def splits(corpus: str, config: str) -> list[str]:
     Empty when the builder does not declare them.
     """
     return list(getattr(builder_class(corpus), "SPLITS", {}).get(config, []))
+
+
+CATALOG = "corpora.json"
+
+
+def describe(corpus: str) -> dict:
+    """What ``qahub list`` shows of a corpus, read from its builder: the default config and each config's splits."""
+    return {"default": default_config(corpus),
+            "configs": {config: splits(corpus, config) for config in config_names(corpus)}}
+
+
+def catalog() -> dict:
+    """``describe`` of every corpus as written to ``qahub/corpora.json`` by ``write_catalog`` (a test checks it
+    against the builders), so that ``qahub list`` imports no builder (nor ``datasets``)."""
+    written = json.loads(resources.files("qahub").joinpath(CATALOG).read_text(encoding="utf-8"))
+    return {corpus: written.get(corpus) or describe(corpus) for corpus in corpus_names()}
+
+
+def write_catalog() -> Path:
+    """Rewrite ``qahub/corpora.json`` from the builders; run after changing a builder's configs or splits."""
+    path = Path(str(resources.files("qahub").joinpath(CATALOG)))
+    text = json.dumps({corpus: describe(corpus) for corpus in corpus_names()}, indent=1)
+    path.write_text(text + "\n", encoding="utf-8")
+    return path
 
 
 def absent_splits(corpus: str, config: str, built) -> list[str]:
@@ -91,6 +120,11 @@ def samples_dir(corpus: str | None = None) -> Path:
     """The bundled sample data (upstream layout), used by ``qahub demo`` and the tests."""
     root = Path(str(resources.files("qahub").joinpath("samples")))
     return root / corpus if corpus else root
+
+
+def is_sample(path) -> bool:
+    """Whether ``path`` is the bundled sample data or inside it, also when reached through a symlink."""
+    return bool(path) and Path(path).expanduser().resolve().is_relative_to(samples_dir().resolve())
 
 
 @lru_cache(maxsize=None)

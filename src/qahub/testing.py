@@ -23,6 +23,14 @@ def shared_data(corpus_folder: str) -> Path | None:
     return path if path.is_dir() else None
 
 
+def sample_copy(corpus: str, parent: Path) -> Path:
+    """A copy of the corpus's bundled sample in ``parent/<corpus>-files``: stands in for the corpus's own files
+    where a test publishes the build (a build of the bundled samples themselves is a sample build)."""
+    import shutil
+
+    return Path(shutil.copytree(registry.samples_dir(corpus), Path(parent) / f"{corpus}-files"))
+
+
 def build(corpus, config, data_dir, cache_dir) -> datasets.DatasetDict:
     builder = qahub.make_builder(corpus, config, data_dir=data_dir, cache_dir=str(cache_dir))
     qahub.prepare(builder)

@@ -18,7 +18,6 @@ from pathlib import Path
 from qahub import registry
 from qahub.evaluate_cli.references import built_file_rows, built_rows, export_rows
 from qahub.files import DuplicateKeyError, loads_strict
-from qahub.loaders.limur import SPLIT_FILES, TASK_FILE, TASK_SPLITS, json_problem
 
 HELP = "LIMUR: exact match of the answer letter (strict, lenient, MERA's recipe) and an optional LLM judge score"
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -138,6 +137,8 @@ def load_references(args) -> tuple[list[dict], str]:
     """``(rows, what they are)``: the split's dataset rows, of ``--task-type`` only when given.
 
     Closed answers (``outputs`` "") are kept: the metric scores them 0 and counts them (``closed``)."""
+    from qahub.loaders.limur import TASK_SPLITS
+
     split = TASK_SPLITS.get(args.split, args.split)
     source = args.data_dir or args.references
     path = Path(source).expanduser()
@@ -161,12 +162,16 @@ def load_references(args) -> tuple[list[dict], str]:
 
 
 def _holds_task_files(path: Path) -> bool:
+    from qahub.loaders.limur import SPLIT_FILES, TASK_FILE
+
     return path.is_dir() and any((path / name).is_file() for name in (*SPLIT_FILES, TASK_FILE))
 
 
 def _source_name(path: Path, split: str) -> str:
     """The name a single references file is built under: a task.json stays one; a JSON Lines file is the split
     its name says (dev.jsonl: validation), else the --split asked for."""
+    from qahub.loaders.limur import SPLIT_FILES, TASK_FILE
+
     if path.name == TASK_FILE:
         return TASK_FILE
     if path.suffix != ".jsonl":
@@ -212,6 +217,8 @@ def _read_text(path: Path) -> str:
 
 
 def _json(path, text, where):
+    from qahub.loaders.limur import json_problem
+
     place = f"{path}: {where}" if where else str(path)
     if not text.strip():
         raise PredictionsError(f"{place}: empty: no predictions, nothing to score")

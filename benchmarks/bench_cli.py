@@ -1,0 +1,45 @@
+"""Start-up of the command line (issue 22): `qahub --help` and `qahub list` as fresh processes, beside
+`python -c pass` (the interpreter's own start-up), each the best of 5 wall times. Target: <= 0.3 s."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from _common import row
+
+TARGET = 0.3  # seconds, wall, a fresh process
+RUNS = 5
+QAHUB = str(Path(sys.executable).with_name("qahub"))
+
+
+def _wall(argv) -> tuple[float, float]:
+    """(seconds, peak RSS MiB) of one fresh process running ``argv``."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    error = proc.stderr.read().decode(errors="replace")
+    proc.stderr.close()
+    if proc.returncode:
+        raise RuntimeError(f"{' '.join(argv)}: exit {proc.returncode}: {error[-500:]}")
+    return seconds, usage.ru_maxrss / 1024
+
+
+def _best(argv) -> tuple[float, float]:
+    return min((_wall(argv) for _ in range(RUNS)), key=lambda result: result[0])
+
+
+def run() -> list[dict]:
+    floor = _best([sys.executable, "-c", "pass"])
+    rows = []
+    for args in (["--help"], ["list"]):
+        ours = _best([QAHUB, *args])
+        verdict = "ok" if ours[0] <= TARGET else "MISSED"
+        rows.append(row(f"qahub {' '.join(args)}, fresh process (vs python -c pass)", ours, floor,
+                        f"best of {RUNS} wall times (target <= {TARGET:g} s: {verdict})"))
+    return rows

@@ -1,0 +1,107 @@
+"""The README's lm-eval block, followed as written: `lm_eval --model hf` (lm-eval's Hugging Face model, which the
+`harness` extra installs) on a qahub task, with a tiny GPT-2 of random weights and a byte-level tokenizer made here
+(nothing is downloaded)."""
+
+import json
+import math
+import os
+import re
+import shlex
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+
+from qahub import registry
+
+pytest.importorskip("lm_eval", reason="lm-eval is the [harness] extra")
+pytest.importorskip("transformers", reason="--model hf needs the [harness] extra")
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory) -> Path:
+    """A 2-layer GPT-2 with random weights; its byte-level BPE tokenizer is trained here on a few lines, so any
+    text (the JEMHopQA prompt is Japanese) encodes without unknown tokens."""
+    import torch
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+
+    folder = tmp_path_factory.mktemp("tiny-gpt2")
+    eos = "<|endoftext|>"
+    trained = ByteLevelBPETokenizer()
+    trained.train_from_iterator(["質問: 東京タワーの高さは？ 回答: 333メートル", "Ответ: Рим", "the answer is"],
+                                vocab_size=320, min_frequency=1, special_tokens=[eos])
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=trained, eos_token=eos, bos_token=eos, unk_token=eos,
+                                        pad_token=eos)
+    torch.manual_seed(0)
+    config = GPT2Config(vocab_size=len(tokenizer), n_positions=4096, n_embd=32, n_layer=2, n_head=2,
+                        bos_token_id=tokenizer.eos_token_id, eos_token_id=tokenizer.eos_token_id)
+    GPT2LMHeadModel(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def _readme_block() -> list[str]:
+    """The commands of the README's lm-eval block that runs `--model hf`, continuation lines joined."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## Evaluate a language model"):]
+    block = next(b for b in re.findall(r"^```bash\n(.*?)^```", section, re.M | re.S) if "lm_eval --model hf" in b)
+    return [line for line in block.replace("\\\n", " ").splitlines() if line.strip()]
+
+
+def _command(argv: list[str]) -> list[str]:
+    """The README's command in this environment: its script here, or ``python -m`` in a venv that has no script
+    of its own for a package it sees among the system's."""
+    script = BIN / argv[0]
+    if script.exists():
+        return [str(script), *argv[1:]]
+    return [sys.executable, "-m", {"qahub": "qahub.cli", "lm_eval": "lm_eval"}[argv[0]], *argv[1:]]
+
+
+def _extra(name: str) -> list[Requirement]:
+    """What ``pip install -e ".[name]"`` brings, qahub's own extras it names expanded."""
+    declared = [Requirement(r) for r in metadata.requires("qahub") or []]
+    found = []
+    for requirement in declared:
+        if requirement.marker and requirement.marker.evaluate({"extra": name}):
+            if requirement.name == "qahub":
+                found += [r for extra in sorted(requirement.extras) for r in _extra(extra)]
+            else:
+                found.append(requirement)
+    return found
+
+
+def test_the_harness_extra_brings_lm_evals_hf_model_and_every_tasks_scorer():
+    harness = _extra("harness")
+    [lm_eval] = [r for r in harness if r.name == "lm-eval"]
+    assert {"api", "hf"} <= lm_eval.extras
+    # what the tasks' process_results import: JEMHopQA's Sudachi and Levenshtein, Jeopardy's METEOR, sacreBLEU
+    assert {"sudachipy", "Levenshtein", "scipy", "nltk", "pymorphy3", "sacrebleu"} <= {r.name for r in harness}
+    hf = [Requirement(r) for r in metadata.requires("lm_eval") if "extra == \"hf\"" in r]
+    assert {"transformers", "torch", "accelerate"} <= {r.name for r in hf}
+    assert _readme_block()[0].startswith('pip install -e ".[harness]"')
+
+
+def test_the_readme_lm_eval_block_runs_model_hf_on_a_tiny_local_model(tiny_model, tmp_path):
+    env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
+           "TOKENIZERS_PARALLELISM": "false"}
+    samples = f"{registry.samples_dir()}/"
+    for line in _readme_block()[1:]:  # the first line is the install, which made this environment
+        argv = [arg.replace("src/qahub/samples/", samples) for arg in shlex.split(line, comments=True)]
+        argv = [f"pretrained={tiny_model}" if arg == "pretrained=MODEL" else arg for arg in argv]
+        done = subprocess.run(_command(argv), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, (line, done.stderr[-3000:])
+    [results] = list((tmp_path / "results").rglob("results_*.json"))
+    report = json.loads(results.read_text(encoding="utf-8"))
+    assert report["config"]["model"] == "hf" and report["config"]["model_args"] == {"pretrained": str(tiny_model)}
+    assert report["n-samples"]["qahub_jemhopqa"]["effective"] == 2
+    scores = report["results"]["qahub_jemhopqa"]
+    for metric in ("exact_match", "char_f1", "unparseable"):
+        value = scores[f"{metric},none"]
+        assert isinstance(value, float | int) and math.isfinite(value) and 0 <= value <= 1, (metric, scores)
