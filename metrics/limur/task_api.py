@@ -30,6 +30,14 @@ def target(doc):
     return doc["outputs"].strip()
 
 
+def task_type(doc):
+    return doc["meta"]["task_type"]
+
+
+def context_type(doc):
+    return doc["meta"]["context_type"]
+
+
 def n_options(doc):
     options = doc.get("options")
     if options is None:
@@ -132,5 +140,7 @@ TASKS = {
         "judge_metrics": {"judge_score": ("mean", True)},
         "judge_score": judge_score,
         "judge": judge,
+        # breakdowns `qahub report` shows: FIELD -> the category of a logged doc
+        "categories": {"task_type": task_type, "context_type": context_type},
     },
 }
