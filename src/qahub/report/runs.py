@@ -1,0 +1,209 @@
+"""Reading what ``lm_eval --output_path X --log_samples`` wrote: ``results_<date>.json`` and
+``samples_<task>_<date>.jsonl`` in X or in its model folder (lm_eval/loggers/evaluation_tracker.py)."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from qahub import harness
+
+RESULTS = re.compile(r"^results_(?P<date>.+)\.json$")
+
+
+class ReportError(ValueError):
+    pass
+
+
+@dataclass
+class Metric:
+    """How a metric aggregates (``mean``, ``sum``, ``bleu``, ``distinct``) and whether it is 0/1 per doc."""
+
+    name: str
+    kind: str
+    binary: bool = False
+    order: int = 0  # distinct-n's n
+
+
+@dataclass
+class TaskRun:
+    """One task of one run: lm-eval's point values and the logged per-document items."""
+
+    task: str
+    file: str
+    values: dict  # metric -> lm-eval's aggregate
+    keys: list  # (doc_id, doc_hash) per doc
+    items: dict  # metric -> list of per-doc items (float or None; [hyp, ref] for bleu; text for distinct)
+    categories: dict  # field -> list of category per doc
+    version: object = None
+    n_shot: object = None
+    limit: object = None
+
+
+@dataclass
+class Run:
+    name: str
+    path: str
+    model: str
+    results_file: str
+    tasks: dict = field(default_factory=dict)
+
+
+# aggregation (lm-eval's name or the task_api function's name) -> how a report resamples it
+KINDS = {"mean": "mean", "mean_or_zero": "mean", "total": "sum", "bleu_of_pairs": "bleu", "corpus_bleu": "bleu",
+         "distinct_1": "distinct", "distinct_2": "distinct"}
+# metrics that are 0/1 per document (0/100 for doc2dial's exact): McNemar's test compares them
+BINARY = {"exact_match", "exact_match_mera", "accuracy", "exact", "a_em", "abstained", "unparseable"}
+
+
+def qahub_tasks() -> dict:
+    """``{task: spec}`` of every qahub lm-eval task."""
+    return {name: spec for corpus in harness.METRIC_OF for name, spec in harness.task_api(corpus).TASKS.items()}
+
+
+def task_metrics(spec: dict) -> dict:
+    metrics = {}
+    for name, (aggregation, _) in {**spec["metrics"], **spec.get("judge_metrics", {})}.items():
+        how = aggregation if isinstance(aggregation, str) else getattr(aggregation, "__name__", "")
+        if how not in KINDS:
+            raise ReportError(f"metric {name}: no resampling known for its aggregation {how!r}")
+        kind = KINDS[how]
+        metrics[name] = Metric(name, kind, name in BINARY, int(how[-1]) if kind == "distinct" else 0)
+    return metrics
+
+
+def parse_run_argument(text: str) -> tuple[str | None, Path]:
+    name, sep, path = text.partition("=")
+    if sep and name and not Path(text).exists():
+        return name, Path(path)
+    return None, Path(text)
+
+
+def read_runs(arguments: list[str], specs: dict) -> tuple[list[Run], list[str]]:
+    runs, skipped = [], []
+    for argument in arguments:
+        name, path = parse_run_argument(argument)
+        run, skipped_here = read_run(name, path, specs)
+        if any(other.name == run.name for other in runs):
+            raise ReportError(f"{path}: a second run named {run.name!r}; use NAME=PATH to name each run")
+        runs.append(run)
+        skipped += [f"{run.name}: {task}" for task in skipped_here]
+    return runs, skipped
+
+
+def results_file(path: Path) -> Path:
+    """The newest ``results_*.json`` in ``path`` or in its one model folder."""
+    if not path.is_dir():
+        raise ReportError(f"{path}: no such folder (give the --output_path of an lm_eval run)")
+    found = sorted(p for p in path.glob("results_*.json") if RESULTS.match(p.name))
+    if not found:
+        folders = sorted({p.parent for p in path.glob("*/results_*.json") if RESULTS.match(p.name)})
+        if len(folders) > 1:
+            raise ReportError(f"{path}: holds the results of several models ({', '.join(f.name for f in folders)}); "
+                              "give one model folder per run")
+        found = sorted(folders[0].glob("results_*.json")) if folders else []
+    if not found:
+        raise ReportError(f"{path}: no results_*.json (is it the --output_path of an lm_eval run?)")
+    return max(found, key=lambda p: RESULTS.match(p.name)["date"])
+
+
+def read_json(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ReportError(f"{path}: not a JSON file: {err}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
+        raise ReportError(f"{path}: not an lm-eval results file (no \"results\" object)")
+    return data
+
+
+def read_run(name: str | None, path: Path, specs: dict) -> tuple[Run, list[str]]:
+    chosen = results_file(path)
+    results = read_json(chosen)
+    date = RESULTS.match(chosen.name)["date"]
+    model = str(results.get("model_name") or results.get("model_name_sanitized") or chosen.parent.name)
+    run = Run(name or model, str(path), model, str(chosen))
+    skipped = []
+    for task in sorted(results["results"]):
+        if task not in specs:
+            skipped.append(task)
+            continue
+        samples = chosen.parent / f"samples_{task}_{date}.jsonl"
+        if not samples.is_file():
+            raise ReportError(f"{chosen}: task {task} has no samples file {samples.name}; "
+                              "rerun lm_eval with --log_samples")
+        run.tasks[task] = read_task(task, samples, results, specs[task])
+    if not run.tasks:
+        raise ReportError(f"{chosen}: holds no qahub task (it has {', '.join(sorted(results['results'])) or 'none'})")
+    return run, skipped
+
+
+def read_task(task: str, samples: Path, results: dict, spec: dict) -> TaskRun:
+    metrics = task_metrics(spec)
+    scores = results["results"][task]
+    categories = spec.get("categories", {})
+    keys, items, cats = [], {m: [] for m in metrics}, {f: [] for f in categories}
+    present = None
+    with open(samples, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            where = f"{samples}: line {number}"
+            sample = _sample(line, where)
+            if present is None:
+                present = [m for m in metrics if m in sample]
+            keys.append(_key(sample, where))
+            try:
+                for metric in present:
+                    items[metric].append(sample[metric])
+                doc = sample["doc"]
+                for name, category in categories.items():
+                    cats[name].append(str(category(doc)))
+            except (KeyError, TypeError, IndexError, AttributeError, ValueError) as err:
+                raise ReportError(f"{where}: not a logged sample of {task} ({type(err).__name__}: {err})") from None
+    if not keys:
+        raise ReportError(f"{samples}: no samples")
+    values = {}
+    for metric in present:
+        key = f"{metric},none"
+        if not isinstance(scores.get(key), int | float):
+            raise ReportError(f"{results_path(samples)}: task {task} has no number {key!r}")
+        values[metric] = float(scores[key])
+    limit = (results.get("config") or {}).get("limit")
+    return TaskRun(task, str(samples), values, keys, {m: items[m] for m in present}, cats,
+                   (results.get("versions") or {}).get(task), (results.get("n-shot") or {}).get(task), limit)
+
+
+def results_path(samples: Path) -> str:
+    return str(samples.parent / "results_*.json")
+
+
+def _sample(line: str, where: str) -> dict:
+    try:
+        sample = json.loads(line)
+    except json.JSONDecodeError as err:
+        raise ReportError(f"{where}: not JSON ({err.msg}); the samples file is damaged") from None
+    if not isinstance(sample, dict):
+        raise ReportError(f"{where}: not a JSON object")
+    return sample
+
+
+def _key(sample: dict, where: str) -> tuple:
+    doc_id, doc_hash = sample.get("doc_id"), sample.get("doc_hash")
+    if not isinstance(doc_id, int) or not isinstance(doc_hash, str):
+        raise ReportError(f"{where}: no doc_id / doc_hash (not an lm-eval samples line)")
+    return doc_id, doc_hash
+
+
+def numbers(items: list, where: str) -> tuple[np.ndarray, np.ndarray]:
+    """Per-doc values as floats and the mask of those that are set (None: the doc has none, e.g. no knowledge)."""
+    mask = np.array([item is not None for item in items], dtype=bool)
+    try:
+        values = np.array([0.0 if item is None else float(item) for item in items], dtype=float)
+    except (TypeError, ValueError):
+        raise ReportError(f"{where}: a per-document value is not a number") from None
+    if not np.isfinite(values).all():
+        raise ReportError(f"{where}: a per-document value is not finite")
+    return values, mask
