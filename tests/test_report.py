@@ -35,10 +35,10 @@ class Half(Oracle):
         return replies
 
 
-def lm_eval_run(model, manager, tasks, out, **kwargs):
+def lm_eval_run(model, tasks_from, tasks, out, **kwargs):
     """``lm_eval --output_path out --log_samples`` (lm_eval/_cli/run.py: the same tracker calls)."""
     tracker = EvaluationTracker(output_path=str(out))
-    result = simple_evaluate(model=model, tasks=tasks, task_manager=manager, bootstrap_iters=0, log_samples=True,
+    result = simple_evaluate(model=model, tasks=tasks, task_manager=tasks_from, bootstrap_iters=0, log_samples=True,
                              evaluation_tracker=tracker, **kwargs)
     samples = result.pop("samples")
     tracker.save_results_aggregated(results=result, samples=samples)

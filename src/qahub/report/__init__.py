@@ -35,7 +35,7 @@ def write_report(arguments, out, baseline=None, resamples=1000, seed=12345, conf
         raise ReportError(f"--baseline {baseline}: no run of that name ({', '.join(run.name for run in runs)})")
     settings = {"resamples": resamples, "seed": seed, "confidence": confidence, "baseline": baseline,
                 "intervals": "percentile bootstrap over documents"}
-    with tqdm(total=units(runs, baseline), desc="resampling", unit="step", file=sys.stderr,
+    with tqdm(total=units(runs), desc="resampling", unit="task", file=sys.stderr,
               disable=None if progress else True) as bar:
         data = report_data(runs, skipped, specs, settings, bar)
     write_folder(out, data)

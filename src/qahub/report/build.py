@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import math
-import zlib
 
 import numpy as np
 
 from .runs import ReportError, numbers, task_metrics
-from .stats import Bleu, Distinct, Mean, Sum, bleu_statistics, bootstrap, bootstrap_p, interval, mcnemar_p, sacrebleu_p
+from .stats import (
+    Bleu,
+    Distinct,
+    Mean,
+    Sum,
+    bleu_statistics,
+    bootstrap,
+    bootstrap_p,
+    interval,
+    mcnemar_p,
+    sacrebleu_p,
+)
 
 NOT_COMPARED = {"unparseable"}  # shown beside every score; not a quality to compare
 
@@ -25,27 +35,23 @@ def estimator(metric, items, where):
     return (Sum if metric.kind == "sum" else Mean).of(values, mask)
 
 
-def count(est, keep):
-    return est.n() if isinstance(est, Mean) else int(keep.sum())
+def count(est, size):
+    return est.n() if isinstance(est, Mean) else int(size)
 
 
 def main_metric(spec) -> str:
     return next(m for m in spec["metrics"] if m not in ("unparseable", "abstained"))
 
 
-def rng_for(seed: int, *names: str):
-    return np.random.default_rng([seed, *(zlib.crc32(name.encode("utf-8")) for name in names)])
-
-
-def category_masks(task_run) -> dict:
-    """``{field: {category: mask}}`` of the fields with two categories or more, categories in natural order."""
-    masks = {}
+def category_index(task_run) -> dict:
+    """``{field: {category: document indices}}`` of the fields with two categories or more, in natural order."""
+    found = {}
     for field, values in task_run.categories.items():
         values = np.array(values, dtype=object)
-        found = sorted(set(values), key=_natural)
-        if len(found) > 1:
-            masks[field] = {c: (values == c).astype(float) for c in found}
-    return masks
+        names = sorted(set(values), key=_natural)
+        if len(names) > 1:
+            found[field] = {c: np.flatnonzero(values == c) for c in names}
+    return found
 
 
 def _natural(text):
@@ -63,36 +69,50 @@ def _number(value):
     return None if value is None or not math.isfinite(value) else float(value)
 
 
-def task_report(task, spec, runs, baseline, settings, progress) -> dict:
+def task_report(task, spec, runs, baseline, settings) -> dict:
     metrics = task_metrics(spec)
-    confidence, resamples, seed = settings["confidence"], settings["resamples"], settings["seed"]
     entry = {"main_metric": main_metric(spec), "scores": {}, "breakdown": {}, "comparisons": {}, "notes": [],
              "warnings": []}
-    estimators = {}
+    estimators, jobs = {}, []
     for run in runs:
         tr = run.tasks[task]
         ests = estimators[run.name] = {m: estimator(metrics[m], tr.items[m], tr.file) for m in tr.items}
-        keyed = {(m, None, None): e for m, e in ests.items()}
-        masks = category_masks(tr)
-        for field, cats in masks.items():
-            for cat, keep in cats.items():
-                keyed.update({(m, field, cat): e.restrict(keep) for m, e in ests.items()})
-        draws = bootstrap(keyed, len(tr.keys), rng_for(seed, task, run.name), resamples)
-        progress.update(1)
-        everything = np.ones(len(tr.keys))
-        entry["scores"][run.name] = {m: cell(tr.values[m], draws[(m, None, None)], count(e, everything), confidence)
-                                     for m, e in ests.items()}
         _check_points(entry, run.name, tr, ests)
-        for (m, field, cat), est in keyed.items():
-            if field is not None:
-                slot = entry["breakdown"].setdefault(field, {}).setdefault(cat, {}).setdefault(run.name, {})
-                slot[m] = cell(est.point(), draws[(m, field, cat)], count(est, masks[field][cat]), confidence)
+        keyed = {(run.name, m, None, None): (e, None) for m, e in ests.items()}
+        for field, cats in category_index(tr).items():
+            for cat, index in cats.items():
+                keyed.update({(run.name, m, field, cat): (e.take(index), index) for m, e in ests.items()})
+        jobs.append((len(tr.keys), keyed))
     base = next((r for r in runs if r.name == baseline), None)
-    for run in runs:
-        if base is not None and run is not base:
-            entry["comparisons"][run.name] = compare(task, base, run, metrics, estimators, settings, entry)
-            progress.update(1)
+    pairings = {run.name: pairing(task, base, run, entry) for run in runs if base is not None and run is not base}
+    pairings = {name: pairs for name, pairs in pairings.items() if pairs is not None}
+    matches = {name: matched(name, baseline, pairs, estimators) for name, pairs in pairings.items()}
+    for name, pairs in pairings.items():
+        jobs.append((len(pairs[0]), comparison_estimators(name, matches[name])))
+    by_size = {}  # resamples depend on the document count only: one pass per count
+    for n, keyed in jobs:
+        by_size.setdefault(n, {}).update(keyed)
+    draws = {}
+    for n, keyed in by_size.items():
+        draws.update(bootstrap(keyed, n, settings["seed"], settings["resamples"]))
+    scores(entry, runs, task, estimators, draws, settings["confidence"])
+    for name, pairs in pairings.items():
+        entry["comparisons"][name] = compare(name, metrics, matches[name], len(pairs[0]), draws, settings)
     return entry
+
+
+def scores(entry, runs, task, estimators, draws, confidence):
+    for run in runs:
+        tr = run.tasks[task]
+        entry["scores"][run.name] = {m: cell(tr.values[m], draws[(run.name, m, None, None)],
+                                             count(e, len(tr.keys)), confidence)
+                                     for m, e in estimators[run.name].items()}
+        for field, cats in category_index(tr).items():
+            for cat, index in cats.items():
+                slot = entry["breakdown"].setdefault(field, {}).setdefault(cat, {}).setdefault(run.name, {})
+                for m, e in estimators[run.name].items():
+                    part = e.take(index)
+                    slot[m] = cell(part.point(), draws[(run.name, m, field, cat)], count(part, len(index)), confidence)
 
 
 def _check_points(entry, name, tr, ests):
@@ -104,44 +124,66 @@ def _check_points(entry, name, tr, ests):
                                      f"says {theirs:.6g} (are the samples from another run?)")
 
 
-def compare(task, base, run, metrics, estimators, settings, entry) -> dict:
-    b, r = base.tasks[task], run.tasks[task]
+def pairing(task, base, run, entry):
+    """(baseline indices, run indices) of the documents both scored (same doc_id and doc_hash), or None."""
+    b, r = base.tasks.get(task), run.tasks[task]
+    if b is None:
+        return None
+    if b.keys == r.keys:
+        index = np.arange(len(b.keys))
+        return index, index
     position = {key: i for i, key in enumerate(r.keys)}
     pairs = [(i, position[key]) for i, key in enumerate(b.keys) if key in position]
     if not pairs:
         entry["warnings"].append(f"{run.name}: no document in common with {base.name}; not compared")
-        return {}
-    ib, ir = (np.array(side) for side in zip(*pairs))
-    if len(pairs) != len(b.keys) or len(pairs) != len(r.keys):
-        entry["notes"].append(f"{run.name} vs {base.name}: paired on the {len(pairs)} documents both scored "
-                              f"({base.name} {len(b.keys)}, {run.name} {len(r.keys)}: a different --limit?)")
+        return None
+    entry["notes"].append(f"{run.name} vs {base.name}: paired on the {len(pairs)} documents both scored "
+                          f"({base.name} {len(b.keys)}, {run.name} {len(r.keys)}: a different --limit?)")
     for what, mine, theirs in (("task version", r.version, b.version), ("number of shots", r.n_shot, b.n_shot)):
         if mine != theirs:
             entry["warnings"].append(f"{run.name}: {what} {mine} differs from {base.name}'s {theirs}")
-    keyed, kept = {}, {}
-    for m in estimators[base.name]:
-        if m in NOT_COMPARED or m not in estimators[run.name]:
-            continue
-        eb, er = estimators[base.name][m].take(ib), estimators[run.name][m].take(ir)
-        if isinstance(eb, Mean):  # a document counts where both runs have a value
-            both = ((eb.x[:, 1] > 0) & (er.x[:, 1] > 0)).astype(float)
-            eb, er = eb.restrict(both), er.restrict(both)
-            kept[m] = both > 0
-        keyed[(m, "b")], keyed[(m, "r")] = eb, er
-    # one generator seeded as sacrebleu seeds its paired bootstrap, the same resamples for every metric
-    draws = bootstrap(keyed, len(pairs), np.random.default_rng(settings["seed"]), settings["resamples"])
+    return tuple(np.array(side) for side in zip(*pairs))
+
+
+def paired(eb, er):
+    """The two runs' estimators on the documents where both have a value (a mean over values that may be None)."""
+    if not isinstance(eb, Mean):
+        return eb, er, None
+    both = np.flatnonzero((eb.x[:, 1] > 0) & (er.x[:, 1] > 0))
+    if len(both) == len(eb.x):
+        return eb, er, None
+    return eb.take(both), er.take(both), both
+
+
+def matched(name, baseline, pairs, estimators) -> dict:
+    """``{metric: (baseline estimator, run estimator, index)}`` on the paired documents, index None for all."""
+    ib, ir = pairs
+    return {m: paired(est.take(ib), estimators[name][m].take(ir)) for m, est in estimators[baseline].items()
+            if m not in NOT_COMPARED and m in estimators[name]}
+
+
+def comparison_estimators(name, matches) -> dict:
+    keyed = {}
+    for m, (eb, er, index) in matches.items():
+        keyed[("vs", name, m, "b")], keyed[("vs", name, m, "r")] = (eb, index), (er, index)
+    return keyed
+
+
+def compare(name, metrics, matches, n_pairs, draws, settings) -> dict:
+    """Delta, its interval, p and the test of each metric; the BLEU test is sacrebleu's paired bootstrap, on
+    the resamples it draws (default_rng(seed).choice over the paired documents)."""
     result = {}
-    for m in {key[0]: None for key in keyed}:
-        eb, er = keyed[(m, "b")], keyed[(m, "r")]
+    for m, (eb, er, index) in matches.items():
+        db, dr = draws[("vs", name, m, "b")], draws[("vs", name, m, "r")]
         pb, pr = eb.point(), er.point()
-        delta, diffs = pr - pb, draws[(m, "r")] - draws[(m, "b")]
-        n = int(kept[m].sum()) if m in kept else len(pairs)
+        delta, diffs = pr - pb, dr - db
         if metrics[m].kind == "bleu":
-            test, p = "sacrebleu paired bootstrap", sacrebleu_p(draws[(m, "b")], draws[(m, "r")], pb, pr)
+            test, p = "sacrebleu paired bootstrap", sacrebleu_p(db, dr, pb, pr)
         elif metrics[m].binary:
-            test, p = "McNemar exact", mcnemar_p(eb.x[kept[m], 0], er.x[kept[m], 0])
+            test, p = "McNemar exact", mcnemar_p(eb.x[:, 0], er.x[:, 0])
         else:
             test, p = "paired bootstrap", bootstrap_p(diffs, delta)
+        n = n_pairs if index is None else len(index)
         result[m] = {"delta": _number(delta), "ci": interval(diffs, settings["confidence"]), "p": p,
                      "p_holm": None, "test": test, "n": n}
     return result
@@ -162,7 +204,8 @@ def report_data(runs, skipped, specs, settings, progress) -> dict:
     tasks = {}
     for task in sorted({t for run in runs for t in run.tasks}):
         having = [run for run in runs if task in run.tasks]
-        tasks[task] = task_report(task, specs[task], having, settings["baseline"], settings, progress)
+        tasks[task] = task_report(task, specs[task], having, settings["baseline"], settings)
+        progress.update(1)
     holm(tasks)
     return {"settings": settings,
             "runs": {run.name: {"path": run.path, "model": run.model, "results_file": run.results_file}
@@ -170,7 +213,6 @@ def report_data(runs, skipped, specs, settings, progress) -> dict:
             "tasks": tasks, "skipped": skipped}
 
 
-def units(runs, baseline) -> int:
-    """Resampling steps, for the progress bar: one per task and run, one per comparison."""
-    base = next(r for r in runs if r.name == baseline)
-    return sum(len(r.tasks) for r in runs) + sum(len(set(r.tasks) & set(base.tasks)) for r in runs if r is not base)
+def units(runs) -> int:
+    """Resampling steps, for the progress bar: one per task."""
+    return len({t for run in runs for t in run.tasks})

@@ -11,19 +11,32 @@ import functools
 import numpy as np
 
 CELLS = 2_000_000  # documents x resamples per chunk: bounds the memory of a multiplicity matrix
+KEPT_CELLS = 10_000_000  # the resamples of one document count are kept for the next task up to this size
+_kept = {}
 
 
-def chunks(rng, n: int, resamples: int):
+def chunks(seed: int, n: int, resamples: int):
     """Multiplicity matrices of ``resamples`` bootstrap resamples of ``n`` documents, a few rows at a time.
 
-    The indices are ``rng.choice(n, size=(resamples, n))`` drawn chunk by chunk (the same stream as one draw,
-    which is what sacrebleu's paired bootstrap draws)."""
-    size = max(1, min(resamples, CELLS // max(n, 1)))
+    The indices are ``default_rng(seed).choice(n, size=(resamples, n))`` (drawn chunk by chunk: the same
+    stream), which is what sacrebleu's paired bootstrap draws; so every task of ``n`` documents gets the same
+    resamples, and the last ones drawn are kept for the next task of that size."""
+    key = (seed, n, resamples)
+    if key in _kept:
+        yield from _kept[key]
+        return
+    rng, size, made = np.random.default_rng(seed), max(1, min(resamples, CELLS // max(n, 1))), []
     for start in range(0, resamples, size):
         rows = min(size, resamples - start)
-        idx = rng.choice(n, size=(rows, n), replace=True)
+        idx = rng.integers(0, n, size=(rows, n))  # = rng.choice(n, size=(rows, n), replace=True)
         flat = (idx + (np.arange(rows) * n)[:, None]).ravel()
-        yield np.bincount(flat, minlength=rows * n).reshape(rows, n).astype(float)
+        w = np.bincount(flat, minlength=rows * n).reshape(rows, n).astype(float)
+        if n * resamples <= KEPT_CELLS:
+            made.append(w)
+        yield w
+    _kept.clear()
+    if made:
+        _kept[key] = made
 
 
 class Linear:
@@ -31,9 +44,6 @@ class Linear:
 
     def __init__(self, x):
         self.x = np.asarray(x, dtype=float)
-
-    def restrict(self, keep):
-        return type(self)(self.x * keep[:, None])
 
     def take(self, index):
         return type(self)(self.x[index])
@@ -72,9 +82,10 @@ def _bleu():
 
 def bleu_statistics(pairs) -> np.ndarray:
     """sacrebleu's per-segment sufficient statistics of (hypothesis, reference) pairs (documents x 10)."""
-    hyps = [str(h) for h, _ in pairs]
-    refs = [str(r) for _, r in pairs]
-    return np.array(_bleu()._extract_corpus_statistics(hyps, [refs]), dtype=np.int64).reshape(len(hyps), -1)
+    from .ngrams import bleu_statistics as statistics
+
+    pairs = [(str(h), str(r)) for h, r in pairs]
+    return statistics([h for h, _ in pairs], [r for _, r in pairs], _bleu())
 
 
 class Bleu(Linear):
@@ -96,9 +107,8 @@ class Distinct:
     an n-gram found in one document only counts when that document is drawn; the others through a sparse
     document x n-gram matrix."""
 
-    def __init__(self, single, shared, totals, keep=None):
+    def __init__(self, single, shared, totals):
         self.single, self.shared, self.totals = single, shared, totals
-        self.keep = np.ones(len(totals)) if keep is None else keep
 
     @classmethod
     def of(cls, texts, order):
@@ -106,36 +116,27 @@ class Distinct:
 
         from qahub.metrics.topical_chat.responses import _tokenizer_13a
 
-        split = _tokenizer_13a()
-        ids, rows, cols, totals = {}, [], [], []
-        for row, text in enumerate(texts):
-            toks = split(str(text).lower()).split()
-            grams = {ids.setdefault(tuple(toks[i:i + order]), len(ids)) for i in range(len(toks) - order + 1)}
-            rows += [row] * len(grams)
-            cols += grams
-            totals.append(max(len(toks) - order + 1, 0))
-        rows, cols = np.array(rows, dtype=np.int64), np.array(cols, dtype=np.int64)
-        docs = np.bincount(cols, minlength=len(ids))
+        from .ngrams import distinct_table
+
+        rows, cols, totals = distinct_table(_tokenizer_13a(), [str(text).lower() for text in texts], order)
+        docs = np.bincount(cols)
         alone = docs[cols] == 1
         single = np.bincount(rows[alone], minlength=len(texts)).astype(float)
         shared_ids = np.unique(cols[~alone], return_inverse=True)[1]
         shared = sparse.csr_matrix((np.ones(len(shared_ids)), (shared_ids, rows[~alone])),
                                    shape=(int(shared_ids.max(initial=-1)) + 1, len(texts)))
-        return cls(single, shared, np.array(totals, dtype=float))
-
-    def restrict(self, keep):
-        return Distinct(self.single, self.shared, self.totals, self.keep * keep)
+        return cls(single, shared, totals.astype(float))
 
     def take(self, index):
-        return Distinct(self.single[index], self.shared[:, index], self.totals[index], self.keep[index])
+        return Distinct(self.single[index], self.shared[:, index], self.totals[index])
 
     def point(self):
         return float(self(np.ones((1, len(self.totals))))[0])
 
     def __call__(self, w):
-        drawn = (w * self.keep > 0).astype(float)
+        drawn = (w > 0).astype(float)
         unique = drawn @ self.single + (np.asarray(self.shared @ drawn.T) > 0).sum(0)
-        total = (w * self.keep) @ self.totals
+        total = w @ self.totals
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(total > 0, unique / np.where(total > 0, total, 1), 0.0)
 
@@ -151,13 +152,33 @@ def interval(draws, confidence: float) -> list:
     return [float(low), float(high)]
 
 
-def bootstrap(estimators: dict, n: int, rng, resamples: int) -> dict:
-    """``{key: draws}`` of every estimator on the same resamples of ``n`` documents."""
+def bootstrap(estimators: dict, n: int, seed: int, resamples: int) -> dict:
+    """``{key: draws}`` of every estimator on the same resamples of ``n`` documents. ``estimators`` maps a key
+    to ``(estimator, index)``: the estimator is of the documents ``index`` (None: all) of the resampled ones.
+    The linear ones of one index share one matrix product per chunk."""
+    groups = {}
+    for key, (_, index) in estimators.items():
+        groups.setdefault(None if index is None else id(index), (index, []))[1].append(key)
+    plans = [_plan(index, {key: estimators[key][0] for key in keys}) for index, keys in groups.values()]
     draws = {key: [] for key in estimators}
-    for w in chunks(rng, n, resamples):
-        for key, estimator in estimators.items():
-            draws[key].append(estimator(w))
-    return {key: np.concatenate(parts) if parts else np.array([]) for key, parts in draws.items()}
+    for w in chunks(seed, n, resamples):
+        for index, columns, linear, other in plans:
+            part = w if index is None else w[:, index]
+            sums = part @ columns if linear else None
+            for key, est, where in linear:
+                draws[key].append(est.finish(sums[:, where]))
+            for key, est in other:
+                draws[key].append(est(part))
+    return {key: np.concatenate(parts) for key, parts in draws.items()}
+
+
+def _plan(index, estimators):
+    linear = [(key, est) for key, est in estimators.items() if isinstance(est, Linear)]
+    other = [(key, est) for key, est in estimators.items() if not isinstance(est, Linear)]
+    columns = np.hstack([est.x for _, est in linear]) if linear else None
+    ends = np.cumsum([est.x.shape[1] for _, est in linear])
+    slices = [slice(end - est.x.shape[1], end) for end, (_, est) in zip(ends, linear)]
+    return index, columns, [(key, est, where) for (key, est), where in zip(linear, slices)], other
 
 
 def mcnemar_p(base, other) -> float:
