@@ -44,7 +44,19 @@ def main_metric(spec) -> str:
 
 
 def category_index(task_run) -> dict:
-    """``{field: {category: document indices}}`` of the fields with two categories or more, in natural order."""
+    """``{field: {category: document indices}}`` of the fields with two categories or more, in natural order;
+    runs whose documents have the same categories get the same arrays."""
+    key = (task_run.task, tuple(tuple(v) for v in task_run.categories.values()))
+    if key not in _INDEX:
+        _INDEX.clear()
+        _INDEX[key] = _category_index(task_run)
+    return _INDEX[key]
+
+
+_INDEX = {}
+
+
+def _category_index(task_run) -> dict:
     found = {}
     for field, values in task_run.categories.items():
         values = np.array(values, dtype=object)

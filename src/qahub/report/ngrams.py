@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-SEPARATOR = "\x00"  # no 13a rule touches it, and each segment keeps the padding spaces 13a gives it alone
+SEPARATOR = "\x01"  # not whitespace, no 13a rule touches it, and each segment keeps the padding spaces 13a gives it alone
 
 
 def tokenize(tokenizer, segments) -> list[str]:
@@ -18,15 +18,14 @@ def tokenize(tokenizer, segments) -> list[str]:
     return call(tokenizer, f" {SEPARATOR} ".join(segments) + f" {SEPARATOR}").split()
 
 
-def token_ids(tokens: list[str], vocabulary: dict) -> tuple[np.ndarray, np.ndarray]:
-    """Ids of the tokens (``vocabulary`` shared between calls) and each segment's number of tokens, from
-    ``tokenize``'s output."""
-    vocabulary.setdefault(SEPARATOR, -1)
-    ids = np.fromiter((vocabulary.setdefault(tok, len(vocabulary)) for tok in tokens), dtype=np.int64,
-                      count=len(tokens))
-    ends = np.flatnonzero(ids == -1)
-    lengths = np.diff(ends, prepend=-1) - 1
-    return ids[ids != -1], lengths
+def token_ids(tokens: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Ids of the tokens (pandas.factorize) and each segment's number of tokens, from ``tokenize``'s output."""
+    import pandas
+
+    tokens = np.array(tokens, dtype=object)
+    ends = np.flatnonzero(tokens == SEPARATOR)
+    words = np.delete(tokens, ends)
+    return pandas.factorize(words)[0].astype(np.int64), np.diff(ends, prepend=-1) - 1
 
 
 def grams(ids: np.ndarray, lengths: np.ndarray, max_order: int):
@@ -54,7 +53,7 @@ def bleu_statistics(hypotheses, references, metric) -> np.ndarray:
     max_order = metric.max_ngram_order
     n = len(hypotheses)
     segments = [s.lower() if metric.lowercase else s for s in [*hypotheses, *references]]
-    ids, lengths = token_ids(tokenize(metric.tokenizer, [s.rstrip() for s in segments]), {})
+    ids, lengths = token_ids(tokenize(metric.tokenizer, [s.rstrip() for s in segments]))
     stats = np.zeros((n, 2 + 2 * max_order), dtype=np.int64)
     stats[:, 0], stats[:, 1] = lengths[:n], lengths[n:]
     for k, (segment, gram) in enumerate(grams(ids, lengths, max_order)):
@@ -71,7 +70,7 @@ def bleu_statistics(hypotheses, references, metric) -> np.ndarray:
 
 def distinct_table(tokenizer, segments, order: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(document, n-gram id) of each distinct n-gram of each tokenized segment, and each one's number of n-grams."""
-    ids, lengths = token_ids(tokenize(tokenizer, segments), {})
+    ids, lengths = token_ids(tokenize(tokenizer, segments))
     segment, gram = next(g for k, g in enumerate(grams(ids, lengths, order), 1) if k == order)
     size = int(gram.max(initial=0)) + 1
     keys = np.unique(segment * size + gram)

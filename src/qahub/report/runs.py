@@ -136,65 +136,65 @@ def read_run(name: str | None, path: Path, specs: dict) -> tuple[Run, list[str]]
         if not samples.is_file():
             raise ReportError(f"{chosen}: task {task} has no samples file {samples.name}; "
                               "rerun lm_eval with --log_samples")
-        run.tasks[task] = read_task(task, samples, results, specs[task])
+        run.tasks[task] = read_task(task, samples, results, specs[task], str(chosen))
     if not run.tasks:
         raise ReportError(f"{chosen}: holds no qahub task (it has {', '.join(sorted(results['results'])) or 'none'})")
     return run, skipped
 
 
-def read_task(task: str, samples: Path, results: dict, spec: dict) -> TaskRun:
+def read_task(task: str, samples: Path, results: dict, spec: dict, results_name: str) -> TaskRun:
     metrics = task_metrics(spec)
-    scores = results["results"][task]
     categories = spec.get("categories", {})
-    keys, items, cats = [], {m: [] for m in metrics}, {f: [] for f in categories}
-    present = None
+    present = _metrics_logged(samples, metrics)
+    keys, items, cats = [], {m: [] for m in present}, {f: [] for f in categories}
+    columns, fields = list(items.items()), [(categories[f], column) for f, column in cats.items()]
+    loads, number = json.loads, 0
     with open(samples, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            where = f"{samples}: line {number}"
-            sample = _sample(line, where)
-            if present is None:
-                present = [m for m in metrics if m in sample]
-            keys.append(_key(sample, where))
-            try:
-                for metric in present:
-                    items[metric].append(sample[metric])
+        try:
+            for number, line in enumerate(handle, 1):  # noqa: B007 - the line an error names
+                sample = loads(line)
+                keys.append((sample["doc_id"], sample["doc_hash"]))
+                for metric, column in columns:
+                    column.append(sample[metric])
                 doc = sample["doc"]
-                for name, category in categories.items():
-                    cats[name].append(str(category(doc)))
-            except (KeyError, TypeError, IndexError, AttributeError, ValueError) as err:
-                raise ReportError(f"{where}: not a logged sample of {task} ({type(err).__name__}: {err})") from None
+                for category, column in fields:
+                    column.append(str(category(doc)))
+        except json.JSONDecodeError as err:
+            raise ReportError(f"{samples}: line {number}: not JSON ({err.msg}); the samples file is damaged") from None
+        except (KeyError, TypeError, IndexError, AttributeError, ValueError) as err:
+            raise ReportError(f"{samples}: line {number}: not a logged sample of {task} "
+                              f"({type(err).__name__}: {err})") from None
     if not keys:
         raise ReportError(f"{samples}: no samples")
+    _check_keys(samples, keys)
+    scores = results["results"][task]
     values = {}
     for metric in present:
         key = f"{metric},none"
-        if not isinstance(scores.get(key), int | float):
-            raise ReportError(f"{results_path(samples)}: task {task} has no number {key!r}")
+        if not isinstance(scores.get(key), int | float) or isinstance(scores.get(key), bool):
+            raise ReportError(f"{results_name}: task {task} has no number {key!r}")
         values[metric] = float(scores[key])
-    limit = (results.get("config") or {}).get("limit")
-    return TaskRun(task, str(samples), values, keys, {m: items[m] for m in present}, cats,
-                   (results.get("versions") or {}).get(task), (results.get("n-shot") or {}).get(task), limit)
+    return TaskRun(task, str(samples), values, keys, items, cats, (results.get("versions") or {}).get(task),
+                   (results.get("n-shot") or {}).get(task), (results.get("config") or {}).get("limit"))
 
 
-def results_path(samples: Path) -> str:
-    return str(samples.parent / "results_*.json")
-
-
-def _sample(line: str, where: str) -> dict:
+def _metrics_logged(samples: Path, metrics: dict) -> list:
+    """The task's metrics the first sample has (a judge score only when the run had a judge)."""
+    with open(samples, encoding="utf-8") as handle:
+        first = handle.readline()
     try:
-        sample = json.loads(line)
+        sample = json.loads(first) if first.strip() else {}
     except json.JSONDecodeError as err:
-        raise ReportError(f"{where}: not JSON ({err.msg}); the samples file is damaged") from None
+        raise ReportError(f"{samples}: line 1: not JSON ({err.msg}); the samples file is damaged") from None
     if not isinstance(sample, dict):
-        raise ReportError(f"{where}: not a JSON object")
-    return sample
+        raise ReportError(f"{samples}: line 1: not a JSON object")
+    return [m for m in metrics if m in sample]
 
 
-def _key(sample: dict, where: str) -> tuple:
-    doc_id, doc_hash = sample.get("doc_id"), sample.get("doc_hash")
-    if not isinstance(doc_id, int) or not isinstance(doc_hash, str):
-        raise ReportError(f"{where}: no doc_id / doc_hash (not an lm-eval samples line)")
-    return doc_id, doc_hash
+def _check_keys(samples: Path, keys: list):
+    for number, (doc_id, doc_hash) in enumerate(keys, 1):
+        if not isinstance(doc_id, int) or not isinstance(doc_hash, str):
+            raise ReportError(f"{samples}: line {number}: doc_id / doc_hash are not an integer and a hash")
 
 
 def numbers(items: list, where: str) -> tuple[np.ndarray, np.ndarray]:

@@ -123,7 +123,7 @@ class Distinct:
         alone = docs[cols] == 1
         single = np.bincount(rows[alone], minlength=len(texts)).astype(float)
         shared_ids = np.unique(cols[~alone], return_inverse=True)[1]
-        shared = sparse.csr_matrix((np.ones(len(shared_ids)), (shared_ids, rows[~alone])),
+        shared = sparse.csr_matrix((np.ones(len(shared_ids), dtype=np.float32), (shared_ids, rows[~alone])),
                                    shape=(int(shared_ids.max(initial=-1)) + 1, len(texts)))
         return cls(single, shared, totals.astype(float))
 
@@ -134,7 +134,7 @@ class Distinct:
         return float(self(np.ones((1, len(self.totals))))[0])
 
     def __call__(self, w):
-        drawn = (w > 0).astype(float)
+        drawn = (w > 0).astype(np.float32)  # exact: counts of documents
         unique = drawn @ self.single + (np.asarray(self.shared @ drawn.T) > 0).sum(0)
         total = w @ self.totals
         with np.errstate(invalid="ignore", divide="ignore"):
