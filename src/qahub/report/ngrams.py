@@ -3,6 +3,8 @@ distinct-n: the same numbers as sacrebleu's per-segment Counter code, without a 
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 SEPARATOR = "\x01"  # not whitespace, no 13a rule touches it, and each segment keeps the padding spaces 13a gives it alone
@@ -12,10 +14,35 @@ def tokenize(tokenizer, segments) -> list[str]:
     """sacrebleu's 13a ``tokenizer`` of each segment, run once over the segments joined by a separator (its
     rules look one character around a match, and around a segment they see the same spaces as alone); one
     call per segment when a segment holds the separator. Returns the tokens, a separator after each segment."""
-    call = getattr(type(tokenizer).__call__, "__wrapped__", None)  # past its lru_cache: one huge line
-    if call is None or any(SEPARATOR in s for s in segments):
+    if any(SEPARATOR in s for s in segments):
         return [tok for s in segments for tok in (*tokenizer(s).split(), SEPARATOR)]
-    return call(tokenizer, f" {SEPARATOR} ".join(segments) + f" {SEPARATOR}").split()
+    return _13a(tokenizer)(f" {SEPARATOR} ".join(segments) + f" {SEPARATOR}").split()
+
+
+def _13a(tokenizer):
+    """A 13a ``tokenizer`` without its lru_cache (the joined line is huge) and with its first rule (pad a set of
+    characters with spaces) leaving out the space: one regex match per space otherwise, for the same tokens."""
+    from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
+
+    rules = getattr(getattr(tokenizer, "_post_tokenizer", None), "_re", None)
+    if type(tokenizer) is not Tokenizer13a or not rules or rules[0][0].pattern != _PAD_RULE or rules[0][1] != r" \1 ":
+        return getattr(type(tokenizer).__call__, "__wrapped__", tokenizer.__call__).__get__(tokenizer)
+    # the characters rule 1 pads, but the space (padding it only adds spaces, which the last step collapses)
+    pad = re.compile("([" + re.escape("".join(c for c in map(chr, range(33, 128)) if rules[0][0].fullmatch(c))) + "])")
+
+    def call(line):
+        line = line.replace("<skipped>", "").replace("-\n", "").replace("\n", " ")
+        if "&" in line:
+            line = line.replace("&quot;", '"').replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">")
+        line = pad.sub(r" \1 ", f" {line} ")
+        for rule, replacement in rules[1:]:
+            line = rule.sub(replacement, line)
+        return " ".join(line.split())
+
+    return call
+
+
+_PAD_RULE = r"([\{-\~\[-\` -\&\(-\+\:-\@\/])"  # sacrebleu 2's 13a rule 1: ASCII punctuation, padded
 
 
 def token_ids(tokens: list[str]) -> tuple[np.ndarray, np.ndarray]:

@@ -121,7 +121,7 @@ class Distinct:
         rows, cols, totals = distinct_table(_tokenizer_13a(), [str(text).lower() for text in texts], order)
         docs = np.bincount(cols)
         alone = docs[cols] == 1
-        single = np.bincount(rows[alone], minlength=len(texts)).astype(float)
+        single = np.bincount(rows[alone], minlength=len(texts)).astype(np.float32)
         shared_ids = np.unique(cols[~alone], return_inverse=True)[1]
         shared = sparse.csr_matrix((np.ones(len(shared_ids), dtype=np.float32), (shared_ids, rows[~alone])),
                                    shape=(int(shared_ids.max(initial=-1)) + 1, len(texts)))
