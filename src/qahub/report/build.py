@@ -170,7 +170,9 @@ def paired(eb, er):
 def matched(name, baseline, pairs, estimators) -> dict:
     """``{metric: (baseline estimator, run estimator, index)}`` on the paired documents, index None for all."""
     ib, ir = pairs
-    return {m: paired(est.take(ib), estimators[name][m].take(ir)) for m, est in estimators[baseline].items()
+    # the same documents in the same order (pairing gives one array twice): the runs' own estimators
+    take = (lambda est, index: est) if ib is ir else (lambda est, index: est.take(index))  # noqa: E731
+    return {m: paired(take(est, ib), take(estimators[name][m], ir)) for m, est in estimators[baseline].items()
             if m not in NOT_COMPARED and m in estimators[name]}
 
 

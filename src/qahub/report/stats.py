@@ -158,21 +158,27 @@ def bootstrap(estimators: dict, n: int, seed: int, resamples: int) -> dict:
     The linear ones of one index share one matrix product per chunk."""
     groups = {}
     for key, (_, index) in estimators.items():
-        groups.setdefault(None if index is None else id(index), (index, []))[1].append(key)
+        groups.setdefault(_group(index), (index, []))[1].append(key)
     plans = [_plan(index, {key: estimators[key][0] for key in keys}) for index, keys in groups.values()]
-    draws = {key: [] for key in estimators}
+    draws = {(_group(index), id(est)): [] for est, index in estimators.values()}
     for w in chunks(seed, n, resamples):
         for index, columns, linear, other in plans:
             part = w if index is None else w[:, index]
             sums = part @ columns if linear else None
             for key, est, where in linear:
-                draws[key].append(est.finish(sums[:, where]))
+                draws[(_group(index), key)].append(est.finish(sums[:, where]))
             for key, est in other:
-                draws[key].append(est(part))
-    return {key: np.concatenate(parts) for key, parts in draws.items()}
+                draws[(_group(index), key)].append(est(part))
+    return {key: np.concatenate(draws[(_group(index), id(est))]) for key, (est, index) in estimators.items()}
+
+
+def _group(index):
+    return None if index is None else id(index)
 
 
 def _plan(index, estimators):
+    """Each estimator once (a comparison shares the runs' own), linear ones as columns of one matrix."""
+    estimators = {id(est): est for est in estimators.values()}
     linear = [(key, est) for key, est in estimators.items() if isinstance(est, Linear)]
     other = [(key, est) for key, est in estimators.items() if not isinstance(est, Linear)]
     columns = np.hstack([est.x for _, est in linear]) if linear else None
