@@ -49,7 +49,7 @@ def task_blocks(task, entry, settings, figures):
     for field, cats in entry["breakdown"].items():
         out.append(("h", 3, f"{task} by {field} ({main}; unparseable)"))
         names = list(entry["scores"])
-        rows = [[cat] + [_cat_text(per_run.get(name)) for name in names] for cat, per_run in cats.items()]
+        rows = [[cat] + [_cat_text(per_run.get(name), main) for name in names] for cat, per_run in cats.items()]
         out.append(("table", [field, *names], rows))
         out += [("img", name) for name in figures.get(task, []) if name.endswith(f"_{field}.png")]
     if any(entry["comparisons"].values()):
@@ -62,10 +62,9 @@ def task_blocks(task, entry, settings, figures):
     return out
 
 
-def _cat_text(scores):
-    if not scores:
+def _cat_text(scores, main):
+    if not scores or main not in scores:
         return "–"
-    main = next(iter(scores))
     text = f"{score_text(scores[main])} n={scores[main]['n']}"
     return text + (f"; {fmt(scores['unparseable']['value'])}" if "unparseable" in scores else "")
 
@@ -148,7 +147,7 @@ def _bars(title, labels, series) -> bytes:
     ax.set_xticks(x, labels, rotation=20 if len(labels) > 3 else 0)
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8)
-    fig.tight_layout()
+    fig.subplots_adjust(left=0.12, right=0.98, top=0.88, bottom=0.14)  # fixed margins: tight_layout is slow
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", metadata={"Software": None})
     plt.close(fig)
