@@ -87,6 +87,7 @@ def test_every_qahub_task_is_reported_with_lm_eval_s_own_numbers(report, runs, p
     for name in ("half", "oracle"):
         results = _results(runs[name])
         for task, entry in data["tasks"].items():
+            assert not entry["warnings"], entry["warnings"]  # the samples recompute to lm-eval's numbers
             scores = entry["scores"][name]
             assert "unparseable" in scores
             for metric, cell in scores.items():
@@ -224,3 +225,52 @@ def test_two_runs_of_one_name_and_a_foreign_folder_are_refused(runs, tmp_path):
     done = qahub("report", str(runs["half"]), "--out", str(foreign), "--resamples", "20")
     assert done.returncode == 1 and "--overwrite" in done.stderr
     assert (foreign / "notes.txt").read_text(encoding="utf-8") == "keep me"
+
+
+HOSTILE = ["a", "\x00", "\x01x", "b", "the", ",", ".", ",x", ".5", "5.", "3.5", "-", "5-", "-5", "Hello", "&quot;",
+           "&AMP;", "&amp;", "&lt;", "é", "İstanbul", "it's", "<skipped>", "-\n", "\n", "\t", "  ", "{", "~", "`", "[",
+           "@", "/", "+", "(", "日本語", "?!"]
+
+
+def _hostile_lines(rng, count):
+    def line():
+        words = "".join(rng.choice(HOSTILE) + rng.choice(["", " "]) for _ in range(rng.randint(0, 12)))
+        return rng.choice(["", " ", ".", "-"]) + words + rng.choice(["", " ", "\n", ".", "-"])
+    return [line() for _ in range(count)]
+
+
+def test_bleu_statistics_and_distinct_n_are_sacrebleu_s_and_the_metric_s_own():
+    import random
+
+    from qahub.metrics.topical_chat.responses import distinct
+    from sacrebleu.metrics import BLEU
+
+    from qahub.report.stats import Distinct, bleu_statistics
+
+    rng = random.Random(7)
+    for size in (1, 300):
+        hyps, refs = _hostile_lines(rng, size), _hostile_lines(rng, size)
+        ours = bleu_statistics(list(zip(hyps, refs)))
+        assert ours.tolist() == BLEU()._extract_corpus_statistics(hyps, [refs])
+        draw = np.random.default_rng(size).integers(0, size, size)
+        w = np.bincount(draw, minlength=size)[None, :].astype(float)
+        for order in (1, 2):
+            est = Distinct.of(hyps, order)
+            assert est.point() == distinct(hyps, order)
+            assert est(w)[0] == distinct([hyps[i] for i in draw], order)  # a resample with repeated documents
+    joined = [s + "\x01" for s in hyps]  # a segment holding the separator: tokenized one by one
+    assert bleu_statistics(list(zip(joined, refs))).tolist() == BLEU()._extract_corpus_statistics(joined, [refs])
+
+
+def test_a_different_task_version_is_a_warning(runs, tmp_path):
+    run = _copy(runs["oracle"], tmp_path / "run")
+    path = next(run.glob("results_*.json"))
+    results = json.loads(path.read_text(encoding="utf-8"))
+    results["versions"]["qahub_limur"] = 2.0
+    path.write_text(json.dumps(results), encoding="utf-8")
+    out = tmp_path / "out"
+    done = qahub("report", f"a={runs['oracle']}", f"b={run}", "--out", str(out), "--resamples", "20")
+    assert done.returncode == 0, done.stderr
+    data = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert any("task version 2.0 differs" in w for w in data["tasks"]["qahub_limur"]["warnings"])
+    assert not data["tasks"]["qahub_jeopardy"]["warnings"]

@@ -141,6 +141,9 @@ def pairing(task, base, run, entry):
     b, r = base.tasks.get(task), run.tasks[task]
     if b is None:
         return None
+    for what, mine, theirs in (("task version", r.version, b.version), ("number of shots", r.n_shot, b.n_shot)):
+        if mine != theirs:
+            entry["warnings"].append(f"{run.name}: {what} {mine} differs from {base.name}'s {theirs}")
     if b.keys == r.keys:
         index = np.arange(len(b.keys))
         return index, index
@@ -151,9 +154,6 @@ def pairing(task, base, run, entry):
         return None
     entry["notes"].append(f"{run.name} vs {base.name}: paired on the {len(pairs)} documents both scored "
                           f"({base.name} {len(b.keys)}, {run.name} {len(r.keys)}: a different --limit?)")
-    for what, mine, theirs in (("task version", r.version, b.version), ("number of shots", r.n_shot, b.n_shot)):
-        if mine != theirs:
-            entry["warnings"].append(f"{run.name}: {what} {mine} differs from {base.name}'s {theirs}")
     return tuple(np.array(side) for side in zip(*pairs))
 
 

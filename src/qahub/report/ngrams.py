@@ -10,13 +10,17 @@ import numpy as np
 SEPARATOR = "\x01"  # not whitespace, no 13a rule touches it, and each segment keeps the padding spaces 13a gives it alone
 
 
-def tokenize(tokenizer, segments) -> list[str]:
-    """sacrebleu's 13a ``tokenizer`` of each segment, run once over the segments joined by a separator (its
-    rules look one character around a match, and around a segment they see the same spaces as alone); one
-    call per segment when a segment holds the separator. Returns the tokens, a separator after each segment."""
+def tokenize(tokenizer, segments) -> tuple[np.ndarray, np.ndarray]:
+    """The tokens (an object array) of sacrebleu's 13a ``tokenizer`` over all segments and each one's number of
+    tokens. The tokenizer runs once over the segments joined by a separator (its rules look one character
+    around a match, and around a segment they see the same spaces as alone); once per segment when a segment
+    holds the separator."""
     if any(SEPARATOR in s for s in segments):
-        return [tok for s in segments for tok in (*tokenizer(s).split(), SEPARATOR)]
-    return _13a(tokenizer)(f" {SEPARATOR} ".join(segments) + f" {SEPARATOR}").split()
+        split = [tokenizer(s).split() for s in segments]
+        return np.array([tok for toks in split for tok in toks], dtype=object), np.array([len(x) for x in split])
+    tokens = np.array(_13a(tokenizer)(f" {SEPARATOR} ".join(segments) + f" {SEPARATOR}").split(), dtype=object)
+    ends = np.flatnonzero(tokens == SEPARATOR)
+    return np.delete(tokens, ends), np.diff(ends, prepend=-1) - 1
 
 
 def _13a(tokenizer):
@@ -45,14 +49,12 @@ def _13a(tokenizer):
 _PAD_RULE = r"([\{-\~\[-\` -\&\(-\+\:-\@\/])"  # sacrebleu 2's 13a rule 1: ASCII punctuation, padded
 
 
-def token_ids(tokens: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Ids of the tokens (pandas.factorize) and each segment's number of tokens, from ``tokenize``'s output."""
+def token_ids(tokenized: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """Ids of ``tokenize``'s tokens (pandas.factorize: equal tokens, equal ids) and the segments' lengths."""
     import pandas
 
-    tokens = np.array(tokens, dtype=object)
-    ends = np.flatnonzero(tokens == SEPARATOR)
-    words = np.delete(tokens, ends)
-    return pandas.factorize(words)[0].astype(np.int64), np.diff(ends, prepend=-1) - 1
+    tokens, lengths = tokenized
+    return pandas.factorize(tokens)[0].astype(np.int64), lengths.astype(np.int64)
 
 
 def grams(ids: np.ndarray, lengths: np.ndarray, max_order: int):
