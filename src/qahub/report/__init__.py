@@ -55,14 +55,14 @@ def check_out(out: Path, overwrite: bool):
 
 
 def write_folder(out: Path, data: dict):
-    """Everything into a sibling temporary folder, renamed into place when complete."""
+    """Everything into a temporary folder beside ``out`` (removed on any error), renamed into place when complete."""
     from .render import blocks, figures, markdown, page
 
     out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
-    try:
+    with tempfile.TemporaryDirectory(prefix=f".{out.name}.partial-", dir=out.parent) as work:
+        staging = Path(work) / out.name
+        (staging / "figures").mkdir(parents=True)
         names, images = figures(data)
-        (staging / "figures").mkdir()
         for name, png in images.items():
             (staging / "figures" / name).write_bytes(png)
         report = blocks(data, names)
@@ -73,6 +73,3 @@ def write_folder(out: Path, data: dict):
         if out.exists():
             shutil.rmtree(out)
         staging.rename(out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
