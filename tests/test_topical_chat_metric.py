@@ -619,9 +619,11 @@ def aggregate(rows):
 
 
 def test_task_contract():
+    assert set(task_api.TASKS) == {"qahub_topical_chat_freq", "qahub_topical_chat_rare"}
+    assert task_api.TASKS["qahub_topical_chat_rare"]["splits"] == ["test_rare", "valid_rare"]
     spec = task_api.TASKS["qahub_topical_chat_freq"]
     assert spec["configs"] == ["conversations"] and spec["fewshot_split"] == "train"
-    assert spec["splits"] == ["test_freq", "valid_freq", "test_rare", "valid_rare", "train"]
+    assert spec["splits"] == ["test_freq", "valid_freq"]
     assert spec["until"] == ["\n"]
     assert {name: better for name, (_, better) in spec["metrics"].items()} == {
         "f1": True, "knowledge_f1": True, "bleu": True, "distinct_1": True, "distinct_2": True, "unparseable": False}
