@@ -28,17 +28,18 @@ def sentence(rng, low=6, high=20):
 
 
 def make_doc(task, i, rng):
-    """The fields a task's prompt and categories read, with text of a realistic length."""
+    """The fields a task's prompt and categories read, the lines about as long as lm-eval's lines of the
+    bundled samples (doc2dial ~5 kB, LIMUR ~4 kB, the others ~2 kB)."""
     text = sentence(rng, 60, 120)
     if task == "qahub_limur":
-        return {"instruction": text, "inputs": {"text": sentence(rng)}, "outputs": "А",
+        return {"instruction": sentence(rng, 200, 360), "inputs": {"text": sentence(rng)}, "outputs": "А",
                 "meta": {"id": i, "task_type": TYPES[i % 4], "context_type": ["text", "table", "none"][i % 3]}}
     if task.startswith("qahub_jemhopqa"):
-        return {"qid": str(i), "type": i % 2, "question": sentence(rng), "answer": sentence(rng, 1, 3)}
+        return {"qid": str(i), "type": i % 2, "question": sentence(rng, 40, 80), "answer": sentence(rng, 1, 3)}
     if task == "qahub_jeopardy":
         return {"question_id": i, "question_number": 1 + i % 5, "question": text, "answer": sentence(rng, 1, 2)}
     if task.startswith("qahub_doc2dial"):
-        return {"id": str(i), "domain": DOMAINS[i % 4], "document": text + " " + sentence(rng, 100, 200)}
+        return {"id": str(i), "domain": DOMAINS[i % 4], "document": text + " " + sentence(rng, 300, 500)}
     return {"conversation_id": str(i), "turn_index": i % 20, "knowledge": text, "history_messages": [sentence(rng)]}
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import operator
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -146,16 +147,14 @@ def read_task(task: str, samples: Path, results: dict, spec: dict, results_name:
     metrics = task_metrics(spec)
     categories = spec.get("categories", {})
     present = _metrics_logged(samples, metrics)
-    keys, items, cats = [], {m: [] for m in present}, {f: [] for f in categories}
-    columns, fields = list(items.items()), [(categories[f], column) for f, column in cats.items()]
-    loads, number = json.loads, 0
+    rows, cats = [], {f: [] for f in categories}
+    fields = [(categories[f], column) for f, column in cats.items()]
+    loads, number, get = json.loads, 0, operator.itemgetter("doc_id", "doc_hash", *present)
     with open(samples, encoding="utf-8") as handle:
         try:
             for number, line in enumerate(handle, 1):  # noqa: B007 - the line an error names
                 sample = loads(line)
-                keys.append((sample["doc_id"], sample["doc_hash"]))
-                for metric, column in columns:
-                    column.append(sample[metric])
+                rows.append(get(sample))
                 doc = sample["doc"]
                 for category, column in fields:
                     column.append(str(category(doc)))
@@ -164,8 +163,11 @@ def read_task(task: str, samples: Path, results: dict, spec: dict, results_name:
         except (KeyError, TypeError, IndexError, AttributeError, ValueError) as err:
             raise ReportError(f"{samples}: line {number}: not a logged sample of {task} "
                               f"({type(err).__name__}: {err})") from None
-    if not keys:
+    if not rows:
         raise ReportError(f"{samples}: no samples")
+    columns = [list(column) for column in zip(*rows)]
+    keys = list(zip(columns[0], columns[1]))
+    items = dict(zip(present, columns[2:]))
     _check_keys(samples, keys)
     scores = results["results"][task]
     values = {}
