@@ -3,6 +3,7 @@ distinct-n: the same numbers as sacrebleu's per-segment Counter code, without a 
 
 from __future__ import annotations
 
+import functools
 import re
 
 import numpy as np
@@ -11,6 +12,13 @@ SEPARATOR = "\x01"  # not whitespace, no 13a rule touches it, and each segment k
 
 
 def tokenize(tokenizer, segments) -> tuple[np.ndarray, np.ndarray]:
+    """``_tokenize`` of the segments, the last few results kept: distinct-1 and distinct-2 read the same
+    replies, and every run the same references."""
+    return _tokenize(tokenizer, tuple(segments))
+
+
+@functools.lru_cache(maxsize=4)
+def _tokenize(tokenizer, segments: tuple) -> tuple[np.ndarray, np.ndarray]:
     """The tokens (an object array) of sacrebleu's 13a ``tokenizer`` over all segments and each one's number of
     tokens. The tokenizer runs once over the segments joined by a separator (its rules look one character
     around a match, and around a segment they see the same spaces as alone); once per segment when a segment
@@ -81,8 +89,9 @@ def bleu_statistics(hypotheses, references, metric) -> np.ndarray:
     tokenizer of the right-stripped segment."""
     max_order = metric.max_ngram_order
     n = len(hypotheses)
-    segments = [s.lower() if metric.lowercase else s for s in [*hypotheses, *references]]
-    ids, lengths = token_ids(tokenize(metric.tokenizer, [s.rstrip() for s in segments]))
+    hyps, refs = ([(s.lower() if metric.lowercase else s).rstrip() for s in side] for side in (hypotheses, references))
+    (hyp_tokens, hyp_lengths), (ref_tokens, ref_lengths) = tokenize(metric.tokenizer, hyps), tokenize(metric.tokenizer, refs)
+    ids, lengths = token_ids((np.concatenate([hyp_tokens, ref_tokens]), np.concatenate([hyp_lengths, ref_lengths])))
     stats = np.zeros((n, 2 + 2 * max_order), dtype=np.int64)
     stats[:, 0], stats[:, 1] = lengths[:n], lengths[n:]
     for k, (segment, gram) in enumerate(grams(ids, lengths, max_order)):
