@@ -139,7 +139,7 @@ def test_the_task_scorer_never_raises_and_aggregates_finite(pairs):
 
     from qahub.metrics.topical_chat import task_api
 
-    spec = task_api.TASKS["qahub_topical_chat"]
+    spec = task_api.TASKS["qahub_topical_chat_freq"]
     docs = [{"target": " ".join(gold.split()), "knowledge": k} for _, gold, k in pairs]
     rows = [spec["score"](reply, doc) for (reply, _, _), doc in zip(pairs, docs, strict=True)]
     for name, (how, _) in spec["metrics"].items():

@@ -124,6 +124,10 @@ def corpus_bleu(items):
     return float(corpus_sacrebleu([reply for reply, _ in pairs], [gold for _, gold in pairs])["score"])
 
 
+def domain(doc):
+    return doc.get("domain") or ""
+
+
 # --- subtask 2 docs: agent turns of the dialogue rows, with their document
 
 
@@ -175,6 +179,8 @@ TASKS = {
         "max_gen_toks": 512,  # grounding spans can be a few paragraphs long
         "score": grounding_score,
         "metrics": {"exact": ("mean", True), "f1": ("mean", True), "unparseable": ("mean", False)},
+        # breakdowns `qahub report` shows: FIELD -> the category of a logged doc
+        "categories": {"domain": domain},
     },
     "qahub_doc2dial_response": {
         "configs": ["dialogue_domain"],
@@ -187,5 +193,7 @@ TASKS = {
         "max_gen_toks": 128,
         "score": response_score,
         "metrics": {"bleu": (corpus_bleu, True), "unparseable": ("mean", False)},
+        # breakdowns `qahub report` shows: FIELD -> the category of a logged doc
+        "categories": {"domain": domain},
     },
 }

@@ -32,6 +32,7 @@ DERIVATIONS_INSTRUCTION = (
     "この2行の他には何も含めないことを厳守してください。"
 )
 STOP = "\n\n"
+QUESTION_TYPES = ["compositional", "comparison"]  # the builder's ClassLabel names of `type`
 SYNONYMS = "none"  # deterministic across machines: chikkarpy + user.dic cannot be had offline
 _SCORER = {}
 
@@ -97,6 +98,12 @@ def score_derivations(reply, doc) -> dict:
             "unparseable": 0.0 if read.derivations_read else 1.0}
 
 
+def question_type(doc) -> str:
+    """``type`` of a doc: the ClassLabel index an export holds, or the name the source file has."""
+    kind = doc["type"]
+    return QUESTION_TYPES[kind] if isinstance(kind, int) else str(kind)
+
+
 def mean(values) -> float:
     """statistics.mean, as llm-jp-eval aggregates char_f1; 0.0 for no values."""
     values = list(values)
@@ -106,7 +113,9 @@ def mean(values) -> float:
 # target_delimiter "": a demonstration's answer follows "### 応答:\n" directly, as in llm-jp-eval's template
 # (an optional key: lm-eval's default is " ")
 _COMMON = {"configs": ["v1.2", "v1.1", "v1.0"], "splits": ["validation"], "fewshot_split": "train", "docs": None,
-           "until": [STOP], "target_delimiter": ""}
+           "until": [STOP], "target_delimiter": "",
+           # breakdowns `qahub report` shows: FIELD -> the category of a logged doc
+           "categories": {"type": question_type}}
 
 TASKS = {
     "qahub_jemhopqa": {

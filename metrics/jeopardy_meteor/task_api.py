@@ -76,6 +76,11 @@ def value(doc):
     return UNIT_VALUE if number is None else number
 
 
+def value_category(doc):
+    """The question value as a breakdown category (1 for every row of config `qa`, which has none)."""
+    return str(value(doc))
+
+
 def meteor():
     """The process-wide scorer: tokenizer, pymorphy3 analyzer and caches are built once (russian_meteor.shared)."""
     return shared(TOKENIZER)
@@ -125,6 +130,8 @@ TASKS = {
             "abstained": ("mean", False),
             "unparseable": ("mean", False),
         },
+        # breakdowns `qahub report` shows: FIELD -> the category of a logged doc
+        "categories": {"question_number": value_category},
     },
 }
 

@@ -29,6 +29,14 @@ def target(doc):
     return doc["outputs"].strip()
 
 
+def task_type(doc):
+    return doc["meta"]["task_type"]
+
+
+def context_type(doc):
+    return doc["meta"]["context_type"]
+
+
 def n_options(doc):
     options = doc.get("options")
     if options is None:
@@ -205,5 +213,7 @@ TASKS = {
         "judge": judge,
         "judge_filter": judge_filter,  # judges a whole run concurrently before process_results
         "judge_configured": judge_configured,
+        # breakdowns `qahub report` shows: FIELD -> the category of a logged doc
+        "categories": {"task_type": task_type, "context_type": context_type},
     },
 }

@@ -19,7 +19,8 @@ from qahub import evaluate_cli, registry
 
 # optional dependency -> the extra that installs it
 EXTRAS = {"sacrebleu": "bleu", "nltk": "jeopardy", "pymorphy3": "jeopardy", "sudachipy": "jemhopqa",
-          "sudachidict_core": "jemhopqa", "Levenshtein": "jemhopqa", "scipy": "jemhopqa", "pulp": "ilp"}
+          "sudachidict_core": "jemhopqa", "Levenshtein": "jemhopqa", "scipy": "jemhopqa", "pulp": "ilp",
+          "statsmodels": "report", "matplotlib": "report", "tqdm": "report"}
 
 
 def main(argv=None) -> int:
@@ -170,6 +171,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_list(commands)
     _add_demo(commands)
     _add_harness_tasks(commands)
+    _add_report(commands)
     return parser
 
 
@@ -752,6 +754,30 @@ def _harness_tasks(args) -> int:
     _print_rows(["task", "dataset", "config", "split", "few-shot split"], rows)
     print(f"\nwrote {len(plan)} tasks to {Path(args.out).absolute()}; run them with "
           f"lm_eval --include_path {args.out} --tasks {','.join(plan)} ...")
+    return 0
+
+
+def _add_report(commands):
+    p = commands.add_parser("report", help="scores with confidence intervals, breakdowns and paired comparisons "
+                                           "of lm_eval --log_samples runs")
+    p.add_argument("runs", nargs="+", metavar="RUN",
+                   help="an lm_eval --output_path folder (or its model folder), optionally NAME=PATH")
+    p.add_argument("--out", required=True, help="folder to write report.json, report.md, report.html, figures/ to")
+    p.add_argument("--baseline", help="the run the others are compared with (default: the first)")
+    p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default: 1000)")
+    p.add_argument("--seed", type=int, default=12345, help="random seed (default: 12345, sacrebleu's)")
+    p.add_argument("--confidence", type=float, default=0.95, help="interval level (default: 0.95)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing folder that is not a report")
+    p.set_defaults(func=_report)
+
+
+def _report(args) -> int:
+    from qahub.report import write_report
+
+    data = write_report(args.runs, args.out, baseline=args.baseline, resamples=args.resamples, seed=args.seed,
+                        confidence=args.confidence, overwrite=args.overwrite, progress=not args.quiet)
+    print(Path(args.out, "report.md").read_text(encoding="utf-8"))
+    print(f"wrote {Path(args.out).absolute()} ({len(data['tasks'])} tasks, {len(data['runs'])} runs)")
     return 0
 
 

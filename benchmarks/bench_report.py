@@ -1,0 +1,140 @@
+"""``qahub report`` speed and memory: 2 runs x every qahub task x 10,000 documents, 1,000 resamples.
+
+The runs are synthetic ``lm_eval --output_path X --log_samples`` folders (results_<date>.json and
+samples_<task>_<date>.jsonl, lines shaped as lm-eval 0.4.13 logs them: doc, arguments with the prompt, resps,
+doc_hash, each metric's per-document item) whose point values are each task's own aggregation of the items.
+The floor is reading the same samples files with ``json``: the report must read them. Targets: time <= 3x the
+floor; peak memory above the imports <= 2x the size of the samples files.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import tempfile
+from pathlib import Path
+
+from _common import measure, peak_rss_mb, row
+
+DOCS = 10_000
+RESAMPLES = 1_000
+DATE = "2026-01-01T00-00-00.000000"
+WORDS = [f"w{i}" for i in range(3000)] + ["the", "a", "of", "is", "to", "and", ",", ".", "?"] * 60
+DOMAINS, TYPES = ["dmv", "ssa", "va", "studentaid"], ["rwsd", "kusdra", "ruworldtree", "ruopenbookqa"]
+
+
+def sentence(rng, low=6, high=20):
+    return " ".join(rng.choices(WORDS, k=rng.randint(low, high)))
+
+
+def make_doc(task, i, rng):
+    """The fields a task's prompt and categories read, the lines about as long as lm-eval's lines of the
+    bundled samples (doc2dial ~5 kB, LIMUR ~4 kB, the others ~2 kB)."""
+    text = sentence(rng, 60, 120)
+    if task == "qahub_limur":
+        return {"instruction": sentence(rng, 200, 360), "inputs": {"text": sentence(rng)}, "outputs": "А",
+                "meta": {"id": i, "task_type": TYPES[i % 4], "context_type": ["text", "table", "none"][i % 3]}}
+    if task.startswith("qahub_jemhopqa"):
+        return {"qid": str(i), "type": i % 2, "question": sentence(rng, 40, 80), "answer": sentence(rng, 1, 3)}
+    if task == "qahub_jeopardy":
+        return {"question_id": i, "question_number": 1 + i % 5, "question": text, "answer": sentence(rng, 1, 2)}
+    if task.startswith("qahub_doc2dial"):
+        return {"id": str(i), "domain": DOMAINS[i % 4], "document": text + " " + sentence(rng, 300, 500)}
+    return {"conversation_id": str(i), "turn_index": i % 20, "knowledge": text, "history_messages": [sentence(rng)]}
+
+
+def item(metric, reply, gold, rng):
+    if metric.kind == "bleu":
+        return [reply, gold]
+    if metric.kind == "distinct":
+        return reply
+    if metric.binary:
+        return float(rng.random() < 0.4)
+    if metric.name == "knowledge_f1" and rng.random() < 0.1:
+        return None
+    return rng.choice([-5.0, -2.0, 0.0, 3.0, 4.0]) if metric.kind == "sum" else rng.random()
+
+
+def write_run(folder: Path, model: str, seed: int) -> int:
+    """A synthetic run of every qahub task; returns the bytes of its samples files."""
+    from qahub.report.runs import qahub_tasks, task_metrics
+
+    rng = random.Random(seed)
+    folder.mkdir(parents=True)
+    results, size = {}, 0
+    for task, spec in qahub_tasks().items():
+        metrics = task_metrics(spec)
+        items = {m: [] for m in metrics}
+        path = folder / f"samples_{task}_{DATE}.jsonl"
+        with open(path, "w", encoding="utf-8") as handle:
+            for i in range(DOCS):
+                doc, gold = make_doc(task, i, rng), sentence(rng)
+                reply = gold if rng.random() < 0.3 else sentence(rng)
+                values = {m: item(metric, reply, gold, rng) for m, metric in metrics.items()}
+                for m, value in values.items():
+                    items[m].append(value)
+                sample = {"doc_id": i, "doc": doc, "target": gold,
+                          "arguments": {"gen_args_0": {"arg_0": json.dumps(doc, ensure_ascii=False),
+                                                       "arg_1": {"until": ["\n\n"], "max_gen_toks": 256}}},
+                          "resps": [[reply]], "filtered_resps": [reply], "filter": "none", "metrics": list(metrics),
+                          "doc_hash": f"{i:064x}", "prompt_hash": f"{i:064x}", "target_hash": f"{i:064x}",
+                          **values}
+                handle.write(json.dumps(sample, ensure_ascii=False) + "\n")
+        size += path.stat().st_size
+        results[task] = {f"{m},none": _aggregate(spec, m, values) for m, values in items.items()}
+    (folder / f"results_{DATE}.json").write_text(json.dumps(
+        {"results": results, "versions": {t: 1.0 for t in results}, "n-shot": {t: 0 for t in results},
+         "model_name": model}), encoding="utf-8")
+    return size
+
+
+def _aggregate(spec, metric, values):
+    how = {**spec["metrics"], **spec.get("judge_metrics", {})}[metric][0]
+    if how == "mean":
+        return sum(values) / len(values)
+    return float(how(values))
+
+
+def prepare_ours(root):
+    import qahub.report  # noqa: F401 - the imports the command makes before it reads anything
+    import qahub.report.build  # noqa: F401
+    import qahub.report.render  # noqa: F401
+    import qahub.report.stats  # noqa: F401
+
+    for module in ("matplotlib.pyplot", "sacrebleu", "scipy.sparse", "statsmodels.stats.contingency_tables",
+                   "statsmodels.stats.multitest", "tqdm", "qahub.metrics.topical_chat.responses"):
+        __import__(module)
+    qahub.report.runs.qahub_tasks()
+    return root, peak_rss_mb()
+
+
+def ours(root, imported_mb):
+    from qahub.report import write_report
+
+    write_report([f"a={root}/a", f"b={root}/b"], f"{root}/out", resamples=RESAMPLES, progress=False)
+    return imported_mb
+
+
+def floor(root):
+    count = 0
+    for path in sorted(Path(root).glob("*/samples_*.jsonl")):
+        with open(path, encoding="utf-8") as handle:
+            for line in handle:
+                json.loads(line)
+                count += 1
+    return count
+
+
+def run() -> list[dict]:
+    with tempfile.TemporaryDirectory() as tmp:
+        size = sum(write_run(Path(tmp) / name, name, seed) for name, seed in (("a", 1), ("b", 2)))
+        base = measure("bench_report:floor", tmp)
+        mine = measure("bench_report:ours", tmp)
+    size_mb = size / 2**20
+    above = mine[1] - float(mine[2])
+    time_ok = mine[0] <= 3 * base[0]
+    memory_ok = above <= 2 * size_mb
+    note = (f"{mine[0] / base[0]:.2f}x the json floor (target <= 3x: {'ok' if time_ok else 'MISSED'}); "
+            f"{above:.0f} MiB above imports for {size_mb:.0f} MiB of samples (target <= 2x: "
+            f"{'ok' if memory_ok else 'MISSED'})")
+    return [row(f"report 2 runs x every task x {DOCS:,} docs, {RESAMPLES:,} resamples", mine, base, note)]

@@ -1,0 +1,232 @@
+"""The numbers of a report: scores with bootstrap intervals, breakdowns by category, paired comparisons."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .runs import ReportError, numbers, task_metrics
+from .stats import (
+    Bleu,
+    Distinct,
+    Mean,
+    Sum,
+    bleu_statistics,
+    bootstrap,
+    bootstrap_p,
+    interval,
+    mcnemar_p,
+    sacrebleu_p,
+)
+
+NOT_COMPARED = {"unparseable"}  # shown beside every score; not a quality to compare
+
+
+def estimator(metric, items, where):
+    if metric.kind == "bleu":
+        try:
+            return Bleu(bleu_statistics(items))
+        except (TypeError, ValueError):
+            raise ReportError(f"{where}: {metric.name}: a per-document item is not a (reply, reference) pair") from None
+    if metric.kind == "distinct":
+        return Distinct.of(items, metric.order)
+    values, mask = numbers(items, f"{where}: {metric.name}")
+    return (Sum if metric.kind == "sum" else Mean).of(values, mask)
+
+
+def count(est, size):
+    return est.n() if isinstance(est, Mean) else int(size)
+
+
+def main_metric(spec) -> str:
+    return next(m for m in spec["metrics"] if m not in ("unparseable", "abstained"))
+
+
+def category_index(task_run) -> dict:
+    """``{field: {category: document indices}}`` of the fields with two categories or more, in natural order;
+    runs whose documents have the same categories get the same arrays."""
+    key = (task_run.task, tuple(tuple(v) for v in task_run.categories.values()))
+    if key not in _INDEX:
+        _INDEX.clear()
+        _INDEX[key] = _category_index(task_run)
+    return _INDEX[key]
+
+
+_INDEX = {}
+
+
+def _category_index(task_run) -> dict:
+    found = {}
+    for field, values in task_run.categories.items():
+        values = np.array(values, dtype=object)
+        names = sorted(set(values), key=_natural)
+        if len(names) > 1:
+            found[field] = {c: np.flatnonzero(values == c) for c in names}
+    return found
+
+
+def _natural(text):
+    try:
+        return (0, float(text), "")
+    except ValueError:
+        return (1, 0.0, text)
+
+
+def cell(value, draws, n, confidence):
+    return {"value": _number(value), "ci": interval(draws, confidence), "n": int(n)}
+
+
+def _number(value):
+    return None if value is None or not math.isfinite(value) else float(value)
+
+
+def task_report(task, spec, runs, baseline, settings) -> dict:
+    metrics = task_metrics(spec)
+    entry = {"main_metric": main_metric(spec), "scores": {}, "breakdown": {}, "comparisons": {}, "notes": [],
+             "warnings": []}
+    estimators, jobs = {}, []
+    for run in runs:
+        tr = run.tasks[task]
+        ests = estimators[run.name] = {m: estimator(metrics[m], tr.items[m], tr.file) for m in tr.items}
+        _check_points(entry, run.name, tr, ests)
+        keyed = {(run.name, m, None, None): (e, None) for m, e in ests.items()}
+        for field, cats in category_index(tr).items():
+            for cat, index in cats.items():
+                keyed.update({(run.name, m, field, cat): (e.take(index), index) for m, e in ests.items()})
+        jobs.append((len(tr.keys), keyed))
+    base = next((r for r in runs if r.name == baseline), None)
+    pairings = {run.name: pairing(task, base, run, entry) for run in runs if base is not None and run is not base}
+    pairings = {name: pairs for name, pairs in pairings.items() if pairs is not None}
+    matches = {name: matched(name, baseline, pairs, estimators) for name, pairs in pairings.items()}
+    for name, pairs in pairings.items():
+        jobs.append((len(pairs[0]), comparison_estimators(name, matches[name])))
+    by_size = {}  # resamples depend on the document count only: one pass per count
+    for n, keyed in jobs:
+        by_size.setdefault(n, {}).update(keyed)
+    draws = {}
+    for n, keyed in by_size.items():
+        draws.update(bootstrap(keyed, n, settings["seed"], settings["resamples"]))
+    scores(entry, runs, task, estimators, draws, settings["confidence"])
+    for name, pairs in pairings.items():
+        entry["comparisons"][name] = compare(name, metrics, matches[name], len(pairs[0]), draws, settings)
+    return entry
+
+
+def scores(entry, runs, task, estimators, draws, confidence):
+    for run in runs:
+        tr = run.tasks[task]
+        entry["scores"][run.name] = {m: cell(tr.values[m], draws[(run.name, m, None, None)],
+                                             count(e, len(tr.keys)), confidence)
+                                     for m, e in estimators[run.name].items()}
+        for field, cats in category_index(tr).items():
+            for cat, index in cats.items():
+                slot = entry["breakdown"].setdefault(field, {}).setdefault(cat, {}).setdefault(run.name, {})
+                for m, e in estimators[run.name].items():
+                    part = e.take(index)
+                    slot[m] = cell(part.point(), draws[(run.name, m, field, cat)], count(part, len(index)), confidence)
+
+
+def _check_points(entry, name, tr, ests):
+    """lm-eval's number is the one reported; a recomputation that differs means the samples do not match it."""
+    for m, est in ests.items():
+        mine, theirs = est.point(), tr.values[m]
+        if math.isfinite(mine) and abs(mine - theirs) > 1e-6 * max(1.0, abs(theirs)):
+            entry["warnings"].append(f"{name}: {m} recomputed from the samples is {mine:.6g}, the results file "
+                                     f"says {theirs:.6g} (are the samples from another run?)")
+
+
+def pairing(task, base, run, entry):
+    """(baseline indices, run indices) of the documents both scored (same doc_id and doc_hash), or None."""
+    b, r = base.tasks.get(task), run.tasks[task]
+    if b is None:
+        return None
+    for what, mine, theirs in (("task version", r.version, b.version), ("number of shots", r.n_shot, b.n_shot)):
+        if mine != theirs:
+            entry["warnings"].append(f"{run.name}: {what} {mine} differs from {base.name}'s {theirs}")
+    if b.keys == r.keys:
+        index = np.arange(len(b.keys))
+        return index, index
+    position = {key: i for i, key in enumerate(r.keys)}
+    pairs = [(i, position[key]) for i, key in enumerate(b.keys) if key in position]
+    if not pairs:
+        entry["warnings"].append(f"{run.name}: no document in common with {base.name}; not compared")
+        return None
+    entry["notes"].append(f"{run.name} vs {base.name}: paired on the {len(pairs)} documents both scored "
+                          f"({base.name} {len(b.keys)}, {run.name} {len(r.keys)}: a different --limit?)")
+    return tuple(np.array(side) for side in zip(*pairs))
+
+
+def paired(eb, er):
+    """The two runs' estimators on the documents where both have a value (a mean over values that may be None)."""
+    if not isinstance(eb, Mean):
+        return eb, er, None
+    both = np.flatnonzero((eb.x[:, 1] > 0) & (er.x[:, 1] > 0))
+    if len(both) == len(eb.x):
+        return eb, er, None
+    return eb.take(both), er.take(both), both
+
+
+def matched(name, baseline, pairs, estimators) -> dict:
+    """``{metric: (baseline estimator, run estimator, index)}`` on the paired documents, index None for all."""
+    ib, ir = pairs
+    # the same documents in the same order (pairing gives one array twice): the runs' own estimators
+    take = (lambda est, index: est) if ib is ir else (lambda est, index: est.take(index))  # noqa: E731
+    return {m: paired(take(est, ib), take(estimators[name][m], ir)) for m, est in estimators[baseline].items()
+            if m not in NOT_COMPARED and m in estimators[name]}
+
+
+def comparison_estimators(name, matches) -> dict:
+    keyed = {}
+    for m, (eb, er, index) in matches.items():
+        keyed[("vs", name, m, "b")], keyed[("vs", name, m, "r")] = (eb, index), (er, index)
+    return keyed
+
+
+def compare(name, metrics, matches, n_pairs, draws, settings) -> dict:
+    """Delta, its interval, p and the test of each metric; the BLEU test is sacrebleu's paired bootstrap, on
+    the resamples it draws (default_rng(seed).choice over the paired documents)."""
+    result = {}
+    for m, (eb, er, index) in matches.items():
+        db, dr = draws[("vs", name, m, "b")], draws[("vs", name, m, "r")]
+        pb, pr = eb.point(), er.point()
+        delta, diffs = pr - pb, dr - db
+        if metrics[m].kind == "bleu":
+            test, p = "sacrebleu paired bootstrap", sacrebleu_p(db, dr, pb, pr)
+        elif metrics[m].binary:
+            test, p = "McNemar exact", mcnemar_p(eb.x[:, 0], er.x[:, 0])
+        else:
+            test, p = "paired bootstrap", bootstrap_p(diffs, delta)
+        n = n_pairs if index is None else len(index)
+        result[m] = {"delta": _number(delta), "ci": interval(diffs, settings["confidence"]), "p": p,
+                     "p_holm": None, "test": test, "n": n}
+    return result
+
+
+def holm(tasks: dict):
+    """Holm-adjusted p of every comparison in the report (statsmodels ``multipletests``)."""
+    from statsmodels.stats.multitest import multipletests
+
+    cells = [c for entry in tasks.values() for per_run in entry["comparisons"].values() for c in per_run.values()]
+    if cells:
+        adjusted = multipletests([c["p"] for c in cells], method="holm")[1]
+        for c, p in zip(cells, adjusted):
+            c["p_holm"] = float(p)
+
+
+def report_data(runs, skipped, specs, settings, progress) -> dict:
+    tasks = {}
+    for task in sorted({t for run in runs for t in run.tasks}):
+        having = [run for run in runs if task in run.tasks]
+        tasks[task] = task_report(task, specs[task], having, settings["baseline"], settings)
+        progress.update(1)
+    holm(tasks)
+    return {"settings": settings,
+            "runs": {run.name: {"path": run.path, "model": run.model, "results_file": run.results_file}
+                     for run in runs},
+            "tasks": tasks, "skipped": skipped}
+
+
+def units(runs) -> int:
+    """Resampling steps, for the progress bar: one per task."""
+    return len({t for run in runs for t in run.tasks})

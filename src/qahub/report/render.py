@@ -1,0 +1,154 @@
+"""report.md, report.html (self-contained: figures inline) and figures/*.png from the report's numbers."""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+
+
+def fmt(value, digits=4):
+    return "–" if value is None else f"{value:.{digits}g}"
+
+
+def score_text(c):
+    if c is None:
+        return "–"
+    lo, hi = c["ci"]
+    return f"{fmt(c['value'])} [{fmt(lo)}, {fmt(hi)}]"
+
+
+def blocks(data, figures) -> list:
+    """The report as a list of blocks: ("h", level, text), ("p", text), ("table", header, rows), ("img", name)."""
+    s = data["settings"]
+    out = [("h", 1, "qahub report"),
+           ("p", f"Baseline {s['baseline']}; {s['resamples']} bootstrap resamples over documents, seed {s['seed']}, "
+                 f"{s['confidence']:.0%} percentile intervals. Comparisons: McNemar's exact test for 0/1 metrics, "
+                 "sacrebleu's paired bootstrap for BLEU, a paired bootstrap of the difference for the others; "
+                 "p_holm is Holm-adjusted over every comparison; * marks p_holm < "
+                 f"{1 - s['confidence']:.2g}."),
+           ("table", ["run", "model", "results file"],
+            [[name, r["model"], r["results_file"]] for name, r in data["runs"].items()])]
+    for task, entry in data["tasks"].items():
+        out += task_blocks(task, entry, s, figures)
+    if data["skipped"]:
+        out.append(("p", "Skipped (not qahub tasks): " + ", ".join(data["skipped"])))
+    return out
+
+
+def task_blocks(task, entry, settings, figures):
+    out = [("h", 2, task)]
+    out += [("p", f"Warning: {w}") for w in entry["warnings"]] + [("p", n) for n in entry["notes"]]
+    metrics = list(dict.fromkeys(m for scores in entry["scores"].values() for m in scores if m != "unparseable"))
+    rows = [[name] + [score_text(scores.get(m)) for m in metrics] + [score_text(scores.get("unparseable")),
+                                                                       str(max(c["n"] for c in scores.values()))]
+            for name, scores in entry["scores"].items()]
+    out.append(("table", ["run", *metrics, "unparseable", "n"], rows))
+    out += [("img", name) for name in figures.get(task, [])[:1]]
+    main = entry["main_metric"]
+    for field, cats in entry["breakdown"].items():
+        out.append(("h", 3, f"{task} by {field} ({main}; unparseable)"))
+        names = list(entry["scores"])
+        rows = [[cat] + [_cat_text(per_run.get(name), main) for name in names] for cat, per_run in cats.items()]
+        out.append(("table", [field, *names], rows))
+        out += [("img", name) for name in figures.get(task, []) if name.endswith(f"_{field}.png")]
+    if any(entry["comparisons"].values()):
+        out.append(("h", 3, f"{task}: paired comparisons with {settings['baseline']}"))
+        rows = [[name, m, f"{fmt(c['delta'])} [{fmt(c['ci'][0])}, {fmt(c['ci'][1])}]", fmt(c["p"], 3),
+                 fmt(c["p_holm"], 3) + (" *" if c["p_holm"] < 1 - settings["confidence"] else ""), str(c["n"]),
+                 c["test"]]
+                for name, per in entry["comparisons"].items() for m, c in per.items()]
+        out.append(("table", ["run", "metric", "delta [CI]", "p", "p_holm", "n", "test"], rows))
+    return out
+
+
+def _cat_text(scores, main):
+    if not scores or main not in scores:
+        return "–"
+    text = f"{score_text(scores[main])} n={scores[main]['n']}"
+    return text + (f"; {fmt(scores['unparseable']['value'])}" if "unparseable" in scores else "")
+
+
+def markdown(blocks_) -> str:
+    lines = []
+    for block in blocks_:
+        if block[0] == "h":
+            lines += ["#" * block[1] + " " + block[2], ""]
+        elif block[0] == "p":
+            lines += [block[1], ""]
+        elif block[0] == "img":
+            lines += [f"![{block[1]}](figures/{block[1]})", ""]
+        else:
+            header, rows = block[1], block[2]
+            cell = lambda x: str(x).replace("|", "\\|").replace("\n", " ")  # noqa: E731
+            lines += ["| " + " | ".join(map(cell, header)) + " |", "|" + "---|" * len(header)]
+            lines += ["| " + " | ".join(map(cell, row)) + " |" for row in rows] + [""]
+    return "\n".join(lines)
+
+
+def page(blocks_, images: dict) -> str:
+    """One HTML file: no script, no stylesheet or image fetched from anywhere (figures are data: URIs)."""
+    e = html.escape
+    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8"><title>qahub report</title>',
+             "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin:1em 0}"
+             "td,th{border:1px solid #bbb;padding:.2em .5em;text-align:left}img{max-width:48em}</style>",
+             "</head><body>"]
+    for block in blocks_:
+        if block[0] == "h":
+            parts.append(f"<h{block[1]}>{e(block[2])}</h{block[1]}>")
+        elif block[0] == "p":
+            parts.append(f"<p>{e(block[1])}</p>")
+        elif block[0] == "img":
+            data = base64.b64encode(images[block[1]]).decode("ascii")
+            parts.append(f'<p><img alt="{e(block[1])}" src="data:image/png;base64,{data}"></p>')
+        else:
+            head = "".join(f"<th>{e(str(x))}</th>" for x in block[1])
+            body = "".join("<tr>" + "".join(f"<td>{e(str(x))}</td>" for x in row) + "</tr>" for row in block[2])
+            parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+def figures(data) -> dict:
+    """``{task: [file names]}`` and ``{file name: PNG bytes}``: per task the main metric of each run with its
+    interval; per breakdown field, bars by category and run."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    names, images = {}, {}
+    for task, entry in data["tasks"].items():
+        main = entry["main_metric"]
+        cells = {run: scores[main] for run, scores in entry["scores"].items() if main in scores}
+        name = f"{task}.png"
+        images[name] = _bars(f"{task}: {main}", [""], {run: [c] for run, c in cells.items()})
+        names[task] = [name]
+        for field, cats in entry["breakdown"].items():
+            runs = list(entry["scores"])
+            series = {run: [cats[cat].get(run, {}).get(main) for cat in cats] for run in runs}
+            name = f"{task}_{field}.png"
+            images[name] = _bars(f"{task}: {main} by {field}", list(cats), series)
+            names[task].append(name)
+    return names, images
+
+
+def _bars(title, labels, series) -> bytes:
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    fig, ax = plt.subplots(figsize=(max(4, 1.2 * len(labels) * max(1, len(series)) * 0.6 + 2), 3.2), dpi=80)
+    width = 0.8 / max(1, len(series))
+    x = np.arange(len(labels))
+    for i, (run, cells) in enumerate(series.items()):
+        values = [c["value"] if c and c["value"] is not None else 0.0 for c in cells]
+        low = [v - c["ci"][0] if c and c["ci"][0] is not None else 0.0 for v, c in zip(values, cells)]
+        high = [c["ci"][1] - v if c and c["ci"][1] is not None else 0.0 for v, c in zip(values, cells)]
+        ax.bar(x + i * width - 0.4 + width / 2, values, width, yerr=[np.maximum(low, 0), np.maximum(high, 0)],
+               capsize=3, label=run)
+    ax.set_xticks(x, labels, rotation=20 if len(labels) > 3 else 0)
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+    fig.subplots_adjust(left=0.12, right=0.98, top=0.88, bottom=0.14)  # fixed margins: tight_layout is slow
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", metadata={"Software": None})
+    plt.close(fig)
+    return buffer.getvalue()

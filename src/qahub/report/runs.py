@@ -1,0 +1,211 @@
+"""Reading what ``lm_eval --output_path X --log_samples`` wrote: ``results_<date>.json`` and
+``samples_<task>_<date>.jsonl`` in X or in its model folder (lm_eval/loggers/evaluation_tracker.py)."""
+
+from __future__ import annotations
+
+import json
+import operator
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from qahub import harness
+
+RESULTS = re.compile(r"^results_(?P<date>.+)\.json$")
+
+
+class ReportError(ValueError):
+    pass
+
+
+@dataclass
+class Metric:
+    """How a metric aggregates (``mean``, ``sum``, ``bleu``, ``distinct``) and whether it is 0/1 per doc."""
+
+    name: str
+    kind: str
+    binary: bool = False
+    order: int = 0  # distinct-n's n
+
+
+@dataclass
+class TaskRun:
+    """One task of one run: lm-eval's point values and the logged per-document items."""
+
+    task: str
+    file: str
+    values: dict  # metric -> lm-eval's aggregate
+    keys: list  # (doc_id, doc_hash) per doc
+    items: dict  # metric -> list of per-doc items (float or None; [hyp, ref] for bleu; text for distinct)
+    categories: dict  # field -> list of category per doc
+    version: object = None
+    n_shot: object = None
+    limit: object = None
+
+
+@dataclass
+class Run:
+    name: str
+    path: str
+    model: str
+    results_file: str
+    tasks: dict = field(default_factory=dict)
+
+
+# aggregation (lm-eval's name or the task_api function's name) -> how a report resamples it
+KINDS = {"mean": "mean", "mean_or_zero": "mean", "total": "sum", "bleu_of_pairs": "bleu", "corpus_bleu": "bleu",
+         "distinct_1": "distinct", "distinct_2": "distinct"}
+# metrics that are 0/1 per document (0/100 for doc2dial's exact): McNemar's test compares them
+BINARY = {"exact_match", "exact_match_mera", "accuracy", "exact", "a_em", "abstained", "unparseable"}
+
+
+def qahub_tasks() -> dict:
+    """``{task: spec}`` of every qahub lm-eval task."""
+    return {name: spec for corpus in harness.METRIC_OF for name, spec in harness.task_api(corpus).TASKS.items()}
+
+
+def task_metrics(spec: dict) -> dict:
+    metrics = {}
+    for name, (aggregation, _) in {**spec["metrics"], **spec.get("judge_metrics", {})}.items():
+        how = aggregation if isinstance(aggregation, str) else getattr(aggregation, "__name__", "")
+        if how not in KINDS:
+            raise ReportError(f"metric {name}: no resampling known for its aggregation {how!r}")
+        kind = KINDS[how]
+        metrics[name] = Metric(name, kind, name in BINARY, int(how[-1]) if kind == "distinct" else 0)
+    return metrics
+
+
+def parse_run_argument(text: str) -> tuple[str | None, Path]:
+    name, sep, path = text.partition("=")
+    if sep and name and not Path(text).exists():
+        return name, Path(path)
+    return None, Path(text)
+
+
+def read_runs(arguments: list[str], specs: dict) -> tuple[list[Run], list[str]]:
+    runs, skipped = [], []
+    for argument in arguments:
+        name, path = parse_run_argument(argument)
+        run, skipped_here = read_run(name, path, specs)
+        if any(other.name == run.name for other in runs):
+            raise ReportError(f"{path}: a second run named {run.name!r}; use NAME=PATH to name each run")
+        runs.append(run)
+        skipped += [f"{run.name}: {task}" for task in skipped_here]
+    return runs, skipped
+
+
+def results_file(path: Path) -> Path:
+    """The newest ``results_*.json`` in ``path`` or in its one model folder."""
+    if not path.is_dir():
+        raise ReportError(f"{path}: no such folder (give the --output_path of an lm_eval run)")
+    found = sorted(p for p in path.glob("results_*.json") if RESULTS.match(p.name))
+    if not found:
+        folders = sorted({p.parent for p in path.glob("*/results_*.json") if RESULTS.match(p.name)})
+        if len(folders) > 1:
+            raise ReportError(f"{path}: holds the results of several models ({', '.join(f.name for f in folders)}); "
+                              "give one model folder per run")
+        found = sorted(folders[0].glob("results_*.json")) if folders else []
+    if not found:
+        raise ReportError(f"{path}: no results_*.json (is it the --output_path of an lm_eval run?)")
+    return max(found, key=lambda p: RESULTS.match(p.name)["date"])
+
+
+def read_json(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ReportError(f"{path}: not a JSON file: {err}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
+        raise ReportError(f"{path}: not an lm-eval results file (no \"results\" object)")
+    return data
+
+
+def read_run(name: str | None, path: Path, specs: dict) -> tuple[Run, list[str]]:
+    chosen = results_file(path)
+    results = read_json(chosen)
+    date = RESULTS.match(chosen.name)["date"]
+    model = str(results.get("model_name") or results.get("model_name_sanitized") or chosen.parent.name)
+    run = Run(name or model, str(path), model, str(chosen))
+    skipped = []
+    for task in sorted(results["results"]):
+        if task not in specs:
+            skipped.append(task)
+            continue
+        samples = chosen.parent / f"samples_{task}_{date}.jsonl"
+        if not samples.is_file():
+            raise ReportError(f"{chosen}: task {task} has no samples file {samples.name}; "
+                              "rerun lm_eval with --log_samples")
+        run.tasks[task] = read_task(task, samples, results, specs[task], str(chosen))
+    if not run.tasks:
+        raise ReportError(f"{chosen}: holds no qahub task (it has {', '.join(sorted(results['results'])) or 'none'})")
+    return run, skipped
+
+
+def read_task(task: str, samples: Path, results: dict, spec: dict, results_name: str) -> TaskRun:
+    metrics = task_metrics(spec)
+    categories = spec.get("categories", {})
+    present = _metrics_logged(samples, metrics)
+    rows, cats = [], {f: [] for f in categories}
+    fields = [(categories[f], column) for f, column in cats.items()]
+    loads, number, get = json.loads, 0, operator.itemgetter("doc_id", "doc_hash", *present)
+    with open(samples, encoding="utf-8") as handle:
+        try:
+            for number, line in enumerate(handle, 1):  # noqa: B007 - the line an error names
+                sample = loads(line)
+                rows.append(get(sample))
+                doc = sample["doc"]
+                for category, column in fields:
+                    column.append(str(category(doc)))
+        except json.JSONDecodeError as err:
+            raise ReportError(f"{samples}: line {number}: not JSON ({err.msg}); the samples file is damaged") from None
+        except (KeyError, TypeError, IndexError, AttributeError, ValueError) as err:
+            raise ReportError(f"{samples}: line {number}: not a logged sample of {task} "
+                              f"({type(err).__name__}: {err})") from None
+    if not rows:
+        raise ReportError(f"{samples}: no samples")
+    columns = [list(column) for column in zip(*rows)]
+    keys = list(zip(columns[0], columns[1]))
+    items = dict(zip(present, columns[2:]))
+    _check_keys(samples, keys)
+    scores = results["results"][task]
+    values = {}
+    for metric in present:
+        key = f"{metric},none"
+        if not isinstance(scores.get(key), int | float) or isinstance(scores.get(key), bool):
+            raise ReportError(f"{results_name}: task {task} has no number {key!r}")
+        values[metric] = float(scores[key])
+    return TaskRun(task, str(samples), values, keys, items, cats, (results.get("versions") or {}).get(task),
+                   (results.get("n-shot") or {}).get(task), (results.get("config") or {}).get("limit"))
+
+
+def _metrics_logged(samples: Path, metrics: dict) -> list:
+    """The task's metrics the first sample has (a judge score only when the run had a judge)."""
+    with open(samples, encoding="utf-8") as handle:
+        first = handle.readline()
+    try:
+        sample = json.loads(first) if first.strip() else {}
+    except json.JSONDecodeError as err:
+        raise ReportError(f"{samples}: line 1: not JSON ({err.msg}); the samples file is damaged") from None
+    if not isinstance(sample, dict):
+        raise ReportError(f"{samples}: line 1: not a JSON object")
+    return [m for m in metrics if m in sample]
+
+
+def _check_keys(samples: Path, keys: list):
+    for number, (doc_id, doc_hash) in enumerate(keys, 1):
+        if not isinstance(doc_id, int) or not isinstance(doc_hash, str):
+            raise ReportError(f"{samples}: line {number}: doc_id / doc_hash are not an integer and a hash")
+
+
+def numbers(items: list, where: str) -> tuple[np.ndarray, np.ndarray]:
+    """Per-doc values as floats and the mask of those that are set (None: the doc has none, e.g. no knowledge)."""
+    mask = np.array([item is not None for item in items], dtype=bool)
+    try:
+        values = np.array([0.0 if item is None else float(item) for item in items], dtype=float)
+    except (TypeError, ValueError):
+        raise ReportError(f"{where}: a per-document value is not a number") from None
+    if not np.isfinite(values).all():
+        raise ReportError(f"{where}: a per-document value is not finite")
+    return values, mask

@@ -1,0 +1,213 @@
+"""Bootstrap over documents, vectorised: each chunk of resamples is a matrix of document multiplicities ``W``
+(resamples x documents) and a statistic is computed for every row at once (``W @ columns`` for means, sums
+and BLEU's sufficient statistics; n-gram presence for distinct-n). Paired tests: McNemar's exact test
+(statsmodels), sacrebleu's paired bootstrap for BLEU (its algorithm and seed, so ``sacrebleu --paired-bs``
+gives the same p), a paired bootstrap of the difference for the rest."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+CELLS = 2_000_000  # documents x resamples per chunk: bounds the memory of a multiplicity matrix
+KEPT_CELLS = 10_000_000  # the resamples of one document count are kept for the next task up to this size
+_kept = {}
+
+
+def chunks(seed: int, n: int, resamples: int):
+    """Multiplicity matrices of ``resamples`` bootstrap resamples of ``n`` documents, a few rows at a time.
+
+    The indices are ``default_rng(seed).choice(n, size=(resamples, n))`` (drawn chunk by chunk: the same
+    stream), which is what sacrebleu's paired bootstrap draws; so every task of ``n`` documents gets the same
+    resamples, and the last ones drawn are kept for the next task of that size."""
+    key = (seed, n, resamples)
+    if key in _kept:
+        yield from _kept[key]
+        return
+    rng, size, made = np.random.default_rng(seed), max(1, min(resamples, CELLS // max(n, 1))), []
+    for start in range(0, resamples, size):
+        rows = min(size, resamples - start)
+        idx = rng.integers(0, n, size=(rows, n))  # = rng.choice(n, size=(rows, n), replace=True)
+        flat = (idx + (np.arange(rows) * n)[:, None]).ravel()
+        w = np.bincount(flat, minlength=rows * n).reshape(rows, n).astype(float)
+        if n * resamples <= KEPT_CELLS:
+            made.append(w)
+        yield w
+    _kept.clear()
+    if made:
+        _kept[key] = made
+
+
+class Linear:
+    """A statistic of column sums: ``finish(sums)`` of ``W @ x`` (x: documents x k)."""
+
+    def __init__(self, x):
+        self.x = np.asarray(x, dtype=float)
+
+    def take(self, index):
+        return type(self)(self.x[index])
+
+    def point(self):
+        return float(self.finish(self.x.sum(0)[None, :])[0])
+
+    def __call__(self, w):
+        return self.finish(w @ self.x)
+
+
+class Mean(Linear):
+    @classmethod
+    def of(cls, values, mask):
+        return cls(np.column_stack([values * mask, mask.astype(float)]))
+
+    def n(self):
+        return int(self.x[:, 1].sum())
+
+    def finish(self, sums):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(sums[:, 1] > 0, sums[:, 0] / np.where(sums[:, 1] > 0, sums[:, 1], 1), np.nan)
+
+
+class Sum(Mean):
+    def finish(self, sums):
+        return sums[:, 0]
+
+
+@functools.cache
+def _bleu():
+    from sacrebleu.metrics import BLEU
+
+    return BLEU()  # the defaults both tasks score with: 13a, exp smoothing, one reference
+
+
+def bleu_statistics(pairs) -> np.ndarray:
+    """sacrebleu's per-segment sufficient statistics of (hypothesis, reference) pairs (documents x 10)."""
+    from .ngrams import bleu_statistics as statistics
+
+    pairs = [(str(h), str(r)) for h, r in pairs]
+    return statistics([h for h, _ in pairs], [r for _, r in pairs], _bleu())
+
+
+class Bleu(Linear):
+    """Corpus BLEU of the resampled documents' summed statistics, scored as sacrebleu's bootstrap scores them
+    (float32 sums into ``_compute_score_from_stats``)."""
+
+    def point(self):
+        sums = [int(v) for v in self.x.sum(0)]
+        return float(_bleu()._compute_score_from_stats(sums).score) if sums[1] else float("nan")
+
+    def finish(self, sums):
+        metric = _bleu()
+        return np.array([metric._compute_score_from_stats(row).score if row[1] else np.nan
+                         for row in sums.astype(np.float32)])
+
+
+class Distinct:
+    """Distinct n-grams of the resampled documents / their n-grams (the Topical-Chat metric's distinct-n):
+    an n-gram found in one document only counts when that document is drawn; the others through a sparse
+    document x n-gram matrix."""
+
+    def __init__(self, single, shared, totals):
+        self.single, self.shared, self.totals = single, shared, totals
+
+    @classmethod
+    def of(cls, texts, order):
+        from scipy import sparse
+
+        from qahub.metrics.topical_chat.responses import _tokenizer_13a
+
+        from .ngrams import distinct_table
+
+        rows, cols, totals = distinct_table(_tokenizer_13a(), [str(text).lower() for text in texts], order)
+        docs = np.bincount(cols)
+        alone = docs[cols] == 1
+        single = np.bincount(rows[alone], minlength=len(texts)).astype(np.float32)
+        shared_ids = np.unique(cols[~alone], return_inverse=True)[1]
+        shared = sparse.csr_matrix((np.ones(len(shared_ids), dtype=np.float32), (shared_ids, rows[~alone])),
+                                   shape=(int(shared_ids.max(initial=-1)) + 1, len(texts)))
+        return cls(single, shared, totals.astype(float))
+
+    def take(self, index):
+        return Distinct(self.single[index], self.shared[:, index], self.totals[index])
+
+    def point(self):
+        return float(self(np.ones((1, len(self.totals))))[0])
+
+    def __call__(self, w):
+        drawn = (w > 0).astype(np.float32)  # exact: counts of documents
+        unique = drawn @ self.single + (np.asarray(self.shared @ drawn.T) > 0).sum(0)
+        total = w @ self.totals
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(total > 0, unique / np.where(total > 0, total, 1), 0.0)
+
+
+def interval(draws, confidence: float) -> list:
+    """Percentile interval of the bootstrap draws (NaN draws, e.g. a category absent from a resample, left out)."""
+    draws = np.asarray(draws, dtype=float)
+    draws = draws[np.isfinite(draws)]
+    if not len(draws):
+        return [None, None]
+    tail = (1 - confidence) / 2
+    low, high = np.quantile(draws, [tail, 1 - tail])
+    return [float(low), float(high)]
+
+
+def bootstrap(estimators: dict, n: int, seed: int, resamples: int) -> dict:
+    """``{key: draws}`` of every estimator on the same resamples of ``n`` documents. ``estimators`` maps a key
+    to ``(estimator, index)``: the estimator is of the documents ``index`` (None: all) of the resampled ones.
+    The linear ones of one index share one matrix product per chunk."""
+    groups = {}
+    for key, (_, index) in estimators.items():
+        groups.setdefault(_group(index), (index, []))[1].append(key)
+    plans = [_plan(index, {key: estimators[key][0] for key in keys}) for index, keys in groups.values()]
+    draws = {(_group(index), id(est)): [] for est, index in estimators.values()}
+    for w in chunks(seed, n, resamples):
+        for index, columns, linear, other in plans:
+            part = w if index is None else w[:, index]
+            sums = part @ columns if linear else None
+            for key, est, where in linear:
+                draws[(_group(index), key)].append(est.finish(sums[:, where]))
+            for key, est in other:
+                draws[(_group(index), key)].append(est(part))
+    return {key: np.concatenate(draws[(_group(index), id(est))]) for key, (est, index) in estimators.items()}
+
+
+def _group(index):
+    return None if index is None else id(index)
+
+
+def _plan(index, estimators):
+    """Each estimator once (a comparison shares the runs' own), linear ones as columns of one matrix."""
+    estimators = {id(est): est for est in estimators.values()}
+    linear = [(key, est) for key, est in estimators.items() if isinstance(est, Linear)]
+    other = [(key, est) for key, est in estimators.items() if not isinstance(est, Linear)]
+    columns = np.hstack([est.x for _, est in linear]) if linear else None
+    ends = np.cumsum([est.x.shape[1] for _, est in linear])
+    slices = [slice(end - est.x.shape[1], end) for end, (_, est) in zip(ends, linear)]
+    return index, columns, [(key, est, where) for (key, est), where in zip(linear, slices)], other
+
+
+def mcnemar_p(base, other) -> float:
+    """McNemar's exact test of two 0/1 vectors (success: value > 0) on the same documents."""
+    from statsmodels.stats.contingency_tables import mcnemar
+
+    a, b = np.asarray(base) > 0, np.asarray(other) > 0
+    table = [[int((a & b).sum()), int((a & ~b).sum())], [int((~a & b).sum()), int((~a & ~b).sum())]]
+    return float(mcnemar(table, exact=True).pvalue)
+
+
+def bootstrap_p(draws, delta: float) -> float:
+    """Two-sided p of a paired bootstrap: how often the centred resampled difference is as far from 0."""
+    draws = np.asarray(draws, dtype=float)
+    draws = draws[np.isfinite(draws)]
+    return float((1 + np.sum(np.abs(draws - delta) >= abs(delta))) / (len(draws) + 1))
+
+
+def sacrebleu_p(base_draws, other_draws, base_score: float, other_score: float) -> float:
+    """sacrebleu's paired bootstrap p (significance._paired_bs_test) from the two systems' resampled scores."""
+    from sacrebleu.significance import _compute_p_value
+
+    diffs = np.abs(np.asarray(other_draws) - np.asarray(base_draws))
+    if base_score == other_score and not diffs.any():
+        return 1.0  # the same hypotheses: sacrebleu's strict ">" would give 1/(resamples+1)
+    return float(_compute_p_value(diffs - diffs.mean(), abs(base_score - other_score)))
