@@ -18,9 +18,7 @@ MARKER = "report.json"
 
 def write_report(arguments, out, baseline=None, resamples=1000, seed=12345, confidence=0.95, overwrite=False,
                  progress=True) -> dict:
-    from tqdm import tqdm
-
-    from .build import report_data, units
+    from qahub.loaders._gc import gc_paused
 
     if resamples < 1:
         raise ReportError(f"--resamples {resamples}: must be at least 1")
@@ -29,6 +27,15 @@ def write_report(arguments, out, baseline=None, resamples=1000, seed=12345, conf
     out = Path(out).absolute()
     check_out(out, overwrite)
     specs = qahub_tasks()
+    with gc_paused():  # the samples' items are kept: the collector would walk them again and again
+        return _write(arguments, out, specs, baseline, resamples, seed, confidence, progress)
+
+
+def _write(arguments, out, specs, baseline, resamples, seed, confidence, progress) -> dict:
+    from tqdm import tqdm
+
+    from .build import report_data, units
+
     runs, skipped = read_runs(arguments, specs)
     baseline = baseline or runs[0].name
     if baseline not in {run.name for run in runs}:

@@ -29,8 +29,9 @@ def chunks(seed: int, n: int, resamples: int):
     for start in range(0, resamples, size):
         rows = min(size, resamples - start)
         idx = rng.integers(0, n, size=(rows, n))  # = rng.choice(n, size=(rows, n), replace=True)
-        flat = (idx + (np.arange(rows) * n)[:, None]).ravel()
-        w = np.bincount(flat, minlength=rows * n).reshape(rows, n).astype(float)
+        w = np.empty((rows, n))
+        for row, drawn in enumerate(idx):  # one bincount a resample: it stays in cache, one flat one does not
+            w[row] = np.bincount(drawn, minlength=n)
         if n * resamples <= KEPT_CELLS:
             made.append(w)
         yield w
@@ -134,11 +135,18 @@ class Distinct:
         return float(self(np.ones((1, len(self.totals))))[0])
 
     def __call__(self, w):
-        drawn = (w > 0).astype(np.float32)  # exact: counts of documents
+        drawn = _drawn(w)
         unique = drawn @ self.single + (np.asarray(self.shared @ drawn.T) > 0).sum(0)
         total = w @ self.totals
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(total > 0, unique / np.where(total > 0, total, 1), 0.0)
+
+
+def _drawn(w, _last=[None, None]):  # noqa: B006 - one chunk's matrix kept for the next estimator of it
+    """1 where a resample drew the document (exact in float32: counts of documents)."""
+    if _last[0] is not w:
+        _last[:] = [w, (w > 0).astype(np.float32)]
+    return _last[1]
 
 
 def interval(draws, confidence: float) -> list:
@@ -155,7 +163,8 @@ def interval(draws, confidence: float) -> list:
 def bootstrap(estimators: dict, n: int, seed: int, resamples: int) -> dict:
     """``{key: draws}`` of every estimator on the same resamples of ``n`` documents. ``estimators`` maps a key
     to ``(estimator, index)``: the estimator is of the documents ``index`` (None: all) of the resampled ones.
-    The linear ones of one index share one matrix product per chunk."""
+    The linear ones share one matrix product per chunk (those of a subset spread over all ``n``)."""
+    estimators = _spread(estimators, n)
     groups = {}
     for key, (_, index) in estimators.items():
         groups.setdefault(_group(index), (index, []))[1].append(key)
@@ -170,6 +179,22 @@ def bootstrap(estimators: dict, n: int, seed: int, resamples: int) -> dict:
             for key, est in other:
                 draws[(_group(index), key)].append(est(part))
     return {key: np.concatenate(draws[(_group(index), id(est))]) for key, (est, index) in estimators.items()}
+
+
+def _spread(estimators: dict, n: int) -> dict:
+    """Each linear estimator of a subset of the documents as one of all ``n`` whose other rows are 0: the same
+    sums, without copying the subset's columns of every chunk."""
+    spread, made = {}, {}
+    for key, (est, index) in estimators.items():
+        if index is not None and isinstance(est, Linear):
+            tag = (id(est), id(index))
+            if tag not in made:
+                x = np.zeros((n, est.x.shape[1]))
+                x[index] = est.x
+                made[tag] = type(est)(x)
+            est, index = made[tag], None
+        spread[key] = (est, index)
+    return spread
 
 
 def _group(index):
