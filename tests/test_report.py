@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import hypothesis
 import numpy as np
 import pytest
 
@@ -20,6 +21,8 @@ from lm_eval import simple_evaluate  # noqa: E402
 from lm_eval.loggers import EvaluationTracker  # noqa: E402
 from scipy.stats import binomtest  # noqa: E402
 from test_harness import Oracle, locations, manager, plan, task_dir  # noqa: E402, F401
+
+from qahub.report import runs as report_runs  # noqa: E402
 
 WRONG = ["", "no idea", "Ответ: Пас", "NO ANSWER", "回答: いいえ", "agent_2: hello there friend", "Ответ: Б"]
 
@@ -274,3 +277,21 @@ def test_a_different_task_version_is_a_warning(runs, tmp_path):
     data = json.loads((out / "report.json").read_text(encoding="utf-8"))
     assert any("task version 2.0 differs" in w for w in data["tasks"]["qahub_limur"]["warnings"])
     assert not data["tasks"]["qahub_jeopardy"]["warnings"]
+
+
+
+def json_values(text):
+    st = hypothesis.strategies
+    scalars = st.none() | st.booleans() | st.floats() | st.integers(-2**63, 2**63 - 1) | text
+    return st.recursive(scalars, lambda kids: st.lists(kids, max_size=4) | st.dictionaries(text, kids, max_size=4),
+                        max_leaves=12)
+
+
+ANY_TEXT = hypothesis.strategies.text(hypothesis.strategies.characters(exclude_categories=()))
+
+
+@hypothesis.given(json_values(ANY_TEXT), json_values(hypothesis.strategies.text()))
+def test_a_samples_line_reads_as_json_reads_it(escaped, raw):
+    """Lone surrogates and NaN escaped as json.dumps writes them; any other text written raw (UTF-8)."""
+    for line in (json.dumps({"doc": escaped}), json.dumps({"doc": raw}, ensure_ascii=False)):
+        assert repr(report_runs.load_line(line.encode("utf-8") + b"\n")) == repr(json.loads(line))
