@@ -15,6 +15,7 @@ a ``grader`` (LIMUR) is also judged by inspect's grader role (``--model-role gra
 from __future__ import annotations
 
 import json
+import logging
 import random
 
 from inspect_ai import Epochs, Task, task
@@ -28,6 +29,7 @@ from qahub import harness, registry
 PREFIX = "qahub_"  # lm-eval's task qahub_limur is inspect's qahub/limur
 FEWSHOT_SEED = 1234  # lm-eval's default fewshot_random_seed
 GRADER = "grader"  # inspect's model role the judge runs on
+logger = logging.getLogger(__name__)
 SCALARS = (str, int, float, bool, type(None))  # what a Score's dict value may hold; others go as JSON text
 
 
@@ -204,8 +206,14 @@ def _mean(values) -> float:
 
 
 def _value(key: str, score: Score):
-    value = score.value
-    return json.loads(value) if key in (score.metadata or {}).get("json", ()) else value
+    """One per-document value of ``key`` (``score.value`` is that value alone, as inspect hands it to a metric)."""
+    return json.loads(score.value) if key in (score.metadata or {}).get("json", ()) else score.value
+
+
+def document_values(score: Score) -> dict:
+    """Every per-document value of a sample's Score (as the lm-eval task's process_results gives them)."""
+    carried = (score.metadata or {}).get("json", ())
+    return {key: json.loads(value) if key in carried else value for key, value in score.value.items()}
 
 
 async def _judge(grader_spec: dict, grader, reply, doc) -> dict:
@@ -216,7 +224,8 @@ async def _judge(grader_spec: dict, grader, reply, doc) -> dict:
     for prompt in grader_spec["prompts"](reply, doc):
         try:
             output = await grader.generate(prompt, config=config)
-        except Exception:  # as MERA: a failed judgement counts as no grade, the run goes on
+        except Exception as err:  # as MERA: a failed judgement counts as no grade, the run goes on
+            logger.warning("grader failed, no grade: %s: %s", type(err).__name__, err)
             grades.append(None)
             continue
         grades.append(grader_spec["grade"](output.completion))
