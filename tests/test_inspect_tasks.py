@@ -252,16 +252,31 @@ def test_limur_without_a_grader_role_reports_no_judge_metric(locations, tmp_path
 # --- the installed package: inspect's own command line finds qahub/<task> through the entry point
 
 
+CLI = "import sys, inspect_models; from inspect_ai._cli.main import main; sys.argv[0] = 'inspect'; main()"
+
+
+def inspect_cli(*args, cwd):
+    """inspect's own command line in a fresh process, run from a folder outside the checkout."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, "-c", CLI, *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=600)
+
+
+def test_inspect_eval_command_refuses_a_bad_split_in_one_message(locations, tmp_path):
+    done = inspect_cli("eval", "qahub/limur", "-T", f"dataset={locations['limur']}", "-T", "split=nosuch",
+                       "--model", "qahub_script/x", "--log-dir", str(tmp_path / "logs"), cwd=tmp_path)
+    output = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode != 0 and "Traceback" not in output
+    assert "qahub/limur:" in output and "has no split 'nosuch'" in output, output[-2000:]
+
+
 def test_inspect_eval_command_finds_the_task_through_the_entry_point(locations, tmp_path):
     """``inspect eval qahub/jeopardy -T dataset=... -T fewshot=1`` run by inspect's CLI in a fresh process, from a
     folder outside the checkout, with the scripted model registered by inspect_models (mockllm/model cannot run
     offline: it counts tokens with a tiktoken file it downloads)."""
-    cli = "import sys, inspect_models; from inspect_ai._cli.main import main; sys.argv[0] = 'inspect'; main()"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
-    argv = [sys.executable, "-c", cli, "eval", "qahub/jeopardy", "-T", f"dataset={locations['jeopardy']}",
-            "-T", "fewshot=1", "--model", "qahub_script/Рим", "--log-dir", str(tmp_path / "logs"),
-            "--log-format", "json", "--display", "none"]
-    done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    done = inspect_cli("eval", "qahub/jeopardy", "-T", f"dataset={locations['jeopardy']}", "-T", "fewshot=1",
+                       "--model", "qahub_script/Рим", "--log-dir", str(tmp_path / "logs"), "--log-format", "json",
+                       "--display", "none", cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     (path,) = (tmp_path / "logs").glob("*.json")
     log = json.loads(path.read_text(encoding="utf-8"))

@@ -19,6 +19,7 @@ import logging
 import random
 
 from inspect_ai import Epochs, Task, task
+from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import GenerateConfig, get_model, model_roles
 from inspect_ai.scorer import SampleScore, Score, grouped, mean_score, metric, score_reducer, scorer
@@ -31,6 +32,14 @@ FEWSHOT_SEED = 1234  # lm-eval's default fewshot_random_seed
 GRADER = "grader"  # inspect's model role the judge runs on
 logger = logging.getLogger(__name__)
 SCALARS = (str, int, float, bool, type(None))  # what a Score's dict value may hold; others go as JSON text
+
+
+class TaskInputError(PrerequisiteError, harness.HarnessError):
+    """A task parameter or the export it names cannot be used: inspect's command line prints the one line."""
+
+    def __init__(self, message: str):
+        Exception.__init__(self, message)
+        self.message = message
 
 
 def task_names() -> dict:
@@ -255,7 +264,10 @@ def _number(value) -> bool:
 def _register(short: str, corpus: str, name: str):
     def run(dataset: str, config: str | None = None, split: str | None = None, fewshot: int = 0,
             fewshot_seed: int = FEWSHOT_SEED) -> Task:
-        return build_task(corpus, name, dataset, config, split, fewshot, fewshot_seed)
+        try:
+            return build_task(corpus, name, dataset, config, split, fewshot, fewshot_seed)
+        except harness.HarnessError as err:
+            raise TaskInputError(f"qahub/{short}: {err}") from None
 
     run.__name__ = short
     run.__doc__ = f"lm-eval's {name} as an inspect task (qahub.inspect_tasks); dataset: export folder or Hub id."
