@@ -287,3 +287,12 @@ def test_inspect_eval_command_finds_the_task_through_the_entry_point(locations, 
 
 
 assert inspect_models.Scripted  # registered with inspect when imported
+
+
+def test_several_epochs_keep_the_texts_and_pairs_corpus_metrics_read(locations, tmp_path):
+    """inspect's default reducer would turn distinct-n's texts and corpus BLEU's pairs into floats."""
+    task = build("topical_chat_freq", locations)
+    targets = {sample.input: sample.target for sample in task.dataset}
+    (once,) = run([task], targets.__getitem__, tmp_path / "once")
+    (twice,) = run([task], targets.__getitem__, tmp_path / "twice", epochs=2)
+    assert aggregates(twice) == aggregates(once) and aggregates(once)["bleu"] == 100.0
