@@ -128,6 +128,11 @@ def domain(doc):
     return doc.get("domain") or ""
 
 
+def doc_id(doc):
+    """A grounding or response doc's id: the dialogue id and the turn it answers."""
+    return doc["id"]
+
+
 # --- subtask 2 docs: agent turns of the dialogue rows, with their document
 
 
@@ -181,6 +186,7 @@ TASKS = {
         "metrics": {"exact": ("mean", True), "f1": ("mean", True), "unparseable": ("mean", False)},
         # breakdowns `qahub report` shows: FIELD -> the category of a logged doc
         "categories": {"domain": domain},
+        "doc_id": doc_id,
     },
     "qahub_doc2dial_response": {
         "configs": ["dialogue_domain"],
@@ -195,5 +201,6 @@ TASKS = {
         "metrics": {"bleu": (corpus_bleu, True), "unparseable": ("mean", False)},
         # breakdowns `qahub report` shows: FIELD -> the category of a logged doc
         "categories": {"domain": domain},
+        "doc_id": doc_id,
     },
 }

@@ -115,7 +115,8 @@ def mean(values) -> float:
 _COMMON = {"configs": ["v1.2", "v1.1", "v1.0"], "splits": ["validation"], "fewshot_split": "train", "docs": None,
            "until": [STOP], "target_delimiter": "",
            # breakdowns `qahub report` shows: FIELD -> the category of a logged doc
-           "categories": {"type": question_type}}
+           "categories": {"type": question_type},
+           "doc_id": lambda doc: doc["qid"]}
 
 TASKS = {
     "qahub_jemhopqa": {

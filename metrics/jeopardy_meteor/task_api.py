@@ -132,6 +132,8 @@ TASKS = {
         },
         # breakdowns `qahub report` shows: FIELD -> the category of a logged doc
         "categories": {"question_number": value_category},
+        # the question id of config extended; a `qa` row has none (None: the document's position)
+        "doc_id": lambda doc: doc.get("question_id"),
     },
 }
 

@@ -4,8 +4,19 @@ commit 62309eb): MERA's prompt, target and few-shot split, scored by the same co
 import functools
 import logging
 import os
+from types import SimpleNamespace
 
-from .judge import Endpoint, JudgeConfigError, cache_key, check_prompt, grade_parser, judge_all
+from .judge import (
+    MERA_MAX_TOKENS,
+    Endpoint,
+    JudgeConfigError,
+    cache_key,
+    check_prompt,
+    grade_parser,
+    judge_all,
+    mera_prompt,
+    parse_mera_grade,
+)
 from .mera import answer_candidates
 from .score import score_reply
 
@@ -35,6 +46,10 @@ def task_type(doc):
 
 def context_type(doc):
     return doc["meta"]["context_type"]
+
+
+def doc_id(doc):
+    return doc["meta"]["id"]
 
 
 def n_options(doc):
@@ -146,8 +161,23 @@ def judge(reply, doc):
     except JudgeConfigError as err:  # as MERA: a failed judgement scores 0.0, the run goes on
         logger.warning("limur judge failed, scoring 0.0: %s", err)
         return {"judge_score": 0.0, "judge_coverage": 0}
-    graded = [score for score in scores if score is not None]
+    return best_grade(scores)
+
+
+def best_grade(grades):
+    """``{"judge_score", "judge_coverage"}`` of one reply's judgements (a grade in [0, 1], or None when none was
+    read): the best grade, 0.0 without one, as MERA's ``best_score``; coverage 1 when a grade was read."""
+    graded = [grade for grade in grades if grade is not None]
     return {"judge_score": max(graded, default=0.0), "judge_coverage": int(bool(graded))}
+
+
+_MERA = SimpleNamespace(prompt="mera")
+
+
+def mera_judge_prompts(reply, doc):
+    """MERA's judge prompt, one user message, for each of MERA's answer candidates of ``reply``; none for a
+    closed answer (what a harness's own grader model is asked, e.g. inspect's grader role)."""
+    return [mera_prompt(*item) for item in judge_items(_MERA, reply, doc)]
 
 
 def judge_score(reply, doc):
@@ -213,6 +243,11 @@ TASKS = {
         "judge": judge,
         "judge_filter": judge_filter,  # judges a whole run concurrently before process_results
         "judge_configured": judge_configured,
+        # a harness's own grader model (inspect's grader role): MERA's prompts, at temperature 0 with this many
+        # tokens, MERA's reading of each reply, the best grade kept
+        "grader": {"prompts": mera_judge_prompts, "max_tokens": MERA_MAX_TOKENS, "grade": parse_mera_grade,
+                   "reduce": best_grade},
+        "doc_id": doc_id,  # the document's id: MERA's meta.id, unique within a split
         # breakdowns `qahub report` shows: FIELD -> the category of a logged doc
         "categories": {"task_type": task_type, "context_type": context_type},
     },

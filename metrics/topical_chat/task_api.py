@@ -80,6 +80,11 @@ def score(reply, doc):
     return score_reply(reply, doc["target"], doc.get("knowledge"))
 
 
+def doc_id(doc):
+    """A turn doc's id: its conversation and turn, ``CONVERSATION_ID:TURN_INDEX``."""
+    return f"{doc['conversation_id']}:{doc['turn_index']}"
+
+
 def _task(splits):
     return {
         "configs": ["conversations"],
@@ -91,6 +96,7 @@ def _task(splits):
         "until": ["\n"],
         "max_gen_toks": 64,
         "score": score,
+        "doc_id": doc_id,
         "metrics": {
             "f1": ("mean", True),
             "knowledge_f1": (mean_or_zero, True),

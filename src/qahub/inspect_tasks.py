@@ -1,0 +1,277 @@
+"""inspect-ai tasks: one ``qahub/<name>`` task for each lm-eval task ``qahub_<name>``, derived from the same
+declaration (the ``TASKS`` table of the corpus's metric ``task_api``) and the same documents.
+
+``inspect eval qahub/limur -T dataset=LOCATION [-T config=C -T split=S -T fewshot=N] --model ...``: LOCATION is
+an export folder or a Hub dataset id, resolved as ``qahub harness-tasks`` resolves it (``harness.plan_tasks``)
+and read fresh from its files (``harness.task_functions``). A sample's input is the lm-eval context as plain
+text (its few-shot demonstrations drawn from the task's few-shot split as lm-eval's default sampler draws them,
+never the document itself), its target the task's target, its id the document's id; the generation stops at
+the task's stop sequences within its token limit, at temperature 0. The scorer gives every per-document value of
+the task; each metric aggregates over all documents as the lm-eval task does (corpus BLEU over every pair), and
+is broken down by each declared category (the samples' metadata) with inspect's ``grouped()``. A task declaring
+a ``grader`` (LIMUR) is also judged by inspect's grader role (``--model-role grader=...``) when one is given.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+
+from inspect_ai import Epochs, Task, task
+from inspect_ai._util.error import PrerequisiteError
+from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.model import GenerateConfig, get_model, model_roles
+from inspect_ai.scorer import SampleScore, Score, grouped, mean_score, metric, score_reducer, scorer
+from inspect_ai.solver import generate
+
+from qahub import harness, registry
+
+PREFIX = "qahub_"  # lm-eval's task qahub_limur is inspect's qahub/limur
+FEWSHOT_SEED = 1234  # lm-eval's default fewshot_random_seed
+GRADER = "grader"  # inspect's model role the judge runs on
+logger = logging.getLogger(__name__)
+SCALARS = (str, int, float, bool, type(None))  # what a Score's dict value may hold; others go as JSON text
+
+
+class TaskInputError(PrerequisiteError, harness.HarnessError):
+    """A task parameter or the export it names cannot be used: inspect's command line prints the one line."""
+
+    def __init__(self, message: str):
+        Exception.__init__(self, message)
+        self.message = message
+
+
+def task_names() -> dict:
+    """``{inspect task name: (corpus, lm-eval task name)}`` for every declared task."""
+    return {name.removeprefix(PREFIX): (corpus, name)
+            for corpus in registry.corpus_names() for name in harness.task_api(corpus).TASKS}
+
+
+def build_task(corpus: str, name: str, dataset: str, config: str | None = None, split: str | None = None,
+               fewshot: int = 0, fewshot_seed: int = FEWSHOT_SEED) -> Task:
+    """The inspect Task of lm-eval task ``name`` of ``corpus`` on the export or Hub dataset ``dataset``."""
+    spec = harness.task_api(corpus).TASKS[name]
+    entry = task_entry(corpus, name, dataset, config, split)
+    functions = harness.task_functions(corpus, name, entry["location"], config=entry["config"],
+                                       splits=(entry["split"], entry["fewshot_split"]))
+    read = functions.dataset()
+    docs = _docs(spec, functions, read[entry["split"]])
+    shots = _docs(spec, functions, read[entry["fewshot_split"]]) if fewshot else []
+    samples, by_id = _samples(spec, docs, shots, int(fewshot), random.Random(fewshot_seed),
+                              entry["fewshot_split"] == entry["split"])
+    where = f"{entry['location']} config {entry['config']} split {entry['split']}"
+    return Task(
+        dataset=MemoryDataset(samples, name=f"{name}: {where}", location=entry["location"]),
+        solver=generate(),
+        scorer=task_scorer(name, spec, by_id, functions.aggregate),
+        epochs=Epochs(1, per_document()),
+        config=GenerateConfig(stop_seqs=list(spec["until"]), max_tokens=int(spec.get("max_gen_toks", 256)),
+                              temperature=0.0),
+        metadata={"qahub": {**entry, "lm_eval_task": name, "fewshot": int(fewshot)}},
+    )
+
+
+def task_entry(corpus: str, name: str, dataset: str, config: str | None, split: str | None) -> dict:
+    """The task's plan at ``dataset`` (``harness.plan_tasks``), with ``config`` / ``split`` when given: a config
+    the location has, a split that config has; the few-shot split chosen for them as lm-eval's task would."""
+    entry = harness.plan_tasks(corpus, dataset)[name]
+    if config is None and split is None:
+        return entry
+    spec = harness.task_api(corpus).TASKS[name]
+    location = entry["location"]
+    config = config or entry["config"]
+    configs = harness._configs(location)
+    if config not in configs:
+        raise harness.HarnessError(f"{location}: has no config {config!r} (it has {', '.join(configs)})")
+    present = harness._splits(location, config)
+    if split is None:
+        split = entry["split"] if config == entry["config"] else next(
+            (s for s in spec["splits"] if s in present), None)
+    if split not in present:
+        raise harness.HarnessError(f"{location}: config {config} has no split {split!r} for task {name} "
+                                   f"(it has {', '.join(present)})")
+    return {**entry, "config": config, "split": split,
+            "fewshot_split": harness.fewshot_split(spec, present, split)}
+
+
+def _docs(spec: dict, functions, rows) -> list[dict]:
+    return list(functions.process_docs(rows) if spec.get("docs") else rows)
+
+
+def _samples(spec: dict, docs: list, shots: list, fewshot: int, rnd: random.Random, same_split: bool):
+    """The Samples, in document order, and ``{sample id: document}``."""
+    if fewshot and len(shots) < fewshot + int(same_split):
+        raise harness.HarnessError(f"fewshot={fewshot}: the few-shot split has only {len(shots)} document(s)")
+    samples, by_id = [], {}
+    for index, doc in enumerate(docs):
+        shown = _demonstrations(shots, doc, fewshot, rnd, same_split) if fewshot else []
+        sample_id = _doc_id(spec, doc, index)
+        if sample_id in by_id:
+            raise harness.HarnessError(f"document {index}: id {sample_id!r} is also document "
+                                       f"{list(by_id).index(sample_id)}'s")
+        by_id[sample_id] = doc
+        categories = {field: category(doc) for field, category in spec.get("categories", {}).items()}
+        samples.append(Sample(id=sample_id, input=context(spec, shown, doc), target=spec["target"](doc),
+                              metadata=categories))
+    return samples, by_id
+
+
+def _doc_id(spec: dict, doc: dict, index: int):
+    """The id the task declares for the document, or its position when it declares none (or the doc has none)."""
+    value = spec["doc_id"](doc) if spec.get("doc_id") else None
+    return index if value is None else value
+
+
+def _demonstrations(pool: list, doc: dict, n: int, rnd: random.Random, same_split: bool) -> list:
+    """lm-eval's default ``ContextSampler.sample``: n documents drawn from the pool, one more when the pool is the
+    evaluated split, the document itself left out."""
+    if not same_split:
+        return rnd.sample(pool, n)
+    shown = [shot for shot in rnd.sample(pool, n + 1) if shot != doc][:n]
+    return shown if len(shown) == n else rnd.sample([shot for shot in pool if shot != doc], n)
+
+
+def context(spec: dict, shots: list, doc: dict) -> str:
+    """lm-eval's plain-text context: each demonstration's prompt, target delimiter, target and few-shot
+    delimiter, then the document's prompt."""
+    between, after = spec.get("target_delimiter", " "), spec.get("fewshot_delimiter", "\n\n")
+    return "".join(spec["prompt"](s) + between + spec["target"](s) + after for s in shots) + spec["prompt"](doc)
+
+
+def task_scorer(name: str, spec: dict, docs: dict, aggregate: dict):
+    """One scorer giving every per-document value of the task (a dict Score value); the judge's values too when
+    the task declares a grader and the eval binds the grader role."""
+    declared = dict(spec["metrics"])
+    if spec.get("grader"):
+        declared.update(spec["judge_metrics"])  # left out of the results when no sample holds them (no grader)
+    metrics = {key: _metrics(key, how, spec, aggregate) for key, (how, _) in declared.items()}
+
+    @scorer(metrics=metrics, name=name)
+    def qahub_scores():
+        async def score(state, target):
+            doc = docs[state.sample_id]
+            reply = state.output.completion
+            values = spec["score"](reply, doc)
+            grader = model_roles().get(GRADER) and get_model(role=GRADER)
+            if spec.get("grader") and grader:
+                values.update(await _judge(spec["grader"], grader, reply, doc))
+            values = {key: values[key] for key in declared if key in values}
+            encoded = sorted(key for key, value in values.items() if not isinstance(value, SCALARS))
+            for key in encoded:  # e.g. corpus BLEU's (reply, gold) pair
+                values[key] = json.dumps(values[key])
+            return Score(value=values, metadata={"json": encoded} if encoded else None)
+
+        return score
+
+    return qahub_scores()
+
+
+def _metrics(key: str, how, spec: dict, aggregate: dict) -> list:
+    """The aggregate of ``key`` over all documents, then one breakdown per declared category."""
+    whole = _aggregate(key, how, aggregate.get(key))
+    fields = spec.get("categories", {})
+    return [whole] + [_breakdown(whole, field) for field in fields]
+
+
+def _breakdown(whole, field: str):
+    """``grouped(whole, field)`` under the name ``field`` (inspect keeps one metric of a name per score, so two
+    ``grouped`` would be one)."""
+    by_group = grouped(whole, field, all=False)
+
+    @metric(name=field)
+    def breakdown():
+        def compute(scores: list[SampleScore]):
+            return by_group(scores)
+
+        return compute
+
+    return breakdown()
+
+
+def _aggregate(key: str, how, checked):
+    """An inspect metric aggregating the per-document values of ``key`` as the lm-eval task does: lm-eval's
+    ``mean``, or the task's own aggregation (``checked``: harness.task_functions' finite-checked one)."""
+    if how == "mean":
+        checked = _mean
+    elif isinstance(how, str):
+        raise ValueError(f"metric {key}: aggregation {how!r} has no inspect counterpart here")
+    label = how if isinstance(how, str) else getattr(how, "__name__", "aggregate")
+
+    @metric(name=label)
+    def aggregation():
+        def compute(scores: list[SampleScore]) -> float:
+            return checked([_value(key, getattr(item, "score", item)) for item in scores])
+
+        return compute
+
+    return aggregation()
+
+
+def _mean(values) -> float:
+    """lm-eval's ``mean`` aggregation."""
+    values = list(values)
+    return sum(values) / len(values)
+
+
+def _value(key: str, score: Score):
+    """One per-document value of ``key`` (``score.value`` is that value alone, as inspect hands it to a metric)."""
+    return json.loads(score.value) if key in (score.metadata or {}).get("json", ()) else score.value
+
+
+def document_values(score: Score) -> dict:
+    """Every per-document value of a sample's Score (as the lm-eval task's process_results gives them)."""
+    carried = (score.metadata or {}).get("json", ())
+    return {key: json.loads(value) if key in carried else value for key, value in score.value.items()}
+
+
+async def _judge(grader_spec: dict, grader, reply, doc) -> dict:
+    """The task's judge values for one reply: each of its prompts sent to the grader model as one user message at
+    temperature 0, each reply read by the task's ``grade``; a failed call is no grade (scored as the task says)."""
+    config = GenerateConfig(temperature=0.0, max_tokens=grader_spec["max_tokens"])
+    grades = []
+    for prompt in grader_spec["prompts"](reply, doc):
+        try:
+            output = await grader.generate(prompt, config=config)
+        except Exception as err:  # as MERA: a failed judgement counts as no grade, the run goes on
+            logger.warning("grader failed, no grade: %s: %s", type(err).__name__, err)
+            grades.append(None)
+            continue
+        grades.append(grader_spec["grade"](output.completion))
+    return grader_spec["reduce"](grades)
+
+
+@score_reducer(name="per_document")
+def per_document():
+    """One epoch's Score as the scorer gave it (inspect's default reducer would turn a text, a JSON pair or a
+    None into a float); over several epochs, the mean of each numeric value and the first epoch's other values."""
+    mean = mean_score()
+
+    def reduce(scores: list[Score]) -> Score:
+        if len(scores) == 1:
+            return scores[0]
+        first, averaged = scores[0], mean(scores).value
+        value = {key: averaged[key] if _number(item) else item for key, item in first.value.items()}
+        return first.model_copy(update={"value": value})
+
+    return reduce
+
+
+def _number(value) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _register(short: str, corpus: str, name: str):
+    def run(dataset: str, config: str | None = None, split: str | None = None, fewshot: int = 0,
+            fewshot_seed: int = FEWSHOT_SEED) -> Task:
+        try:
+            return build_task(corpus, name, dataset, config, split, fewshot, fewshot_seed)
+        except harness.HarnessError as err:
+            raise TaskInputError(f"qahub/{short}: {err}") from None
+
+    run.__name__ = short
+    run.__doc__ = f"lm-eval's {name} as an inspect task (qahub.inspect_tasks); dataset: export folder or Hub id."
+    return task(name=short)(run)
+
+
+TASKS = {short: _register(short, corpus, name) for short, (corpus, name) in task_names().items()}

@@ -1,0 +1,298 @@
+"""inspect-ai tasks (issue 21 item 2): ``qahub/<task>`` built from the same declarations and documents as the
+lm-eval tasks, run offline through inspect's own ``eval`` with a scripted model (``inspect_models.py``)."""
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("inspect_ai", reason="inspect-ai is the [inspect] extra")
+
+import inspect_models  # noqa: E402
+from inspect_ai import eval as inspect_eval  # noqa: E402
+from inspect_ai.model import get_model  # noqa: E402
+from test_harness import GARBAGE, TOP, Oracle, _evaluate  # noqa: E402  (lm-eval's run, the same tables)
+from test_limur_judge import MERA_REPLIES  # noqa: E402
+
+from qahub import harness, inspect_tasks, registry  # noqa: E402
+
+TESTS = Path(__file__).parent
+
+
+@pytest.fixture(scope="module")
+def locations(sample_exports):
+    return {corpus: str(folder) for corpus, folder in sample_exports.items()}
+
+
+def build(short, locations, **params):
+    corpus, _ = inspect_tasks.task_names()[short]
+    return inspect_tasks.TASKS[short](dataset=locations[corpus], **params)
+
+
+def run(tasks, reply, tmp_path, **kwargs):
+    """inspect's eval of ``tasks`` with a model replying ``reply(prompt)``; the logs, in task order."""
+    model = get_model("qahub_script/scripted", reply=reply, memoize=False)
+    logs = inspect_eval(tasks, model=model, log_dir=str(tmp_path / "logs"), display="none", **kwargs)
+    for log in logs:
+        assert log.status == "success", (log.eval.task, log.error and log.error.traceback)
+    return logs
+
+
+def aggregates(log) -> dict:
+    """``{metric: value over all documents}``: each score's first metric (the others are breakdowns)."""
+    return {score.name: next(iter(score.metrics.values())).value for score in log.results.scores}
+
+
+def per_document(log) -> dict:
+    """``{prompt: per-document values}``, the JSON-carried ones (a corpus-BLEU pair) decoded."""
+    out = {}
+    for sample in log.samples:
+        (score,) = sample.scores.values()
+        out[sample.input] = inspect_tasks.document_values(score)
+    return out
+
+
+def lm_eval_task(short):
+    return inspect_tasks.task_names()[short][1]
+
+
+def test_one_inspect_task_per_lm_eval_task():
+    assert {lm_eval_task(short) for short in inspect_tasks.TASKS} == set(TOP)
+    assert set(inspect_tasks.TASKS) == {name.removeprefix("qahub_") for name in TOP}
+
+
+def test_oracle_gets_the_top_of_every_gold_metric_with_ids_and_categories(locations, tmp_path):
+    tasks = [build(short, locations, fewshot=1) for short in sorted(inspect_tasks.TASKS)]
+    targets = {}
+    for task in tasks:
+        for sample in task.dataset:
+            assert targets.setdefault(sample.input, sample.target) == sample.target
+    logs = run(tasks, targets.__getitem__, tmp_path)
+    for short, log in zip(sorted(inspect_tasks.TASKS), logs, strict=True):
+        corpus, name = inspect_tasks.task_names()[short]
+        spec = harness.task_api(corpus).TASKS[name]
+        scores = aggregates(log)
+        assert set(scores) == set(spec["metrics"]), short
+        assert all(math.isfinite(v) for v in scores.values()), (short, scores)
+        for metric, top in TOP[name].items():
+            assert scores[metric] == pytest.approx(top), (short, metric, scores)
+        docs = {inspect_tasks._doc_id(spec, doc, i): doc for i, doc in enumerate(_documents(locations, short))}
+        assert sorted(map(str, (s.id for s in log.samples))) == sorted(map(str, docs))  # each document once, by id
+        for sample in log.samples:
+            expected = {field: category(docs[sample.id]) for field, category in spec.get("categories", {}).items()}
+            assert sample.metadata == expected, short
+        fields = spec.get("categories", {})
+        for score in log.results.scores:  # each declared breakdown, one group per category value
+            for field in fields:
+                groups = {str(v[field]) for v in (s.metadata for s in log.samples)}
+                names = {k.rsplit("/", 1)[-1] for k in score.metrics}  # "qahub/" once installed, as in the CLI
+                assert {k for k in names if k.startswith(f"{field}_")} == \
+                    {f"{field}_{g}" for g in groups}, (short, score.name)
+
+
+def _documents(locations, short):
+    corpus, name = inspect_tasks.task_names()[short]
+    entry = harness.plan_tasks(corpus, locations[corpus])[name]
+    functions = harness.task_functions(corpus, name, entry["location"], config=entry["config"],
+                                       splits=(entry["split"],))
+    return inspect_tasks._docs(harness.task_api(corpus).TASKS[name], functions, functions.dataset()[entry["split"]])
+
+
+def test_hostile_replies_finish_with_finite_aggregates(locations, tmp_path):
+    tasks = [build(short, locations) for short in sorted(inspect_tasks.TASKS)]
+    script = {}
+    for task in tasks:
+        for index, sample in enumerate(task.dataset):
+            script[sample.input] = GARBAGE[index % len(GARBAGE)]
+    logs = run(tasks, script.__getitem__, tmp_path)
+    for short, log in zip(sorted(inspect_tasks.TASKS), logs, strict=True):
+        scores = aggregates(log)
+        assert scores and all(math.isfinite(v) for v in scores.values()), (short, scores)
+        assert scores["unparseable"] > 0, (short, scores)
+        for metric, top in TOP[lm_eval_task(short)].items():
+            if metric not in ("unparseable", "abstained"):
+                assert scores[metric] < top, (short, metric, scores)
+
+
+def _normal(values: dict) -> dict:
+    return {key: list(value) if isinstance(value, tuple) else value for key, value in values.items()}
+
+
+def test_the_same_replies_score_the_same_in_lm_eval_inspect_and_the_evaluate_metric(locations, tmp_path):
+    """Replies alternating the target and hostile text, two demonstrations each: lm-eval and inspect build the
+    same prompt for every document and give it the same per-document values; the jeopardy_meteor metric's
+    compute gives the same per-question values too."""
+    tasks = [build(short, locations, fewshot=2) for short in sorted(inspect_tasks.TASKS)]
+    script = {}
+    for task in tasks:
+        for index, sample in enumerate(task.dataset):
+            script[sample.input] = sample.target if index % 3 == 0 else GARBAGE[index % len(GARBAGE)]
+    logs = run(tasks, script.__getitem__, tmp_path)
+    inspect_values = {short: per_document(log) for short, log in zip(sorted(inspect_tasks.TASKS), logs, strict=True)}
+
+    out = tmp_path / "lm-eval-tasks"
+    harness.write_task_folder(out, locations)
+    from lm_eval.tasks import TaskManager
+
+    class Scripted(Oracle):
+        def generate_until(self, requests):
+            return [script[request.args[0]] for request in requests]  # KeyError: a prompt inspect did not build
+
+    manager = TaskManager(include_path=str(out))
+    result = _evaluate(Scripted(manager), manager, sorted(TOP), num_fewshot=2, log_samples=True)
+    for short in sorted(inspect_tasks.TASKS):
+        corpus, name = inspect_tasks.task_names()[short]
+        metrics = harness.task_api(corpus).TASKS[name]["metrics"]
+        lm_eval_values = {s["arguments"][0][0]: _normal({m: s[m] for m in metrics}) for s in result["samples"][name]}
+        assert lm_eval_values == inspect_values[short], short
+
+    rows = list(_documents(locations, "jeopardy"))
+    prompts = [sample.input for sample in tasks[sorted(inspect_tasks.TASKS).index("jeopardy")].dataset]
+    computed = registry.load_metric("jeopardy_meteor").compute(predictions=[script[p] for p in prompts],
+                                                                references=rows)
+    by_metric = [{"meteor": m, "accuracy": float(c), "abstained": float(a), "unparseable": float(s == "unparseable")}
+                 for m, c, a, s in zip(computed["meteor_per_example"], computed["correct"], computed["abstained"],
+                                       computed["status"], strict=True)]
+    assert by_metric == [{k: inspect_values["jeopardy"][p][k] for k in by_metric[0]} for p in prompts]
+
+
+def test_fewshot_demonstrations_come_from_the_fewshot_split_never_the_document(locations):
+    for short in sorted(inspect_tasks.TASKS):
+        corpus, name = inspect_tasks.task_names()[short]
+        spec = harness.task_api(corpus).TASKS[name]
+        for sample, doc in zip(build(short, locations, fewshot=2).dataset, _documents(locations, short), strict=True):
+            own = spec["prompt"](doc) + spec.get("target_delimiter", " ") + spec["target"](doc)
+            assert sample.input.endswith(spec["prompt"](doc)) and sample.input != spec["prompt"](doc), short
+            assert own not in sample.input, short
+
+
+def test_task_parameters_choose_config_and_split_and_refuse_what_the_export_lacks(locations):
+    task = build("limur", locations, config="rwsd", split="validation")
+    assert task.metadata["qahub"]["config"] == "rwsd" and task.metadata["qahub"]["split"] == "validation"
+    assert task.metadata["qahub"]["fewshot_split"] == "shots"
+    assert {s.metadata["task_type"] for s in task.dataset} == {"rwsd"}
+    with pytest.raises(harness.HarnessError, match="has no split 'nosuch'"):
+        build("limur", locations, split="nosuch")
+    with pytest.raises(harness.HarnessError, match="has no config 'nosuch'"):
+        build("limur", locations, config="nosuch")
+    with pytest.raises(harness.HarnessError, match="neither a folder nor a Hub dataset id"):
+        inspect_tasks.TASKS["limur"](dataset="/definitely/not/here")
+
+
+def test_generation_settings_are_the_lm_eval_tasks(locations):
+    for short in sorted(inspect_tasks.TASKS):
+        corpus, name = inspect_tasks.task_names()[short]
+        spec = harness.task_api(corpus).TASKS[name]
+        config = build(short, locations).config
+        assert (config.stop_seqs, config.max_tokens, config.temperature) == \
+            (list(spec["until"]), spec["max_gen_toks"], 0.0), short
+
+
+# --- LIMUR's judge: inspect's grader role, MERA's prompt and reading
+
+
+# the judge's replies to a reply's two candidates, as MERA_REPLIES rows: no grade in either, 0.5 over 0, 0.25 over 0,
+# 1.0 over 0.25, 0 over 0.5 («Score: 2 ... 0 errors» reads 0), and a grade for one of them only
+PAIRS = [(7, 8), (1, 2), (2, 13), (13, 3), (19, 17), (8, 0)]
+
+
+def test_limur_judge_is_the_grader_role_with_meras_prompt_and_reading(locations, tmp_path):
+    """Each reply has two candidates (the whole reply and the text after «Ответ:»); the grader answers each in
+    prose from MERA_REPLIES; judge_score is the better of MERA's two grades."""
+    task = build("limur", locations)
+    docs = {inspect_tasks._doc_id(harness.task_api("limur").TASKS["qahub_limur"], d, i): d
+            for i, d in enumerate(_documents(locations, "limur"))}
+    replies = {s.input: f"Рассуждение {i}. Ответ: {s.target}" for i, s in enumerate(task.dataset)}
+    prose = {}  # the judge's reply to each candidate, by the text that identifies it in the prompt
+    expected = {}
+    for i, sample in enumerate(task.dataset):
+        (whole, a, _), (tail, b, _) = (MERA_REPLIES[k] for k in PAIRS[i % len(PAIRS)])
+        prose[f"Рассуждение {i}. Ответ:"], prose[None, i] = whole, tail
+        graded = [g for g in (a, b) if g is not None]
+        if (docs[sample.id]["outputs"] or "").strip():
+            expected[sample.id] = {"judge_score": max(graded, default=0.0), "judge_coverage": int(bool(graded))}
+        else:  # a closed answer is not judged
+            expected[sample.id] = {"judge_score": 0.0, "judge_coverage": 0}
+    order = [s.id for s in task.dataset]
+    asked = []
+
+    def grade(prompt):
+        asked.append(prompt)
+        for i in range(len(order)):
+            if f"Рассуждение {i}. Ответ:" in prompt:
+                return prose[f"Рассуждение {i}. Ответ:"]
+        # the tail candidate: the gold letter alone; which document it is, the prompt's task text says
+        i = next(i for i, key in enumerate(order) if harness.task_api("limur").prompt(docs[key]) in prompt)
+        return prose[None, i]
+
+    grader = get_model("qahub_script/grader", reply=grade, memoize=False)
+    (log,) = run([task], replies.__getitem__, tmp_path, model_roles={"grader": grader})
+    for sample in log.samples:
+        (score,) = sample.scores.values()
+        assert {k: score.value[k] for k in ("judge_score", "judge_coverage")} == expected[sample.id], sample.id
+    scores = aggregates(log)
+    values = list(expected.values())
+    assert scores["judge_score"] == pytest.approx(sum(v["judge_score"] for v in values) / len(values))
+    assert any(0 < v["judge_score"] < 1 for v in values) and any(v["judge_coverage"] == 0 for v in values)
+    (judge,) = grader.api.requests[:1]
+    assert judge[1].max_tokens == 256 and judge[1].temperature == 0
+    assert all("### Задание для оценки:" in prompt for prompt in asked)
+
+
+def test_limur_without_a_grader_role_reports_no_judge_metric(locations, tmp_path):
+    (log,) = run([build("limur", locations)], lambda prompt: "Ответ: А", tmp_path)
+    assert "judge_score" not in aggregates(log)
+    assert all("judge_score" not in next(iter(s.scores.values())).value for s in log.samples)
+
+
+# --- the installed package: inspect's own command line finds qahub/<task> through the entry point
+
+
+CLI = "import sys, inspect_models; from inspect_ai._cli.main import main; sys.argv[0] = 'inspect'; main()"
+
+
+def inspect_cli(*args, cwd):
+    """inspect's own command line in a fresh process, run from a folder outside the checkout."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, "-c", CLI, *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=600)
+
+
+def test_inspect_eval_command_refuses_a_bad_split_in_one_message(locations, tmp_path):
+    done = inspect_cli("eval", "qahub/limur", "-T", f"dataset={locations['limur']}", "-T", "split=nosuch",
+                       "--model", "qahub_script/x", "--log-dir", str(tmp_path / "logs"), cwd=tmp_path)
+    output = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode != 0 and "Traceback" not in output
+    assert "qahub/limur:" in output and "has no split 'nosuch'" in output, output[-2000:]
+
+
+def test_inspect_eval_command_finds_the_task_through_the_entry_point(locations, tmp_path):
+    """``inspect eval qahub/jeopardy -T dataset=... -T fewshot=1`` run by inspect's CLI in a fresh process, from a
+    folder outside the checkout, with the scripted model registered by inspect_models (mockllm/model cannot run
+    offline: it counts tokens with a tiktoken file it downloads)."""
+    done = inspect_cli("eval", "qahub/jeopardy", "-T", f"dataset={locations['jeopardy']}", "-T", "fewshot=1",
+                       "--model", "qahub_script/Рим", "--log-dir", str(tmp_path / "logs"), "--log-format", "json",
+                       "--display", "none", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (path,) = (tmp_path / "logs").glob("*.json")
+    log = json.loads(path.read_text(encoding="utf-8"))
+    assert log["status"] == "success" and log["eval"]["task"] == "qahub/jeopardy"
+    assert log["eval"]["task_args"]["fewshot"] == 1
+    assert sorted(s["id"] for s in log["samples"]) == sorted(d["question_id"] for d in _documents(locations, "jeopardy"))
+    assert {s["name"] for s in log["results"]["scores"]} == set(TOP["qahub_jeopardy"]) | {"meteor", "game_score"}
+
+
+assert inspect_models.Scripted  # registered with inspect when imported
+
+
+def test_several_epochs_keep_the_texts_and_pairs_corpus_metrics_read(locations, tmp_path):
+    """inspect's default reducer would turn distinct-n's texts and corpus BLEU's pairs into floats."""
+    task = build("topical_chat_freq", locations)
+    targets = {sample.input: sample.target for sample in task.dataset}
+    (once,) = run([task], targets.__getitem__, tmp_path / "once")
+    (twice,) = run([task], targets.__getitem__, tmp_path / "twice", epochs=2)
+    assert aggregates(twice) == aggregates(once) and aggregates(once)["bleu"] == 100.0
