@@ -13,9 +13,10 @@ from pathlib import Path
 
 import evaluate
 import pytest
-from test_fresh_references import QAHUB, copy_export, one_line, qahub
+from test_fresh_references import QAHUB, copy_export, one_line, qahub, truncate
 
 from qahub import registry
+from qahub.testing import sample_copy
 
 LIMUR = registry.samples_dir("limur")
 
@@ -69,6 +70,76 @@ def test_harness_tasks_never_replaces_a_folder_of_the_users_named_like_a_task(sa
     code, _, err = harness_tasks(out, cache, f"jemhopqa={sample_exports['jemhopqa']}")
     assert code == 1 and "holds qahub_jemhopqa, not written by qahub harness-tasks" in one_line(err)
     assert (out / "qahub_jemhopqa" / "mine.yaml").is_file() and (out / "qahub_limur").is_dir()
+
+
+# --- publish sends only the export: README.md and the listed configs' readable shards
+
+
+@pytest.fixture
+def publishable(tmp_path):
+    """A JEMHopQA export built by the installed qahub from a copy of the sample (publishable: not a sample build)."""
+    folder = tmp_path / "jemhopqa"
+    code, _, err = qahub("--quiet", "build", "jemhopqa", "--data-dir", sample_copy("jemhopqa", tmp_path), "--out",
+                         folder, cache=tmp_path / "hf-cache")
+    assert code == 0, err
+    return folder
+
+
+LAYOUT = ["README.md"] + [f"{config}/{split}-00000-of-00001.parquet" for config in ("v1.0", "v1.1", "v1.2")
+                          for split in ("train", "validation")]
+
+
+def dry_run(folder, cache):
+    return qahub("publish", "jemhopqa", "--repo-id", "org/jemhopqa", "--folder", folder, "--dry-run", cache=cache)
+
+
+def test_publish_dry_run_lists_only_the_export_and_names_what_it_leaves_out(publishable, tmp_path):
+    (publishable / ".env").write_text("HF_TOKEN=hf_notarealtoken1234\n", encoding="utf-8")
+    (publishable / "README.md.bak").write_bytes((publishable / "README.md").read_bytes())
+    shard = publishable / "v1.2" / "train-00000-of-00001.parquet"
+    (publishable / "v1.2" / "train-00000-of-00001.parquet.bak").write_bytes(shard.read_bytes())  # matches train-*
+    (publishable / "notes").mkdir()
+    (publishable / "notes" / "todo.txt").write_text("x\n", encoding="utf-8")
+    code, out, err = dry_run(publishable, tmp_path / "hf-cache")
+    assert code == 0, err
+    listed = [line.strip() for line in out.splitlines() if line.startswith("  ") and "(" not in line]
+    assert listed == LAYOUT
+    assert ("not uploaded (not part of the export): .env, README.md.bak, notes/todo.txt, "
+            "v1.2/train-00000-of-00001.parquet.bak") in out
+
+
+def test_publish_uploads_exactly_the_export_files(publishable, monkeypatch):
+    from huggingface_hub.utils import filter_repo_objects
+    from test_export_publish_cli import FakeHfApi
+
+    from qahub import publish
+
+    (publishable / ".env").write_text("secret\n", encoding="utf-8")
+    (publishable / "v1.0" / "train-00000-of-00001.parquet.bak").write_text("old\n", encoding="utf-8")
+    api = FakeHfApi()
+    publish.publish(publishable, "org/jemhopqa", api=api)
+    upload = next(kwargs for name, _, kwargs in api.calls if name == "upload_folder")
+    present = files_under(publishable)
+    assert sorted(filter_repo_objects(present, allow_patterns=upload["allow_patterns"])) == LAYOUT
+
+
+@pytest.mark.parametrize("damage", ["truncated", "short of rows", "another export's shard"])
+def test_publish_refuses_a_damaged_shard_naming_it(publishable, sample_exports, tmp_path, damage):
+    shard = publishable / "v1.1" / "validation-00000-of-00001.parquet"
+    if damage == "truncated":
+        truncate(shard)
+        expected = f"{shard}: not a readable Parquet shard"
+    elif damage == "short of rows":
+        import pyarrow.parquet as pq
+
+        pq.write_table(pq.read_table(shard).slice(0, 1), shard)
+        expected = "config v1.1 split validation: its Parquet shards (validation-00000-of-00001.parquet) hold 1 rows"
+    else:
+        shard.write_bytes((sample_exports["limur"] / "all" / "validation-00000-of-00001.parquet").read_bytes())
+        expected = f"{shard}: its columns"
+    code, out, err = dry_run(publishable, tmp_path / "hf-cache")
+    assert code == 1 and "would upload" not in out
+    assert expected in one_line(err)
 
 
 # --- add_batch with unequal counts: a clear error before evaluate writes its cache

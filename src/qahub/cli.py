@@ -489,6 +489,7 @@ def _publish_one(folder: Path, repo_id: str, repo_type: str, args, corpus: str |
         print(f"would upload {len(plan.files)} files from {plan.folder} to {repo_type} repo {plan.repo_id}{where}:")
         for name in plan.files:
             print(f"  {name}")
+        _say_left_out(plan)
         if args.verbose:
             print("\n--- README.md ---")
             print(plan.card)
@@ -498,6 +499,13 @@ def _publish_one(folder: Path, repo_id: str, repo_type: str, args, corpus: str |
     url = publish.publish(folder, repo_id, private=args.private, revision=args.revision, repo_type=repo_type,
                           allow_partial=allow_partial)
     print(f"published {folder} to {repo_type} repo {repo_id}{where}: {url}")
+    _say_left_out(plan)
+
+
+def _say_left_out(plan):
+    if plan.left_out:
+        shown = ", ".join(plan.left_out[:10]) + (f" and {len(plan.left_out) - 10} more" if len(plan.left_out) > 10 else "")
+        print(f"  not uploaded (not part of the export): {shown}")
 
 
 def _add_publish_metric(commands):
