@@ -7,6 +7,8 @@ on its own.
 evaluate's ``compute`` writes every example to an Arrow cache file and reads it back. Inputs given to ``compute``
 alone (nothing added before, one process) are scored directly instead. After ``add`` / ``add_batch`` evaluate's
 path runs; when ``_compute`` raises there, evaluate leaves its cache file and lock behind, so they are removed here.
+``add_batch`` checks that predictions and references come in equal numbers before evaluate creates its cache file
+(it would find out only after, leaving an empty file that another process of a distributed run fails to read).
 """
 
 import abc
@@ -41,6 +43,27 @@ class DirectMetric(evaluate.Metric, metaclass=abc.ABCMeta):
                 self._discard_cache()
             raise
 
+    def add_batch(self, *, predictions=None, references=None, **kwargs):
+        """evaluate's ``add_batch``, the numbers of predictions and references checked first."""
+        check_counts(self.name, predictions, references)
+        return self._storing(super().add_batch, predictions=predictions, references=references, **kwargs)
+
+    def add(self, *, prediction=None, reference=None, **kwargs):
+        """evaluate's ``add``; a failing first one leaves no cache file."""
+        return self._storing(super().add, prediction=prediction, reference=reference, **kwargs)
+
+    def _storing(self, store, **inputs):
+        """``store(**inputs)``; when it fails on the first input, the cache file it created is removed (later
+        failures keep the file: it holds what was added before)."""
+        first = self.writer is None
+        try:
+            return store(**inputs)
+        except BaseException:
+            if first:
+                with contextlib.suppress(Exception):  # the original error is the one to report
+                    self._discard_cache()
+            raise
+
     def _check_options(self, options):
         """Check ``compute``'s keyword options before evaluate reads its cache (nothing to check by default)."""
 
@@ -61,3 +84,17 @@ class DirectMetric(evaluate.Metric, metaclass=abc.ABCMeta):
             if lock is not None:
                 lock.release()
         self.file_paths = self.filelocks = self.cache_file_name = self.filelock = None
+
+
+def check_counts(name, predictions, references):
+    """A ValueError unless both are given, in equal numbers (evaluate stores them as pairs)."""
+    if predictions is None or references is None:
+        missing = "predictions" if predictions is None else "references"
+        raise ValueError(f"{name}: add_batch got no {missing}; give predictions and references together")
+    try:
+        counts = len(predictions), len(references)
+    except TypeError:  # not sized (e.g. a generator): evaluate's own checks apply
+        return
+    if counts[0] != counts[1]:
+        raise ValueError(f"{name}: add_batch got {counts[0]} predictions and {counts[1]} references; evaluate stores "
+                         "them in pairs, so add as many of each (or pass them all to compute)")

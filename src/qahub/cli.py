@@ -489,6 +489,7 @@ def _publish_one(folder: Path, repo_id: str, repo_type: str, args, corpus: str |
         print(f"would upload {len(plan.files)} files from {plan.folder} to {repo_type} repo {plan.repo_id}{where}:")
         for name in plan.files:
             print(f"  {name}")
+        _say_left_out(plan)
         if args.verbose:
             print("\n--- README.md ---")
             print(plan.card)
@@ -498,6 +499,13 @@ def _publish_one(folder: Path, repo_id: str, repo_type: str, args, corpus: str |
     url = publish.publish(folder, repo_id, private=args.private, revision=args.revision, repo_type=repo_type,
                           allow_partial=allow_partial)
     print(f"published {folder} to {repo_type} repo {repo_id}{where}: {url}")
+    _say_left_out(plan)
+
+
+def _say_left_out(plan):
+    if plan.left_out:
+        shown = ", ".join(plan.left_out[:10]) + (f" and {len(plan.left_out) - 10} more" if len(plan.left_out) > 10 else "")
+        print(f"  not uploaded (not part of the export): {shown}")
 
 
 def _add_publish_metric(commands):
@@ -545,6 +553,8 @@ def copy_metric(metric: str, out_dir: Path, name: str | None = None, overwrite: 
     import shutil
     import uuid
 
+    from qahub.files import first_missing, remove_empty
+
     name = name or metric
     target = out_dir / name
     if target.is_symlink() or (target.exists() and not target.is_dir()):
@@ -560,9 +570,10 @@ def copy_metric(metric: str, out_dir: Path, name: str | None = None, overwrite: 
             shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
             raise FileExistsError(f"{target}: is not a copy of the {metric} metric: it holds {shown}; "
                                   "--overwrite only replaces an earlier copy")
-    out_dir.mkdir(parents=True, exist_ok=True)
+    created = first_missing(out_dir)
     staging = out_dir / f".{name}.partial-{uuid.uuid4().hex[:8]}"
     try:
+        out_dir.mkdir(parents=True, exist_ok=True)
         files = _copy_files(metric, staging, name)
         if manifest:
             (staging / COPY_MANIFEST).write_text(json.dumps({"metric": metric, "files": files}, indent=1) + "\n",
@@ -570,13 +581,21 @@ def copy_metric(metric: str, out_dir: Path, name: str | None = None, overwrite: 
         _swap_in(staging, target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+        if created and not target.exists():  # the folders this copy made, on a full disk for instance
+            remove_empty(out_dir, created)
     return target
 
 
 def _copy_files(metric: str, staging: Path, name: str) -> list[str]:
     import shutil
 
-    shutil.copytree(registry.metric_dir(metric), staging, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    try:
+        shutil.copytree(registry.metric_dir(metric), staging, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    except shutil.Error as err:  # one entry per file that failed, each with its message: the first says why
+        failed = err.args[0] if err.args and isinstance(err.args[0], list) else []
+        why = failed[0][2] if failed and len(failed[0]) == 3 else str(err)
+        raise OSError(f"copying the {metric} metric to {staging.parent}: {why}"
+                      + (f" ({len(failed)} files not copied)" if len(failed) > 1 else "")) from None
     if name != metric:
         (staging / f"{metric}.py").rename(staging / f"{name}.py")
     return sorted(p.relative_to(staging).as_posix() for p in staging.rglob("*") if p.is_file())
@@ -662,8 +681,9 @@ def _evaluate(args) -> int:
     """Print the scores; a scorer's ``exit_status(result)`` may flag an incomplete result (e.g. failed judge calls).
 
     Outputs are checked before any scoring: never one of the input files, never an existing file without
-    --overwrite; --output is written to a temporary file and renamed into place."""
-    from qahub.files import check_output, write_text_atomic
+    --overwrite; --output is written to a temporary file and put in place only if still absent (unless
+    --overwrite). The scores are printed first, so a failed write loses nothing."""
+    from qahub.files import check_output, write_output
 
     inputs = _input_paths(args)
     for name in OUTPUT_ARGS:
@@ -675,9 +695,9 @@ def _evaluate(args) -> int:
         raise ValueError(f"{' and '.join('--' + n.replace('_', '-') for n in written)}: two of them name the same file")
     result = args.scorer.run(args)
     text = json.dumps(result, ensure_ascii=False, indent=2)
+    print(text, flush=True)
     if args.output:
-        write_text_atomic(args.output, text + "\n")
-    print(text)
+        write_output(args.output, text + "\n", overwrite=args.overwrite)
     return getattr(args.scorer, "exit_status", lambda _: 0)(result)
 
 

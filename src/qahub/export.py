@@ -32,6 +32,7 @@ from huggingface_hub import DatasetCard, DatasetCardData
 
 import qahub
 from qahub import registry
+from qahub.files import first_missing, remove_empty
 
 MAX_SHARD_BYTES = 500 * 1024 * 1024
 REQUIRED_CARD_KEYS = ("license", "language", "pretty_name", "task_categories", "source_datasets")
@@ -106,7 +107,7 @@ def export(corpus: str, out=None, *, configs=None, data_dir=None, mirror_url=Non
         registry.check_config(corpus, config, builder_options)  # unknown names and options fail before any work
     _check_splits_option(corpus, configs, builder_options)
     report = ExportReport(corpus, given, sample=sample or registry.is_sample(data_dir))
-    created = _first_missing(out.parent)
+    created = first_missing(out.parent)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         with build_lock(out):
@@ -117,7 +118,7 @@ def export(corpus: str, out=None, *, configs=None, data_dir=None, mirror_url=Non
                         skip_unavailable=skip_unavailable, sample=report.sample)
     finally:
         if created and not out.exists():
-            _remove_empty(out.parent, created)
+            remove_empty(out.parent, created)
     return report
 
 
@@ -180,9 +181,9 @@ def build_lock(out: Path):
         if _same_file(fd, lock):  # else the previous holder removed it between our open and flock: retry
             break
         os.close(fd)
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"pid {os.getpid()}".encode(), 0)
-    try:
+    try:  # from here on the lock file is removed whatever fails, writing the pid on a full disk too
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()}".encode(), 0)
         yield lock
     finally:
         lock.unlink(missing_ok=True)
@@ -313,26 +314,6 @@ def describe_missing(missing: list[dict]) -> str:
             ", ".join(f"{entry['config']}/{split}" for split in entry["splits"])
         parts.append(f"{where} ({entry['reason']})")
     return "; ".join(parts)
-
-
-def _first_missing(folder: Path) -> Path | None:
-    """The outermost ancestor of ``folder`` (or itself) that does not exist yet."""
-    missing = None
-    while not folder.exists():
-        missing, folder = folder, folder.parent
-    return missing
-
-
-def _remove_empty(folder: Path, stop: Path):
-    """Remove ``folder`` and its parents up to ``stop`` while they are empty (what a failed export created)."""
-    while True:
-        try:
-            folder.rmdir()
-        except OSError:
-            return
-        if folder == stop:
-            return
-        folder = folder.parent
 
 
 def _check_target(out: Path, overwrite: bool, corpus: str):

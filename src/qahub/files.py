@@ -2,7 +2,9 @@
 
 ``check_output`` refuses an output path that is one of the command's inputs (after resolving symlinks and
 ``sub/../`` spellings) or that exists without ``overwrite``; ``write_text_atomic`` writes a temporary file
-beside the target and renames it into place, so a reader never sees half a file. ``loads_strict`` is
+beside the target and renames it into place, so a reader never sees half a file; ``write_output`` does the same
+but, without ``overwrite``, puts the file in place only if the name is still free (two runs never both write
+it). ``loads_strict`` is
 ``json.loads`` with duplicate object keys an error naming the key.
 """
 
@@ -41,6 +43,13 @@ def write_text_atomic(path, text: str, encoding: str = "utf-8") -> Path:
 
     A symlinked ``path`` is written through: the file it points to is replaced and the link stays a link.
     """
+    return write_output(path, text, overwrite=True, encoding=encoding)
+
+
+def write_output(path, text: str, overwrite: bool = False, option: str = "--output", encoding: str = "utf-8") -> Path:
+    """``text`` written whole to a temporary file beside ``path``, then put in place: renamed over it with
+    ``overwrite``, else hard-linked to the name, which fails when the name exists (e.g. another run wrote it
+    since it was checked). Where hard links are not supported the file is created exclusively instead."""
     target = Path(os.path.realpath(Path(path).expanduser()))
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
@@ -49,11 +58,51 @@ def write_text_atomic(path, text: str, encoding: str = "utf-8") -> Path:
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, target)
-    except BaseException:
+        if overwrite:
+            os.replace(tmp, target)
+        else:
+            _link_new(tmp, target, text, encoding)
+    except FileExistsError:
+        raise FileExistsError(f"{option} {path}: exists (written since this run began?); pass --overwrite to "
+                              "replace it") from None
+    finally:
         Path(tmp).unlink(missing_ok=True)
-        raise
     return target
+
+
+def _link_new(tmp: str, target: Path, text: str, encoding: str):
+    try:
+        os.link(tmp, target)
+    except FileExistsError:
+        raise
+    except OSError:  # no hard links on this filesystem: create the name exclusively and write it
+        with open(target, "x", encoding=encoding, newline="") as handle:
+            try:
+                handle.write(text)
+                handle.flush()
+            except BaseException:
+                target.unlink(missing_ok=True)
+                raise
+
+
+def first_missing(folder: Path) -> Path | None:
+    """The outermost ancestor of ``folder`` (or itself) that does not exist yet."""
+    missing = None
+    while not folder.exists():
+        missing, folder = folder, folder.parent
+    return missing
+
+
+def remove_empty(folder: Path, stop: Path):
+    """Remove ``folder`` and its parents up to ``stop`` while they are empty (what a failed command created)."""
+    while True:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+        if folder == stop:
+            return
+        folder = folder.parent
 
 
 def _umask() -> int:

@@ -40,10 +40,12 @@ def write_task_folder(out, locations: dict, judge: bool = False, overwrite: bool
     """Write ``out/<task>/`` for every task of every corpus in ``locations`` ({corpus: folder or Hub id}).
 
     Returns ``{task: {"corpus", "location", "config", "split", "fewshot_split"}}`` (also saved as
-    ``out/qahub_tasks.json``). The folder is written beside ``out`` and renamed into place when complete.
+    ``out/qahub_tasks.json``). The folder is written beside ``out`` and renamed into place when complete. With
+    ``overwrite``, what an earlier run wrote there (the entries its ``qahub_tasks.json`` lists) is replaced and
+    every other file is kept; a task folder of that run holding other files is refused, naming them.
     """
     out = Path(out).absolute()
-    _check_out(out, overwrite)
+    earlier = _check_out(out, overwrite)
     plan = {}
     for corpus, location in locations.items():
         plan.update(plan_tasks(corpus, location))
@@ -54,23 +56,89 @@ def write_task_folder(out, locations: dict, judge: bool = False, overwrite: bool
         for corpus in locations:
             _write_group(staging, corpus, [name for name, e in plan.items() if e["corpus"] == corpus])
         (staging / MARKER).write_text(json.dumps(plan, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        _refuse_clashes(out, staging, earlier)
         if out.exists():
-            shutil.rmtree(out)
-        staging.rename(out)
-    except BaseException:
+            _swap_entries(staging, out, earlier)
+        else:
+            staging.rename(out)
+    finally:
         shutil.rmtree(staging, ignore_errors=True)
-        raise
     return plan
 
 
-def _check_out(out: Path, overwrite: bool):
-    if not out.exists() or (out.is_dir() and not any(out.iterdir())):
-        return
+def _check_out(out: Path, overwrite: bool) -> list[str]:
+    """The entries of ``out`` an earlier ``harness-tasks`` wrote, which ``overwrite`` replaces; everything else in
+    ``out`` (the user's own tasks, notes, data) is kept. A qahub task folder holding other files is refused."""
+    if out.exists() and not out.is_dir():
+        raise FileExistsError(f"{out}: exists and is not a folder; choose another --out")
+    if not out.exists() or not any(out.iterdir()):
+        return []
     if not overwrite:
         raise FileExistsError(f"{out}: exists and is not empty; pass --overwrite to replace an earlier task folder")
     if not (out / MARKER).is_file():
         raise FileExistsError(f"{out}: is not a folder written by qahub harness-tasks (no {MARKER}); "
                               "--overwrite only replaces one")
+    earlier = _written_before(out)
+    foreign = [f"{name}/{rel}" for name in earlier if (out / name).is_dir() for rel in _foreign_in_task(out / name)]
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        raise FileExistsError(f"{out}: the task folders qahub wrote there now hold other files ({shown}); move them "
+                              "out of those folders, then rerun with --overwrite (it replaces the task folders)")
+    return earlier
+
+
+def _written_before(out: Path) -> list[str]:
+    """What the marker of an earlier run says it wrote: its task folders and group files, and the marker."""
+    try:
+        plan = json.loads((out / MARKER).read_text(encoding="utf-8"))
+        names = [name for name in plan if _plain_name(name)]
+        corpora = {entry["corpus"] for entry in plan.values()}
+        groups = [_group_file(c, [n for n, e in plan.items() if e["corpus"] == c]) for c in sorted(corpora)]
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        raise FileExistsError(f"{out / MARKER}: not the list of an earlier harness-tasks run; "
+                              "--overwrite only replaces what qahub wrote, and cannot tell what that is") from None
+    return [name for name in dict.fromkeys([*names, *filter(None, groups), MARKER])
+            if _plain_name(name) and (out / name).exists()]
+
+
+def _plain_name(name) -> bool:
+    return isinstance(name, str) and name not in ("", ".", "..") and "/" not in name and "\\" not in name
+
+
+def _foreign_in_task(folder: Path) -> list[str]:
+    """Files in a task folder that harness-tasks does not write (its YAML and utils.py; Python's caches aside)."""
+    known = {f"{folder.name}.yaml", "utils.py"}
+    found = [p.relative_to(folder).as_posix() for p in folder.rglob("*") if not p.is_dir() or p.is_symlink()]
+    return sorted(r for r in found if r not in known and not r.startswith("__pycache__/"))
+
+
+def _refuse_clashes(out: Path, staging: Path, earlier: list[str]):
+    """A new entry whose name the user's own file or folder in ``out`` has: refused, never replaced."""
+    clashes = sorted(p.name for p in staging.iterdir() if p.name not in earlier and (out / p.name).exists())
+    if clashes:
+        raise FileExistsError(f"{out}: holds {', '.join(clashes)}, not written by qahub harness-tasks, where it "
+                              "would write its own; move or rename it")
+
+
+def _swap_entries(staging: Path, out: Path, earlier: list[str]):
+    """Move the earlier run's entries out of ``out`` and the new ones in; on failure put the earlier ones back."""
+    trash = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+    removed, added = [], []
+    try:
+        for name in earlier:
+            (out / name).rename(trash / name)
+            removed.append(name)
+        for entry in sorted(staging.iterdir()):
+            entry.rename(out / entry.name)
+            added.append(entry.name)
+    except BaseException:
+        for name in added:
+            (out / name).rename(staging / name)
+        for name in removed:
+            (trash / name).rename(out / name)
+        raise
+    finally:
+        shutil.rmtree(trash, ignore_errors=True)
 
 
 def plan_tasks(corpus: str, location) -> dict:
@@ -165,11 +233,16 @@ def _write_task(folder: Path, name: str, entry: dict, judge: bool):
 
 def _write_group(root: Path, corpus: str, names: list[str]):
     """Several tasks and none named ``qahub_<corpus>``: a group of that name runs them all."""
-    group = f"qahub_{corpus}"
-    if group in names or len(names) < 2:
+    file = _group_file(corpus, names)
+    if file is None:
         return
-    text = f"group: {group}\ntask:\n" + "".join(f"  - {n}\n" for n in names) + "metadata:\n  version: 1.0\n"
-    (root / f"_{group}.yaml").write_text(text, encoding="utf-8")
+    text = f"group: qahub_{corpus}\ntask:\n" + "".join(f"  - {n}\n" for n in names) + "metadata:\n  version: 1.0\n"
+    (root / file).write_text(text, encoding="utf-8")
+
+
+def _group_file(corpus: str, names: list[str]) -> str | None:
+    """The group file ``_write_group`` writes for these tasks of ``corpus``, if any."""
+    return None if f"qahub_{corpus}" in names or len(names) < 2 else f"_qahub_{corpus}.yaml"
 
 
 def task_metrics(spec: dict, judge: bool) -> dict:

@@ -7,8 +7,9 @@ The token comes from the usual ``huggingface_hub`` sources (``HF_TOKEN``, ``hugg
 
 from __future__ import annotations
 
+import glob
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from huggingface_hub import DatasetCard, HfApi
@@ -30,29 +31,78 @@ class PublishPlan:
     repo_id: str
     files: list[str]
     card: str
+    left_out: list[str] = field(default_factory=list)  # files in the folder that are not uploaded
 
 
 def plan(folder, repo_id: str, repo_type: str = "dataset", allow_partial: bool = False) -> PublishPlan:
-    """What would be uploaded: a dataset folder must be an export (README.md plus Parquet files), and a
-    complete one unless ``allow_partial``; a Space folder a metric module (README.md, app.py,
-    requirements.txt, <name>.py)."""
+    """What would be uploaded: from a dataset folder, an export, only README.md and the Parquet shards of the
+    configs its YAML lists (each readable, each split's rows as its ``dataset_info`` counts), and a complete
+    export unless ``allow_partial``; a Space folder a metric module (README.md, app.py, requirements.txt,
+    <name>.py)."""
     folder = Path(folder)
     validate_repo_id(repo_id)
     if not (folder / "README.md").is_file():
         raise PublishError(f"{folder}: no README.md; build it first with `qahub build <corpus> --out {folder}`")
-    files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
-    if repo_type == "dataset" and not any(name.endswith(".parquet") for name in files):
+    found = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+    files = found
+    if repo_type == "dataset" and not any(name.endswith(".parquet") for name in found):
         raise PublishError(f"{folder}: no Parquet files; build it first with `qahub build <corpus> --out {folder}`")
     if repo_type == "dataset" and "qahub-sample" in (DatasetCard.load(folder / "README.md").data.tags or []):
         raise PublishError(f"{folder}: built from qahub's bundled sample data (tag qahub-sample), not the corpus; "
                            "build the corpus itself to publish it")
     if repo_type == "dataset" and not allow_partial:
         _refuse_partial(folder)
+    if repo_type == "dataset":
+        files = export_files(folder)
     if repo_type == "space":
         needed = {"app.py", "requirements.txt", f"{repo_id.split('/')[-1]}.py"}
         if not needed <= set(files):
             raise PublishError(f"{folder}: a metric Space needs {', '.join(sorted(needed - set(files)))}")
-    return PublishPlan(folder, repo_id, files, (folder / "README.md").read_text(encoding="utf-8"))
+    left_out = [name for name in found if name not in files and not name.startswith(".git/")]
+    return PublishPlan(folder, repo_id, files, (folder / "README.md").read_text(encoding="utf-8"), left_out)
+
+
+def export_files(folder: Path) -> list[str]:
+    """README.md and the Parquet shards of every config and split its YAML lists (read as ``load_dataset``
+    reads them, with datasets' ``MetadataConfigs``), each readable and together holding the rows its
+    ``dataset_info`` counts; files that match a split's pattern but are not Parquet (``*.parquet.bak``) are
+    left out, so the Hub never reads them as data."""
+    from qahub.evaluate_cli.references import Export
+
+    try:
+        export = Export(folder, "an export folder")
+        splits = [(config, split, export.shards(config, split)) for config in export.configs
+                  for split in export.patterns(config)]
+    except ValueError as err:
+        raise PublishError(str(err)) from None
+    files = ["README.md"]
+    for config, split, paths in splits:
+        shards = [path for path in paths if path.suffix == ".parquet"]
+        info = export.infos.get(config)
+        rows = sum(_shard_rows(shard, info) for shard in shards)
+        expected = info.splits[split].num_examples if info and info.splits and split in info.splits else None
+        if not shards or (expected is not None and rows != expected):
+            raise PublishError(f"{folder}: config {config} split {split}: its Parquet shards "
+                               f"({', '.join(s.name for s in shards) or 'none'}) hold {rows} rows, its README's "
+                               f"dataset_info says {expected}; rebuild it with `qahub build`")
+        files += [shard.resolve().relative_to(folder.resolve()).as_posix() for shard in shards]
+    return files
+
+
+def _shard_rows(shard: Path, info) -> int:
+    """The row count of a shard's Parquet footer, after checking its columns are the README's features."""
+    import pyarrow.parquet as pq
+
+    try:
+        metadata = pq.read_metadata(shard)
+    except Exception as err:  # noqa: BLE001 - pyarrow's errors for a truncated, damaged or non-Parquet file
+        raise PublishError(f"{shard}: not a readable Parquet shard ({type(err).__name__}: {err}); "
+                           "rebuild the export with `qahub build`") from None
+    columns = metadata.schema.to_arrow_schema().names
+    if info is not None and info.features is not None and set(columns) != set(info.features):
+        raise PublishError(f"{shard}: its columns ({', '.join(columns)}) are not the README's features "
+                           f"({', '.join(info.features)}): a shard of another export?")
+    return metadata.num_rows
 
 
 def _refuse_partial(folder: Path):
@@ -88,7 +138,7 @@ def publish(folder, repo_id: str, *, private: bool = False, revision: str | None
             allow_partial: bool = False) -> str:
     """Create the repo if needed and upload ``folder`` in one commit; return the commit URL. A partial build
     (the card's ``qahub_partial``) is refused unless ``allow_partial``."""
-    plan(folder, repo_id, repo_type, allow_partial)  # refuses a folder that is not an export or a metric module
+    chosen = plan(folder, repo_id, repo_type, allow_partial)  # refuses a folder not an export or a metric module
     api = api or HfApi(token=token)
     message = commit_message or f"Upload {Path(folder).name} with qahub {qahub.__version__}"
     try:
@@ -101,7 +151,8 @@ def publish(folder, repo_id: str, *, private: bool = False, revision: str | None
         # the repo must end up holding exactly the folder: shards or configs of an earlier upload would be
         # read as extra data files (huggingface_hub never deletes .gitattributes)
         info = api.upload_folder(folder_path=str(folder), repo_id=repo_id, repo_type=repo_type,
-                                 revision=revision, commit_message=message, delete_patterns="*")
+                                 revision=revision, commit_message=message, delete_patterns="*",
+                                 allow_patterns=[glob.escape(name) for name in chosen.files])
     except Exception as err:  # the Hub's errors are many; pass on what they say, without secrets
         raise PublishError(f"publishing {folder} to {repo_id} failed: {scrub(str(err), token)}") from None
     return str(getattr(info, "commit_url", info))

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from qahub import registry
 from qahub.evaluate_cli.references import built_rows, export_rows
-from qahub.files import DuplicateKeyError, loads_strict, write_text_atomic
+from qahub.files import DuplicateKeyError, loads_strict, write_output
 
 HELP = "JEMHopQA answer and derivation scores, as the official evaluate.py"
 COLUMNS = ("a_em", "a_score", "e_p", "e_r", "e_f", "r_p", "r_r", "r_f", "er_p", "er_r", "er_f")
@@ -79,7 +79,7 @@ def run(args) -> dict:
     if note:
         result["synonyms"] += f" ({note})"
     if args.per_question:
-        write_per_question(Path(args.per_question), result.pop("per_question"))
+        write_per_question(Path(args.per_question), result.pop("per_question"), args.overwrite)
     return result
 
 
@@ -251,10 +251,10 @@ def _synonyms(value: str):
     return value
 
 
-def write_per_question(path: Path, rows: list[dict]):
+def write_per_question(path: Path, rows: list[dict], overwrite: bool = False):
     """The official -o TSV, values written with str() as it does (its int 0 as "0"); parts left out by
     --ignore-missing are empty cells (the official script crashes)."""
     lines = ["\t".join(("qid", *COLUMNS))]
     for row in rows:
         lines.append("\t".join([row["qid"]] + ["" if row[c] is None else str(row[c]) for c in COLUMNS]))
-    write_text_atomic(path, "\n".join(lines) + "\n")
+    write_output(path, "\n".join(lines) + "\n", overwrite, option="--per-question")
