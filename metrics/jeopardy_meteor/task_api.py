@@ -109,6 +109,9 @@ def resources():
     return {"tokenizer": scorer.tokenizer, "preprocessing": scorer.description, "threshold": THRESHOLD}
 
 
+# the corpus these tasks run on (qahub.harness finds the tasks of every corpus by it)
+CORPUS = "jeopardy"
+
 TASKS = {
     "qahub_jeopardy": {
         "configs": ["extended", "qa"],
@@ -130,6 +133,8 @@ TASKS = {
             "abstained": ("mean", False),
             "unparseable": ("mean", False),
         },
+        # what each gold-matching metric aggregates to when every reply is the target (the tests check it)
+        "oracle": {"accuracy": 1.0, "abstained": 0.0, "unparseable": 0.0},
         # breakdowns `qahub report` shows: FIELD -> the category of a logged doc
         "categories": {"question_number": value_category},
     },

@@ -190,6 +190,9 @@ def _task_text(doc):
         return doc.get("instruction") or ""
 
 
+# the corpus these tasks run on (qahub.harness finds the tasks of every corpus by it)
+CORPUS = "limur"
+
 TASKS = {
     "qahub_limur": {
         "configs": ["all"],
@@ -206,6 +209,8 @@ TASKS = {
         "score": score,
         "metrics": {"exact_match": ("mean", True), "exact_match_mera": ("mean", True),
                     "unparseable": ("mean", False)},
+        # what each gold-matching metric aggregates to when every reply is the target (the tests check it)
+        "oracle": {"exact_match": 1.0, "exact_match_mera": 1.0, "unparseable": 0.0},
         # add to "metrics" when a judge is configured (QAHUB_JUDGE_URL and QAHUB_JUDGE_MODEL set, or MERA's
         # LM_EVAL_JUDGE_API_BASE and LM_EVAL_JUDGE_MODEL); judge_coverage: the share of documents judged
         "judge_metrics": {"judge_score": ("mean", True), "judge_coverage": ("mean", True)},

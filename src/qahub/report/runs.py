@@ -63,7 +63,7 @@ BINARY = {"exact_match", "exact_match_mera", "accuracy", "exact", "a_em", "absta
 
 def qahub_tasks() -> dict:
     """``{task: spec}`` of every qahub lm-eval task."""
-    return {name: spec for corpus in harness.METRIC_OF for name, spec in harness.task_api(corpus).TASKS.items()}
+    return harness.all_tasks()
 
 
 def task_metrics(spec: dict) -> dict:
