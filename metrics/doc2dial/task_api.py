@@ -184,6 +184,8 @@ TASKS = {
         "metrics": {"exact": ("mean", True), "f1": ("mean", True), "unparseable": ("mean", False)},
         # what each gold-matching metric aggregates to when every reply is the target (the tests check it)
         "oracle": {"exact": 100.0, "f1": 100.0, "unparseable": 0.0},
+        # the metrics that are 0/1 per document (0/100 for doc2dial's exact): `qahub report` pairs them by McNemar's test
+        "binary": ["exact", "unparseable"],
         # breakdowns `qahub report` shows: FIELD -> the category of a logged doc
         "categories": {"domain": domain},
     },
@@ -199,6 +201,7 @@ TASKS = {
         "score": response_score,
         "metrics": {"bleu": (corpus_bleu, True), "unparseable": ("mean", False)},
         "oracle": {"bleu": 100.0, "unparseable": 0.0},
+        "binary": ["unparseable"],
         # breakdowns `qahub report` shows: FIELD -> the category of a logged doc
         "categories": {"domain": domain},
     },

@@ -130,6 +130,8 @@ TASKS = {
         "metrics": {"exact_match": ("mean", True), "char_f1": (mean, True), "unparseable": ("mean", False)},
         # what each gold-matching metric aggregates to when every reply is the target (the tests check it)
         "oracle": {"exact_match": 1.0, "char_f1": 1.0, "unparseable": 0.0},
+        # the metrics that are 0/1 per document (0/100 for doc2dial's exact): `qahub report` pairs them by McNemar's test
+        "binary": ["exact_match", "unparseable"],
     },
     "qahub_jemhopqa_derivations": {
         **_COMMON,
@@ -142,5 +144,6 @@ TASKS = {
                     "r_f1": ("mean", True), "er_f1": ("mean", True), "unparseable": ("mean", False)},
         # what each gold-matching metric aggregates to when every reply is the target
         "oracle": {"a_em": 1.0, "a_score": 1.0, "e_f1": 1.0, "r_f1": 1.0, "er_f1": 1.0, "unparseable": 0.0},
+        "binary": ["a_em", "unparseable"],
     },
 }
