@@ -184,7 +184,7 @@ TASKS = {
         "metrics": {"exact": ("mean", True), "f1": ("mean", True), "unparseable": ("mean", False)},
         # what each gold-matching metric aggregates to when every reply is the target (the tests check it)
         "oracle": {"exact": 100.0, "f1": 100.0, "unparseable": 0.0},
-        # the metrics that are 0/1 per document (0/100 for doc2dial's exact): `qahub report` pairs them by McNemar's test
+        # the metrics that are 0/1 per document (exact: 0/100): `qahub report` pairs them by McNemar's test
         "binary": ["exact", "unparseable"],
         # breakdowns `qahub report` shows: FIELD -> the category of a logged doc
         "categories": {"domain": domain},

@@ -130,7 +130,7 @@ TASKS = {
         "metrics": {"exact_match": ("mean", True), "char_f1": (mean, True), "unparseable": ("mean", False)},
         # what each gold-matching metric aggregates to when every reply is the target (the tests check it)
         "oracle": {"exact_match": 1.0, "char_f1": 1.0, "unparseable": 0.0},
-        # the metrics that are 0/1 per document (0/100 for doc2dial's exact): `qahub report` pairs them by McNemar's test
+        # the metrics that are 0/1 per document: `qahub report` compares two runs on them by McNemar's test
         "binary": ["exact_match", "unparseable"],
     },
     "qahub_jemhopqa_derivations": {

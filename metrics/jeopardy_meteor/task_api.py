@@ -135,7 +135,7 @@ TASKS = {
         },
         # what each gold-matching metric aggregates to when every reply is the target (the tests check it)
         "oracle": {"accuracy": 1.0, "abstained": 0.0, "unparseable": 0.0},
-        # the metrics that are 0/1 per document (0/100 for doc2dial's exact): `qahub report` pairs them by McNemar's test
+        # the metrics that are 0/1 per document: `qahub report` compares two runs on them by McNemar's test
         "binary": ["accuracy", "abstained", "unparseable"],
         # breakdowns `qahub report` shows: FIELD -> the category of a logged doc
         "categories": {"question_number": value_category},

@@ -53,7 +53,9 @@ def score(reply, doc):
             "unparseable": int(row["strict_letter"] is None)}
 
 
-# MERA's variables (benchmark_tasks/mera_judge.py), read where the QAHUB_JUDGE_ one (judge_settings.SETTINGS) is unset
+# {setting: its QAHUB_JUDGE_ variable}, as judge_settings.SETTINGS declares them; MERA's variables
+# (benchmark_tasks/mera_judge.py) are read where the QAHUB_JUDGE_ one is unset
+JUDGE_ENV = {name: setting.env for name, setting in SETTING.items() if setting.env}
 MERA_ENV = {"url": "LM_EVAL_JUDGE_API_BASE", "model": "LM_EVAL_JUDGE_MODEL", "template": "LM_EVAL_JUDGE_PROMPT",
             "api_key": ("OPENAI_API_KEY", "LM_EVAL_JUDGE_API_KEY")}
 # where this task's judge differs from the metric's defaults: MERA's prompt, and a run's replies 8 at a time
@@ -206,7 +208,7 @@ TASKS = {
                     "unparseable": ("mean", False)},
         # what each gold-matching metric aggregates to when every reply is the target (the tests check it)
         "oracle": {"exact_match": 1.0, "exact_match_mera": 1.0, "unparseable": 0.0},
-        # the metrics that are 0/1 per document (0/100 for doc2dial's exact): `qahub report` pairs them by McNemar's test
+        # the metrics that are 0/1 per document: `qahub report` compares two runs on them by McNemar's test
         "binary": ["exact_match", "exact_match_mera", "unparseable"],
         # add to "metrics" when a judge is configured (QAHUB_JUDGE_URL and QAHUB_JUDGE_MODEL set, or MERA's
         # LM_EVAL_JUDGE_API_BASE and LM_EVAL_JUDGE_MODEL); judge_coverage: the share of documents judged

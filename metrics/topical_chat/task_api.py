@@ -101,7 +101,7 @@ def _task(splits):
         },
         # what each gold-matching metric aggregates to when every reply is the target (the tests check it)
         "oracle": {"f1": 1.0, "bleu": 100.0, "unparseable": 0.0},
-        # the metrics that are 0/1 per document (0/100 for doc2dial's exact): `qahub report` pairs them by McNemar's test
+        # the metrics that are 0/1 per document: `qahub report` compares two runs on them by McNemar's test
         "binary": ["unparseable"],
     }
 
