@@ -17,6 +17,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 SHARED_DATA = Path(os.environ.get("QAHUB_SHARED_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
 
 
+def copies_for(megabytes: float, size_of_one: float) -> int:
+    """How many copies of something of ``size_of_one`` bytes make ``megabytes`` MB (a little over)."""
+    return int(megabytes * 1e6 / size_of_one * 1.05) + 1
+
+
 def _child(target: str, args: tuple, queue):
     module_name, func_name = target.split(":")
     func = getattr(importlib.import_module(module_name), func_name)

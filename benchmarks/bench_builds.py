@@ -6,123 +6,45 @@
   clock. Target <= 2x.
 - ``<corpus> 10-row build``: the fixed cost of one export of the bundled sample, the first build in a fresh
   process after the imports. Target <= 0.3 s.
-- ``topical_chat train-sized peak RSS``: the build's peak RSS above the footprint of the imports alone, against
-  the source size. Target <= 2x.
+- ``<corpus> train-sized peak RSS`` (where its ``BUILD`` says ``peak_rss``: Topical-Chat): the build's peak RSS
+  above the footprint of the imports alone, against the source size. Target <= 2x.
 
-The inputs are synthetic scale-ups (untimed) of the bundled samples and of the real files in ../shared/data,
-records cycled under new ids, to >= 40 MB of upstream-format files.
+Every corpus of ``qahub.registry`` is measured, as its ``benchmarks/bench_<corpus>.py`` declares: ``BUILD`` (the
+config and builder options) and ``make_source`` (untimed), a synthetic scale-up of the bundled sample or of the
+real files in ../shared/data, records cycled under new ids, to >= 40 MB of upstream-format files.
 """
 
 from __future__ import annotations
 
 import csv
+import importlib
 import json
 import shutil
 import tempfile
 from pathlib import Path
 
-from _common import SHARED_DATA, measure, row
+from _common import measure, row
 
 TARGET_MB = 40
 BUILD_TARGET, OVERHEAD_TARGET, RSS_TARGET = 2.0, 0.3, 2.0
-# corpus -> (config, builder options)
-CASES = {
-    "jemhopqa": ("v1.2", {}),
-    "jeopardy": ("extended", {}),
-    "doc2dial": ("doc2dial_rc", {}),
-    "limur": ("all", {}),
-    "topical_chat": ("conversations", {"splits": ("train",)}),
-}
 
 
-# --- the large inputs
+def case(corpus) -> dict:
+    """What ``benchmarks/bench_<corpus>.py`` declares of its build: ``BUILD`` {config, options, peak_rss} and
+    ``make_source(folder, megabytes)``, which writes a large source in the upstream format."""
+    try:
+        module = importlib.import_module(f"bench_{corpus}")
+    except ModuleNotFoundError as err:
+        if err.name != f"bench_{corpus}":
+            raise
+        raise SystemExit(f"benchmarks/bench_{corpus}.py: absent; it declares BUILD and make_source") from None
+    return {**module.BUILD, "make": module.make_source}
 
 
 def _sample(corpus) -> Path:
     from qahub.registry import samples_dir
 
     return samples_dir(corpus)
-
-
-def _copies(count, size_of_one):
-    """How many copies of something of ``size_of_one`` bytes make TARGET_MB (a little over)."""
-    return int(TARGET_MB * 1e6 / size_of_one * 1.05) + 1
-
-
-def make_jemhopqa(folder: Path):
-    real = SHARED_DATA / "jemhopqa"
-    root = real if real.is_dir() else _sample("jemhopqa")
-    records = json.loads((root / "corpus_ver1.2/train_ver1.2.json").read_text(encoding="utf-8"))
-    one = len(json.dumps(records, ensure_ascii=False).encode()) / len(records)
-    many = [{**records[i % len(records)], "qid": f"bench{i:08d}"} for i in range(_copies(1, one))]
-    (folder / "corpus_ver1.2").mkdir(parents=True)
-    (folder / "corpus_ver1.2/train_ver1.2.json").write_text(json.dumps(many, ensure_ascii=False, indent=1), encoding="utf-8")
-    shutil.copy(root / "corpus_ver1.2/dev_ver1.2.json", folder / "corpus_ver1.2/dev_ver1.2.json")
-
-
-def make_jeopardy(folder: Path):
-    """The extended (tab-separated) file, its questions and answers taken from the real validation file."""
-    real = SHARED_DATA / "jeopardy" / "Russian_QA_Jeopardy_dataset_extended_validation.csv"
-    source = real if real.is_file() else _sample("jeopardy") / "Russian_QA_Jeopardy_dataset_extended_validation.csv"
-    with open(source, encoding="utf-8", newline="") as f:
-        pairs = list(csv.reader(f))[1:]
-    header = ["QuestionID", "QuestionNumber", "QuestionText", "Answer", "Topic", "Source", "Author Full Name",
-              "TourName", "TourLink"]
-    path = folder / "Russian_QA_Jeopardy_dataset_extended.csv"
-    folder.mkdir(parents=True)
-    with open(path, "w", encoding="utf-8", newline="") as f:
-        writer = csv.writer(f, delimiter="\t")
-        writer.writerow(header)
-        i = 0
-        while f.tell() < TARGET_MB * 1e6:
-            question, answer = pairs[i % len(pairs)]
-            writer.writerow([i, i % 5 + 1, question, answer, f"ТЕМА {i % 997}", "None" if i % 3 else "Источник",
-                             "Иван Петров", f'"Своя игра". Тур {i // 50}', f"https://example.org/tour/{i // 50}"])
-            i += 1
-
-
-def make_doc2dial(folder: Path):
-    from bench_doc2dial import make_release
-
-    factor = 1
-    while True:
-        make_release(folder, factor)
-        size = sum(p.stat().st_size for p in folder.rglob("*.json"))
-        if size >= TARGET_MB * 1e6:
-            return
-        factor = int(factor * TARGET_MB * 1e6 / size * 1.05) + 1
-        shutil.rmtree(folder)
-
-
-def make_limur(folder: Path):
-    sample = _sample("limur")
-    lines = [line for name in ("dev.jsonl", "test.jsonl", "shots.jsonl")
-             for line in (sample / name).read_text(encoding="utf-8").splitlines() if line.strip()]
-    records = [json.loads(line) for line in lines]
-    one = sum(len(line.encode()) + 1 for line in lines) / len(lines)
-    folder.mkdir(parents=True)
-    with open(folder / "train.jsonl", "w", encoding="utf-8") as f:
-        for i in range(_copies(1, one)):
-            record = records[i % len(records)]
-            f.write(json.dumps({**record, "meta": {**record["meta"], "id": i}}, ensure_ascii=False) + "\n")
-
-
-def make_topical_chat(folder: Path):
-    """conversations/train.json: the real (else sample) conversations cycled under new ids, compact JSON."""
-    real = SHARED_DATA / "topical_chat"
-    root = real if (real / "conversations" / "valid_freq.json").is_file() else _sample("topical_chat")
-    pool = []
-    for split in ("valid_freq", "valid_rare", "test_freq", "test_rare"):
-        pool += json.loads((root / "conversations" / f"{split}.json").read_text(encoding="utf-8")).values()
-    one = sum(len(json.dumps(c, separators=(",", ":")).encode()) for c in pool) / len(pool)
-    train = {f"t_bench-{i:06d}": pool[i % len(pool)] for i in range(_copies(1, one))}
-    path = folder / "conversations" / "train.json"
-    path.parent.mkdir(parents=True)
-    path.write_text(json.dumps(train, separators=(",", ":")), encoding="utf-8")
-
-
-MAKERS = {"jemhopqa": make_jemhopqa, "jeopardy": make_jeopardy, "doc2dial": make_doc2dial, "limur": make_limur,
-          "topical_chat": make_topical_chat}
 
 
 # --- the measured sides (each in a fresh process; prepare_* runs untimed)
@@ -135,23 +57,23 @@ def prepare_build(corpus, data_dir, out, scratch):
 
     datasets.disable_progress_bars()
     qahub.registry.builder_class(corpus)  # the builder module's import, outside the clock
-    return corpus, data_dir, out, scratch
+    declared = case(corpus)
+    return corpus, data_dir, out, scratch, declared["config"], declared["options"]
 
 
-def build(corpus, data_dir, out, scratch) -> int:
+def build(corpus, data_dir, out, scratch, config, options) -> int:
     from qahub.export import export
 
-    config, options = CASES[corpus]
     shutil.rmtree(out, ignore_errors=True)
     report = export(corpus, out, configs=[config], data_dir=data_dir, cache_dir=scratch, builder_options=options)
     return sum(split.rows for split in report.splits)
 
 
-def import_only():
+def import_only(corpus):
     import datasets  # noqa: F401
-    import qahub.loaders.topical_chat  # noqa: F401
 
-    import qahub.export  # noqa: F401
+    import qahub.export
+    qahub.registry.builder_module(corpus)
 
 
 def prepare_floor(data_dir, export_dir, scratch):
@@ -207,20 +129,21 @@ def _verdict(value, target, unit="x"):
 
 
 def _build_rows(corpus, scratch: Path) -> list[dict]:
+    declared = case(corpus)
     data = scratch / corpus / "data"
-    MAKERS[corpus](data)
+    declared["make"](data, TARGET_MB)
     size = sum(p.stat().st_size for p in data.rglob("*") if p.is_file())
     out, work = str(scratch / corpus / "export"), str(scratch / corpus / "cache")
     ours, base = _best_in_turn(("bench_builds:build", corpus, str(data), out, work),
                                ("bench_builds:floor", str(data), out, work))
     times = ours[0] / base[0]
-    note = (f"{CASES[corpus][0]}, {size / 1e6:.0f} MB input, {ours[2]} rows; build {times:.2f}x the floor "
+    note = (f"{declared['config']}, {size / 1e6:.0f} MB input, {ours[2]} rows; build {times:.2f}x the floor "
             f"{_verdict(times, BUILD_TARGET)}")
     rows = [row(f"{corpus} build vs json/csv+write_table", ours, base, note)]
-    if corpus == "topical_chat":
-        imports = measure("bench_builds:import_only")[1]
+    if declared.get("peak_rss"):
+        imports = measure("bench_builds:import_only", corpus)[1]
         above = (ours[1] - imports) * 2**20 / size
-        rows.append(row("topical_chat train-sized peak RSS", ours, None,
+        rows.append(row(f"{corpus} train-sized peak RSS", ours, None,
                         f"{ours[1]:.0f} MiB peak - {imports:.0f} MiB imports = {above:.2f}x the {size / 2**20:.0f} MiB "
                         f"source {_verdict(above, RSS_TARGET)}"))
     shutil.rmtree(data)
@@ -235,10 +158,13 @@ def _overhead_row(corpus, scratch: Path) -> dict:
 
 
 def run(corpora=None) -> list[dict]:
+    from qahub import registry
+
+    corpora = corpora or registry.corpus_names()
     scratch = Path(tempfile.mkdtemp(prefix="bench-builds-"))
     try:
-        rows = [_overhead_row(corpus, scratch) for corpus in corpora or CASES]
-        for corpus in corpora or CASES:
+        rows = [_overhead_row(corpus, scratch) for corpus in corpora]
+        for corpus in corpora:
             rows += _build_rows(corpus, scratch)
         return rows
     finally:

@@ -3,12 +3,14 @@
 The release zip is not available here, so the sample release is scaled up (untimed) to the size of v1.0.1:
 488 documents and 3,474 + 661 dialogues, copies of the sample ones under new ids.
 - build: qahub's export (validation, datasets writing the Parquet) vs a bare json.load + row loop + Parquet write
-  (no checks). benchmarks/bench_builds.py measures the same build on a >= 40 MB release against the floor.
+  (no checks). benchmarks/bench_builds.py measures the same build on a >= 40 MB release against the floor
+  (``BUILD``, ``make_source``).
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -16,6 +18,7 @@ from _common import measure, row
 
 DOCS, TRAIN, VALIDATION = 488, 3474, 661
 RELEASE = "doc2dial/v1.0.1"
+BUILD = {"config": "doc2dial_rc", "options": {}}
 
 
 def make_release(folder: Path, factor: int = 1) -> Path:
@@ -51,6 +54,18 @@ def make_release(folder: Path, factor: int = 1) -> Path:
         (out / f"doc2dial_dial_{name}.json").write_text(json.dumps({"dial_data": data}), encoding="utf-8")
         start += count
     return folder
+
+
+def make_source(folder: Path, megabytes: float):
+    """The sample release scaled up to at least ``megabytes`` MB of JSON."""
+    factor = 1
+    while True:
+        make_release(folder, factor)
+        size = sum(p.stat().st_size for p in folder.rglob("*.json"))
+        if size >= megabytes * 1e6:
+            return
+        factor = int(factor * megabytes * 1e6 / size * 1.05) + 1
+        shutil.rmtree(folder)
 
 
 def prepare_build_ours(source: str):

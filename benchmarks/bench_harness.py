@@ -23,7 +23,7 @@ def _exports(root: Path) -> dict:
     from qahub.export import export
 
     locations = {}
-    for corpus in harness.METRIC_OF:
+    for corpus in harness.corpora():
         folder = root / corpus
         export(corpus, folder, data_dir=registry.samples_dir(corpus), cache_dir=root / "cache", sample=True)
         locations[corpus] = str(folder)

@@ -5,6 +5,8 @@
    rows repeated (100,000). Target: at most 2x.
 2. ``limur judge``: the endpoint judge with 8 concurrent requests against one request at a time, on a fake
    OpenAI-compatible server on 127.0.0.1 that answers after a fixed latency.
+
+``BUILD`` and ``make_source``: what ``bench_builds.py`` exports of LIMUR, from a >= 40 MB source.
 """
 
 from __future__ import annotations
@@ -16,11 +18,28 @@ import sys
 import threading
 import time
 
-from _common import measure, row
+from _common import copies_for, measure, row
 
 EM_REPLIES = 100_000
 JUDGE_ITEMS = 64
 JUDGE_LATENCY = 0.02
+BUILD = {"config": "all", "options": {}}
+
+
+def make_source(folder, megabytes):
+    """train.jsonl: the sample's dev, test and shots records cycled under new ids."""
+    from qahub.registry import samples_dir
+
+    sample = samples_dir("limur")
+    lines = [line for name in ("dev.jsonl", "test.jsonl", "shots.jsonl")
+             for line in (sample / name).read_text(encoding="utf-8").splitlines() if line.strip()]
+    records = [json.loads(line) for line in lines]
+    one = sum(len(line.encode()) + 1 for line in lines) / len(lines)
+    folder.mkdir(parents=True)
+    with open(folder / "train.jsonl", "w", encoding="utf-8") as f:
+        for i in range(copies_for(megabytes, one)):
+            record = records[i % len(records)]
+            f.write(json.dumps({**record, "meta": {**record["meta"], "id": i}}, ensure_ascii=False) + "\n")
 
 
 def _sample_inputs(n):

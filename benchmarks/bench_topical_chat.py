@@ -5,6 +5,9 @@ together), and a synthetic train-sized conversations file: upstream train.json's
 the 2,156 real valid/test conversations cycled under new ids and written as compact JSON (no indentation, no
 spaces after separators), 41.7 MiB (43.8 MB) -- about the 40 MB the issue gives for the upstream train file,
 which is not in ../shared/data. The printed note gives each input's size as measured.
+
+``BUILD`` and ``make_source``: what ``bench_builds.py`` exports of Topical-Chat, from a >= 40 MB source (and the
+build's peak memory against it).
 """
 
 from __future__ import annotations
@@ -15,10 +18,11 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from _common import SHARED_DATA, measure, row
+from _common import SHARED_DATA, copies_for, measure, row
 
 REAL_SPLITS = ("valid_freq", "valid_rare", "test_freq", "test_rare")
 TRAIN_CONVERSATIONS = 8628  # upstream train.json
+BUILD = {"config": "conversations", "options": {"splits": ("train",)}, "peak_rss": True}
 
 
 def build_conversations(data_dir, splits, cache_dir):
@@ -46,20 +50,35 @@ def load_json(data_dir, splits, cache_dir):
     return counts
 
 
-def write_train(real_dir, out_dir) -> int:
-    """conversations/train.json of TRAIN_CONVERSATIONS real conversations (cycled, new ids), compact; returns bytes.
+def write_train(real_dir, out_dir, conversations=TRAIN_CONVERSATIONS) -> int:
+    """conversations/train.json of ``conversations`` real conversations (cycled, new ids), compact; returns bytes.
 
     Run in a child process: a parent's peak RSS at the fork would count in the measured children's peaks.
     """
-    real_dir, out_dir = Path(real_dir), Path(out_dir)
-    pool = []
-    for split in REAL_SPLITS:
-        pool += json.loads((real_dir / "conversations" / f"{split}.json").read_text(encoding="utf-8")).values()
-    train = {f"t_bench-{i:05d}": pool[i % len(pool)] for i in range(TRAIN_CONVERSATIONS)}
-    path = out_dir / "conversations" / "train.json"
+    pool = _pool(real_dir)
+    train = {f"t_bench-{i:06d}": pool[i % len(pool)] for i in range(conversations)}
+    path = Path(out_dir) / "conversations" / "train.json"
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps(train, separators=(",", ":")), encoding="utf-8")
     return path.stat().st_size
+
+
+def _pool(real_dir) -> list:
+    pool = []
+    for split in REAL_SPLITS:
+        pool += json.loads((Path(real_dir) / "conversations" / f"{split}.json").read_text(encoding="utf-8")).values()
+    return pool
+
+
+def make_source(folder, megabytes):
+    """conversations/train.json of the real (else sample) conversations cycled under new ids, compact JSON."""
+    from qahub.registry import samples_dir
+
+    real = SHARED_DATA / "topical_chat"
+    root = real if (real / "conversations" / "valid_freq.json").is_file() else samples_dir("topical_chat")
+    pool = _pool(root)
+    one = sum(len(json.dumps(c, separators=(",", ":")).encode()) for c in pool) / len(pool)
+    write_train(root, folder, copies_for(megabytes, one))
 
 
 def _side_by_side(name, data_dir, splits, scratch, note):

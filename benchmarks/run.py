@@ -1,4 +1,4 @@
-"""Run every benchmark (``benchmarks/bench_*.py``, each with ``run() -> list[row]``) and print one table."""
+"""Run every benchmark (``benchmarks/bench_*.py`` with ``run() -> list[row]``) and print one table."""
 
 from __future__ import annotations
 
@@ -29,7 +29,9 @@ def main(argv=None) -> int:
         name = path.stem.removeprefix("bench_")
         if only and not any(name == want or name.startswith(want + "_") for want in only):
             continue
-        rows.extend(importlib.import_module(path.stem).run())
+        module = importlib.import_module(path.stem)
+        if hasattr(module, "run"):  # e.g. bench_jeopardy.py only declares its build for bench_builds.py
+            rows.extend(module.run())
     print(f"machine: {platform.platform()}, {_cpu()} x {os.cpu_count()} cores, python {platform.python_version()}")
     print_table(rows)
     return 0

@@ -69,6 +69,8 @@ class Limur(RowsBuilder):
     # the splits a build may have: those whose files are present in data_dir
     SPLITS = {config: ["train", "validation", "test", "shots"] for config in ("all", "rwsd", "kusdra")}
     SPLITS_FROM_FILES = True
+    # what the metric scores against: never null in an export qahub evaluate reads (a dotted name is in a struct)
+    GOLD_FIELDS = ("outputs", "meta.id", "meta.task_type")
 
     def _info(self):
         string_value = datasets.Value("string")

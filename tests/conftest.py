@@ -83,6 +83,6 @@ def sample_exports(tmp_path_factory):
     from qahub.export import export
 
     root = tmp_path_factory.mktemp("sample-exports")
-    for corpus in harness.METRIC_OF:
+    for corpus in harness.corpora():
         export(corpus, root / corpus, data_dir=registry.samples_dir(corpus), cache_dir=root / "cache", sample=True)
-    return {corpus: root / corpus for corpus in harness.METRIC_OF}
+    return {corpus: root / corpus for corpus in harness.corpora()}

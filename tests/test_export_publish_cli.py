@@ -316,6 +316,22 @@ def test_import_errors_that_are_not_a_missing_extra_keep_their_message():
     assert "pip install" not in cli.explain(ModuleNotFoundError("no qahub.evaluate_cli._x", name="qahub.evaluate_cli._x"))
 
 
+@pytest.mark.parametrize("module, extra", [
+    ("sacrebleu", "bleu"), ("nltk", "jeopardy"), ("pymorphy3", "jeopardy"), ("spacy", "jeopardy"),
+    ("sudachipy", "jemhopqa"), ("sudachidict_core", "jemhopqa"), ("Levenshtein", "jemhopqa"), ("scipy", "jemhopqa"),
+    ("pulp", "ilp"), ("statsmodels", "report"), ("matplotlib", "report"), ("tqdm", "report"), ("lm_eval", "harness"),
+])
+def test_a_missing_optional_package_names_the_extra_pyproject_lists_it_in(module, extra):
+    """The extra is read from qahub's metadata (pyproject's optional-dependencies), never from a second table."""
+    hint = cli.explain(ModuleNotFoundError(f"No module named {module!r}", name=module))
+    assert hint == f"this needs the optional package {module!r}: pip install -e \".[{extra}]\" (in the qahub clone)"
+
+
+@pytest.mark.parametrize("module", ["numpy", "qahub"])
+def test_a_missing_package_no_extra_installs_gets_no_install_hint(module):
+    assert "pip install" not in cli.explain(ModuleNotFoundError(f"No module named {module!r}", name=module))
+
+
 def test_single_build_says_which_splits_are_absent(tmp_path, capsys):
     import shutil
 

@@ -193,12 +193,9 @@ def test_very_long_judge_reply_is_parsed_in_linear_time():
 
 
 def _judge_module():
-    import importlib.util
+    import importlib
 
-    spec = importlib.util.spec_from_file_location("limur_judge_hostile", registry.metric_dir("limur") / "judge.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module("qahub.metrics.limur.judge")
 
 
 # ---------------------------------------------------------------- the judge client against broken servers

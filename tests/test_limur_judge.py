@@ -64,12 +64,9 @@ def mera_grade(content):
 
 
 def _judge_module():
-    import importlib.util
+    import importlib
 
-    spec = importlib.util.spec_from_file_location("limur_judge_t", registry.metric_dir("limur") / "judge.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module("qahub.metrics.limur.judge")
 
 
 JUDGE = _judge_module()
@@ -406,3 +403,60 @@ def test_a_judge_url_with_a_query_or_fragment_is_refused(url, tmp_path, capsys):
     [line] = capsys.readouterr().err.splitlines()
     assert line == ("qahub evaluate: error: judge URL 'http://127.0.0.1:9/v1' is followed by a query string or "
                     "fragment (?… or #…), which would move the request path: give the address alone")
+
+
+# ---------------------------------------------------------------- one declaration of the judge's settings (issue 21)
+
+
+def _settings():
+    import importlib
+
+    return importlib.import_module("qahub.metrics.limur.judge_settings").SETTINGS
+
+
+def test_every_judge_setting_is_a_flag_a_keyword_and_a_variable(metric):
+    help_text = " ".join(_qahub("evaluate", "limur", "--help").stdout.split())
+    docs = " ".join(metric.inputs_description.split())
+    for setting in _settings():
+        assert setting.flag in help_text, setting.name
+        assert f"{setting.keyword}: {' '.join(setting.help.split())}" in docs, setting.name
+        if setting.env:
+            assert f"${setting.env}" in help_text or setting.kind == "secret", setting.name
+            assert f"${setting.env}" in docs, setting.name
+
+
+def test_compute_reads_the_judges_variables(metric, monkeypatch):
+    """QAHUB_JUDGE_PROMPT and the others were read by the lm-eval task alone; compute reads them too now."""
+    monkeypatch.setenv("QAHUB_JUDGE_PROMPT", "mera")
+    monkeypatch.setenv("QAHUB_JUDGE_CONCURRENCY", "2")
+    result = metric.compute(predictions=["Ответ: Б"], references=[ref(1)], judge=lambda *_: "2")
+    assert result["judge"]["prompt"] == "mera" and result["judge_score"] == 1.0
+    assert metric.compute(predictions=["Ответ: Б"], references=[ref(1)], judge=lambda *_: "1",
+                          judge_prompt="seed")["judge"]["prompt"] == "seed"  # a keyword wins over its variable
+
+
+@pytest.mark.parametrize("name, value, problem", [
+    ("QAHUB_JUDGE_CONCURRENCY", "0", "$QAHUB_JUDGE_CONCURRENCY: expected an integer >= 1, got 0"),
+    ("QAHUB_JUDGE_TIMEOUT", "soon", "$QAHUB_JUDGE_TIMEOUT: expected a finite number of seconds > 0, got 'soon'"),
+    ("QAHUB_JUDGE_PROMPT", "strict", "$QAHUB_JUDGE_PROMPT: expected one of seed, mera, got 'strict'"),
+])
+def test_a_bad_judge_variable_is_named(metric, monkeypatch, name, value, problem):
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ValueError, match=re.escape(problem)):
+        metric.compute(predictions=["Ответ: Б"], references=[ref(1)], judge=lambda *_: "1")
+
+
+def test_the_lm_eval_task_reads_the_same_declaration(monkeypatch):
+    import importlib
+
+    task_api = importlib.import_module("qahub.metrics.limur.task_api")
+    monkeypatch.setenv("QAHUB_JUDGE_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("QAHUB_JUDGE_MODEL", "m")
+    settings = task_api.judge_settings()
+    assert (settings["prompt"], settings["concurrency"], settings["backoff"]) == ("mera", 8, 1.0)  # TASK_DEFAULTS
+    monkeypatch.setenv("QAHUB_JUDGE_BACKOFF", "0")
+    monkeypatch.setenv("QAHUB_JUDGE_CONCURRENCY", "3")
+    monkeypatch.setenv("QAHUB_JUDGE_PROMPT", "seed")
+    settings = task_api.judge_settings()
+    assert (settings["prompt"], settings["concurrency"], settings["backoff"]) == ("seed", 3, 0.0)
+    assert task_api.configured_judge().backoff == 0.0

@@ -321,13 +321,25 @@ def test_docstring_examples_give_their_stated_results_without_qahub(metric, tmp_
 
 # --- qahub evaluate: every metric's references are read by evaluate_cli/references.py
 
-EVALUATE = {  # metric: (corpus, prediction file of its sample, options it needs)
-    "doc2dial": ("doc2dial", "sample_prediction_subtask1.json", ["--task", "subtask1", "--split", "validation"]),
-    "jemhopqa": ("jemhopqa", "predictions.json", []),
-    "jeopardy_meteor": ("jeopardy", "predictions.json", []),
-    "limur": ("limur", "predictions.json", []),
-    "topical_chat": ("topical_chat", "predictions.json", ["--split", "test_freq"]),
-}
+def _first_evaluation(corpus):
+    """``(metric, its sample predictions, the options it needs)``: the first ``qahub evaluate`` line of the
+    corpus's demo.json, its references left out."""
+    from qahub.demo import demo_evaluations
+
+    metric, *args = demo_evaluations(registry.samples_dir(corpus))[0]
+    predictions, needed = None, []
+    pairs = iter(args)
+    for option in pairs:
+        if option == "--predictions":
+            predictions = next(pairs)
+        elif option in ("--references", "--data-dir"):
+            next(pairs)
+        else:
+            needed.append(option)
+    return metric, predictions, needed
+
+
+EVALUATE = {metric: rest for metric, *rest in map(_first_evaluation, registry.corpus_names())}
 
 
 def test_every_metric_has_a_reference_reader_and_nothing_else_is_a_command():
@@ -344,9 +356,9 @@ def test_a_missing_local_path_is_an_error_never_a_hub_lookup(metric, option, mes
 
     for name in ("load_dataset", "get_dataset_config_names"):
         monkeypatch.setattr(datasets, name, lambda *a, **k: pytest.fail("looked up on the Hub"))
-    corpus, predictions, needed = EVALUATE[metric]
+    predictions, needed = EVALUATE[metric]
     absent = tmp_path / "absent"
-    code = cli.main(["--quiet", "evaluate", metric, "--predictions", str(registry.samples_dir(corpus) / predictions),
+    code = cli.main(["--quiet", "evaluate", metric, "--predictions", predictions,
                      *needed, option, str(absent)])
     assert (code, capsys.readouterr().err) == (1, f"qahub evaluate: error: {message.format(absent)}\n")
 

@@ -172,6 +172,9 @@ def document_texts(location, load=_load_dataset):
     return dict(zip(rows["doc_id"], rows["doc_text"], strict=True))
 
 
+# the corpus these tasks run on (qahub.harness finds the tasks of every corpus by it)
+CORPUS = "doc2dial"
+
 TASKS = {
     "qahub_doc2dial_grounding": {
         "configs": ["doc2dial_rc"],
@@ -184,6 +187,10 @@ TASKS = {
         "max_gen_toks": 512,  # grounding spans can be a few paragraphs long
         "score": grounding_score,
         "metrics": {"exact": ("mean", True), "f1": ("mean", True), "unparseable": ("mean", False)},
+        # what each gold-matching metric aggregates to when every reply is the target (the tests check it)
+        "oracle": {"exact": 100.0, "f1": 100.0, "unparseable": 0.0},
+        # the metrics that are 0/1 per document (exact: 0/100): `qahub report` pairs them by McNemar's test
+        "binary": ["exact", "unparseable"],
         # breakdowns `qahub report` shows: FIELD -> the category of a logged doc
         "categories": {"domain": domain},
         "doc_id": doc_id,
@@ -199,6 +206,8 @@ TASKS = {
         "max_gen_toks": 128,
         "score": response_score,
         "metrics": {"bleu": (corpus_bleu, True), "unparseable": ("mean", False)},
+        "oracle": {"bleu": 100.0, "unparseable": 0.0},
+        "binary": ["unparseable"],
         # breakdowns `qahub report` shows: FIELD -> the category of a logged doc
         "categories": {"domain": domain},
         "doc_id": doc_id,

@@ -118,6 +118,9 @@ _COMMON = {"configs": ["v1.2", "v1.1", "v1.0"], "splits": ["validation"], "fewsh
            "categories": {"type": question_type},
            "doc_id": lambda doc: doc["qid"]}
 
+# the corpus these tasks run on (qahub.harness finds the tasks of every corpus by it)
+CORPUS = "jemhopqa"
+
 TASKS = {
     "qahub_jemhopqa": {
         **_COMMON,
@@ -126,6 +129,10 @@ TASKS = {
         "max_gen_toks": 64,
         "score": score_answer,
         "metrics": {"exact_match": ("mean", True), "char_f1": (mean, True), "unparseable": ("mean", False)},
+        # what each gold-matching metric aggregates to when every reply is the target (the tests check it)
+        "oracle": {"exact_match": 1.0, "char_f1": 1.0, "unparseable": 0.0},
+        # the metrics that are 0/1 per document: `qahub report` compares two runs on them by McNemar's test
+        "binary": ["exact_match", "unparseable"],
     },
     "qahub_jemhopqa_derivations": {
         **_COMMON,
@@ -136,5 +143,8 @@ TASKS = {
         "configuration": configuration,  # optional key: the Sudachi dictionary and synonyms it scores with
         "metrics": {"a_em": ("mean", True), "a_score": ("mean", True), "e_f1": ("mean", True),
                     "r_f1": ("mean", True), "er_f1": ("mean", True), "unparseable": ("mean", False)},
+        # what each gold-matching metric aggregates to when every reply is the target
+        "oracle": {"a_em": 1.0, "a_score": 1.0, "e_f1": 1.0, "r_f1": 1.0, "er_f1": 1.0, "unparseable": 0.0},
+        "binary": ["a_em", "unparseable"],
     },
 }

@@ -109,6 +109,9 @@ def resources():
     return {"tokenizer": scorer.tokenizer, "preprocessing": scorer.description, "threshold": THRESHOLD}
 
 
+# the corpus these tasks run on (qahub.harness finds the tasks of every corpus by it)
+CORPUS = "jeopardy"
+
 TASKS = {
     "qahub_jeopardy": {
         "configs": ["extended", "qa"],
@@ -130,6 +133,10 @@ TASKS = {
             "abstained": ("mean", False),
             "unparseable": ("mean", False),
         },
+        # what each gold-matching metric aggregates to when every reply is the target (the tests check it)
+        "oracle": {"accuracy": 1.0, "abstained": 0.0, "unparseable": 0.0},
+        # the metrics that are 0/1 per document: `qahub report` compares two runs on them by McNemar's test
+        "binary": ["accuracy", "abstained", "unparseable"],
         # breakdowns `qahub report` shows: FIELD -> the category of a logged doc
         "categories": {"question_number": value_category},
         # the question id of config extended; a `qa` row has none (None: the document's position)

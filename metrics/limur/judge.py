@@ -12,13 +12,11 @@ message this module produces and in every reply it returns (so the cache never h
 JSON text can spell it too (``\\u0073k-…``, ``\\/``).
 """
 
-import decimal
 import hashlib
 import ipaddress
 import json
 import logging
 import math
-import numbers
 import os
 import re
 import socket
@@ -33,6 +31,9 @@ from email.utils import parsedate_to_datetime
 
 import httpx
 from filelock import FileLock
+
+from .judge_settings import as_float as _as_float
+from .judge_settings import check_options
 
 logger = logging.getLogger(__name__)
 
@@ -180,16 +181,6 @@ def normalise_reply(reply):
     if value is not None and math.isfinite(value):
         return value
     return f"<{type(reply).__name__}: {repr(reply)[:100]}>"
-
-
-def _as_float(value):
-    """Python, numpy and Decimal numbers as float; None for anything else, bools included (True is no grade)."""
-    if isinstance(value, bool) or not isinstance(value, (numbers.Real, decimal.Decimal)):
-        return None
-    try:
-        return float(value)
-    except (ValueError, OverflowError, TypeError):  # Decimal('sNaN') cannot be converted
-        return None
 
 
 def chat_completions_url(base_url):
@@ -414,29 +405,6 @@ def _describe(err, timeout):
     if isinstance(err, (TimeoutError, httpx.TimeoutException)):
         return f"no complete reply within {timeout} s"
     return f"{type(err).__name__}: {err}"
-
-
-def check_options(timeout=None, retries=None, backoff=None, concurrency=None):
-    """The judge's numeric options, each checked where it is read; a ValueError names the option."""
-    if timeout is not None:
-        _check_number("judge_timeout", timeout, "a positive number of seconds", lambda v: v > 0)
-    if backoff is not None:
-        _check_number("judge_backoff", backoff, "a non-negative number of seconds", lambda v: v >= 0)
-    if retries is not None:
-        _check_int("judge_retries", retries, "a non-negative integer", 0)
-    if concurrency is not None:
-        _check_int("judge_concurrency", concurrency, "a positive integer", 1)
-
-
-def _check_number(name, value, what, ok):
-    number = _as_float(value)
-    if number is None or not math.isfinite(number) or not ok(number):
-        raise ValueError(f"{name} must be {what}, got {value!r}")
-
-
-def _check_int(name, value, what, least):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
-        raise ValueError(f"{name} must be {what}, got {value!r}")
 
 
 def retry_after(value):

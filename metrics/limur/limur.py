@@ -3,7 +3,6 @@ judge score."""
 
 import contextlib
 import gc
-import os
 from operator import itemgetter
 
 import datasets
@@ -15,13 +14,13 @@ from .judge import (
     Endpoint,
     JudgeConfigError,
     check_cache_file,
-    check_options,
     check_prompt,
     grade_parser,
     judge_all,
     private_identity,
     save_cache,
 )
+from .judge_settings import BY_NAME, check_options, keyword_docs, resolve
 from .mera import answer_candidates
 from .references import (
     check_added,
@@ -62,18 +61,11 @@ Args:
         `options`, `instruction` + `inputs` and/or `prompt`), or the older flat records (`id`, `answer`,
         `options`, `task_type`, `context_type`, `prompt`). A closed answer ("") scores 0 and is counted.
     judge: optional callable `judge(task, reference, answer) -> reply` (text or number; a grade of the prompt).
-    judge_prompt: "seed" (default; grades 1, 0.5, 0) or "mera" (MERA's judge exactly: its prompt as one user
-        message, temperature 0, max_tokens 256, the last number in the reply divided by 2 and clamped to [0, 1],
-        a reply without a number unparseable (0); the best grade over MERA's answer candidates).
     judge_name: names a callable judge in cache keys; needed to use judge_cache / judge_cache_file with one.
-    judge_url, judge_model: an OpenAI-compatible endpoint (`http://host:port`, `.../v1` or
-        `.../v1/chat/completions`) and model name; default `$QAHUB_JUDGE_URL`, `$QAHUB_JUDGE_MODEL`
-        (an explicit `judge` callable wins over these variables).
-    judge_api_key: sent as a bearer token; default `$QAHUB_JUDGE_API_KEY`. Never sent over plain http to a
-        host that is not loopback unless judge_allow_insecure_http=True.
-    judge_concurrency (4, a positive int), judge_timeout (60 s for a whole request, positive and finite),
-        judge_retries (3, a non-negative int), judge_backoff (1 s, doubling; non-negative and finite).
-    judge_cache: a dict reused across calls; judge_cache_file: a JSON Lines file read and written back.
+    judge_cache: a dict reused across calls.
+    The judge's settings, each read from its variable when not given (an explicit `judge` callable wins over
+    the endpoint's variables):
+{judge_settings}
 Returns:
     exact_match, exact_match_lenient, exact_match_mera: fractions in [0, 1];
     count; closed: references without a gold answer (scored 0);
@@ -103,6 +95,7 @@ Examples:
     Traceback (most recent call last):
     ValueError: limur: nothing to score: no predictions and no references were given
 """
+_KWARGS_DESCRIPTION = _KWARGS_DESCRIPTION.replace("{judge_settings}", keyword_docs(indent="    "))
 
 _NO_JUDGE = ("no judge configured: pass judge=<callable>, or judge_url and judge_model "
              "(or set QAHUB_JUDGE_URL and QAHUB_JUDGE_MODEL)")
@@ -145,16 +138,15 @@ class Limur(DirectMetric):
         return score_all(predictions, references, **options)
 
 
-def score_all(predictions, references, judge=None, judge_prompt="seed", judge_name=None, judge_url=None,
-              judge_model=None, judge_api_key=None, judge_allow_insecure_http=False, judge_concurrency=4,
-              judge_timeout=60.0, judge_retries=3, judge_backoff=1.0, judge_cache=None, judge_cache_file=None):
-    """The result of checked replies and references (internal records); the judge's options checked first."""
-    check_prompt(judge_prompt)
-    check_options(timeout=judge_timeout, retries=judge_retries, backoff=judge_backoff, concurrency=judge_concurrency)
-    endpoint = {"url": judge_url, "model": judge_model, "api_key": judge_api_key, "timeout": judge_timeout,
-                "retries": judge_retries, "backoff": judge_backoff, "allow_insecure_http": judge_allow_insecure_http,
-                "prompt": judge_prompt}
-    judge, name, identity = _make_judge(judge, judge_name, endpoint)
+def score_all(predictions, references, judge=None, judge_name=None, judge_cache=None, **options):
+    """The result of checked replies and references (internal records); the judge's options (``judge_<setting>``
+    of ``judge_settings.SETTINGS``) checked first."""
+    given = _judge_options(options)
+    check_options(**given)
+    endpoint = resolve(given)
+    check_prompt(endpoint["prompt"])
+    judge_prompt = endpoint["prompt"]
+    judge, name, identity = _make_judge(judge, judge_name, given, endpoint)
     with gc_paused():
         rows = [score_reply(pred, ref["answer"], len(ref["options"]))
                 for pred, ref in zip(predictions, references, strict=True)]
@@ -162,13 +154,13 @@ def score_all(predictions, references, judge=None, judge_prompt="seed", judge_na
         judge_info = {"computed": False, "reason": _NO_JUDGE}
     else:
         if identity is None:
-            if judge_cache is not None or judge_cache_file:
+            if judge_cache is not None or endpoint["cache_file"]:
                 raise JudgeConfigError("judge_cache / judge_cache_file with a callable judge need judge_name=..., "
                                        "the name its replies are cached under (two callables cannot be told apart)")
             identity = private_identity()
         identity = f"{identity}|{judge_prompt}" if judge_prompt != "seed" else identity
         judge_info = _run_judge(rows, predictions, references, judge, (name, identity, judge_prompt),
-                                judge_concurrency, judge_cache, judge_cache_file)
+                                endpoint["concurrency"], judge_cache, endpoint["cache_file"])
     result = _summaries(rows, references)
     result.pop("judged", None)  # in judge_info
     result["judge"] = judge_info
@@ -188,29 +180,38 @@ def gc_paused():
             gc.enable()
 
 
-def _make_judge(judge, judge_name, endpoint):
+def _judge_options(options):
+    """``{setting: value}`` of the ``judge_<setting>`` keywords; any other keyword is a TypeError."""
+    given = {}
+    for keyword, value in options.items():
+        name = keyword.removeprefix("judge_")
+        if name not in BY_NAME or keyword == name:
+            raise TypeError(f"limur: unexpected keyword argument {keyword!r}")
+        given[name] = value
+    return given
+
+
+def _make_judge(judge, judge_name, given, endpoint):
     """``(callable, name, cache identity)``; ``(None, None, None)`` when no judge is configured.
 
+    ``given``: the settings passed to compute; ``endpoint``: every setting resolved (given, variable, default).
     A callable without ``judge_name`` gets identity None: the caller gives it a private one.
     """
     if judge is not None:
-        if endpoint["url"] or endpoint["model"]:
+        if given.get("url") or given.get("model"):
             raise JudgeConfigError("pass either judge (a callable) or judge_url and judge_model, not both")
         name = judge_name or getattr(judge, "__qualname__", type(judge).__name__)
         return judge, name, (f"callable:{judge_name}" if judge_name else None)
-    url = endpoint["url"] or os.environ.get("QAHUB_JUDGE_URL")
-    if not url:
+    if not endpoint["url"]:
         if endpoint["model"]:
             raise JudgeConfigError(f"judge_model {endpoint['model']!r} is set but no judge_url "
-                                   "(pass judge_url, --judge-url, or set QAHUB_JUDGE_URL)")
+                                   f"(pass judge_url, --judge-url, or set {BY_NAME['url'].env})")
         return None, None, None
-    model = endpoint["model"] or os.environ.get("QAHUB_JUDGE_MODEL")
-    if not model:
-        raise JudgeConfigError("judge_url is set but no judge model: pass judge_model or set QAHUB_JUDGE_MODEL")
-    key = endpoint["api_key"] or os.environ.get("QAHUB_JUDGE_API_KEY")
-    client = Endpoint(url, model, api_key=key, timeout=endpoint["timeout"], retries=endpoint["retries"],
-                      backoff=endpoint["backoff"], allow_insecure_http=endpoint["allow_insecure_http"],
-                      prompt=endpoint["prompt"])
+    if not endpoint["model"]:
+        raise JudgeConfigError(f"judge_url is set but no judge model: pass judge_model or set {BY_NAME['model'].env}")
+    client = Endpoint(endpoint["url"], endpoint["model"], api_key=endpoint["api_key"], timeout=endpoint["timeout"],
+                      retries=endpoint["retries"], backoff=endpoint["backoff"],
+                      allow_insecure_http=endpoint["allow_insecure_http"], prompt=endpoint["prompt"])
     return client, client.name, client.identity
 
 

@@ -17,6 +17,8 @@ from .judge import (
     mera_prompt,
     parse_mera_grade,
 )
+from .judge_settings import BY_NAME as SETTING
+from .judge_settings import resolve
 from .mera import answer_candidates
 from .score import score_reply
 
@@ -66,11 +68,13 @@ def score(reply, doc):
             "unparseable": int(row["strict_letter"] is None)}
 
 
-# QAHUB_JUDGE_* names, and MERA's (benchmark_tasks/mera_judge.py) used where a QAHUB_ one is unset
-JUDGE_ENV = {"url": "QAHUB_JUDGE_URL", "model": "QAHUB_JUDGE_MODEL", "api_key": "QAHUB_JUDGE_API_KEY",
-             "prompt": "QAHUB_JUDGE_PROMPT"}
+# {setting: its QAHUB_JUDGE_ variable}, as judge_settings.SETTINGS declares them; MERA's variables
+# (benchmark_tasks/mera_judge.py) are read where the QAHUB_JUDGE_ one is unset
+JUDGE_ENV = {name: setting.env for name, setting in SETTING.items() if setting.env}
 MERA_ENV = {"url": "LM_EVAL_JUDGE_API_BASE", "model": "LM_EVAL_JUDGE_MODEL", "template": "LM_EVAL_JUDGE_PROMPT",
             "api_key": ("OPENAI_API_KEY", "LM_EVAL_JUDGE_API_KEY")}
+# where this task's judge differs from the metric's defaults: MERA's prompt, and a run's replies 8 at a time
+TASK_DEFAULTS = {"prompt": "mera", "concurrency": 8}
 # the judge's replies and failures in this process, by cache key: the parallel filter fills them for a whole
 # run, process_results reads them (and asks, one at a time, only what the filter did not)
 JUDGED = {}
@@ -78,49 +82,39 @@ FAILED = {}
 
 
 @functools.lru_cache(maxsize=4)
-def _endpoint(url, model, api_key, prompt_name, template, timeout, retries):
+def _endpoint(url, model, api_key, prompt_name, template, timeout, retries, backoff):
     return Endpoint(url, model, api_key=api_key, prompt=prompt_name, template=template, timeout=timeout,
-                    retries=retries)
+                    retries=retries, backoff=backoff)
 
 
 def judge_settings():
-    """``{url, model, api_key, prompt, template}`` from the environment, or None when no judge is configured.
+    """Every judge setting (``judge_settings.SETTINGS``) and ``template``, or None when no judge is configured.
 
-    QAHUB_JUDGE_URL / _MODEL / _API_KEY / _PROMPT (mera, the default, or seed) win; each unset one falls back to
-    MERA's variable: LM_EVAL_JUDGE_API_BASE (+ ``/v1/chat/completions``, as compute_llm_judge posts),
-    LM_EVAL_JUDGE_MODEL, and the key OPENAI_API_KEY or LM_EVAL_JUDGE_API_KEY, sent only to MERA's address.
-    LM_EVAL_JUDGE_PROMPT replaces MERA's prompt template, as in MERA."""
+    Each QAHUB_JUDGE_<NAME> variable wins; an unset one falls back to MERA's variable: LM_EVAL_JUDGE_API_BASE
+    (+ ``/v1/chat/completions``, as compute_llm_judge posts), LM_EVAL_JUDGE_MODEL, and the key OPENAI_API_KEY or
+    LM_EVAL_JUDGE_API_KEY, sent only to MERA's address; then to TASK_DEFAULTS, then to the declared defaults.
+    LM_EVAL_JUDGE_PROMPT replaces MERA's prompt template, as in MERA. A bad value is a ValueError naming its
+    variable."""
     env = os.environ.get
+    fallback = {**TASK_DEFAULTS, "model": env(MERA_ENV["model"])}
     mera_base = env(MERA_ENV["url"])
-    url = env(JUDGE_ENV["url"]) or (f"{mera_base.rstrip('/')}/v1/chat/completions" if mera_base else None)
-    model = env(JUDGE_ENV["model"]) or env(MERA_ENV["model"])
-    if not url or not model:
+    if mera_base and not env(SETTING["url"].env):
+        fallback["url"] = f"{mera_base.rstrip('/')}/v1/chat/completions"
+        fallback["api_key"] = next((env(name) for name in MERA_ENV["api_key"] if env(name)), None)
+    settings = resolve(fallback=fallback)
+    if not settings["url"] or not settings["model"]:
         return None
-    key = env(JUDGE_ENV["api_key"])
-    if not key and not env(JUDGE_ENV["url"]):
-        key = next((env(name) for name in MERA_ENV["api_key"] if env(name)), None)
-    return {"url": url, "model": model, "api_key": key or None, "prompt": env(JUDGE_ENV["prompt"]) or "mera",
-            "template": env(MERA_ENV["template"]) or None}
+    return {**settings, "template": env(MERA_ENV["template"]) or None}
 
 
 def configured_judge():
-    """The endpoint judge of ``judge_settings()``, with QAHUB_JUDGE_TIMEOUT (60 s) and QAHUB_JUDGE_RETRIES (3);
-    None when none is configured."""
+    """The endpoint judge of ``judge_settings()``; None when none is configured."""
     settings = judge_settings()
     if settings is None:
         return None
-    timeout = _env_number("QAHUB_JUDGE_TIMEOUT", 60.0, float)
-    retries = _env_number("QAHUB_JUDGE_RETRIES", 3, int)
-    return _endpoint(settings["url"], settings["model"], settings["api_key"], check_prompt(settings["prompt"]),
-                     settings["template"], timeout, retries)
-
-
-def _env_number(name, default, kind):
-    try:
-        value = kind(os.environ.get(name) or default)
-    except ValueError:
-        return default
-    return value if value >= 0 else default
+    return _endpoint(settings["url"], settings["model"], settings["api_key"] or None,
+                     check_prompt(settings["prompt"]), settings["template"], settings["timeout"],
+                     settings["retries"], settings["backoff"])
 
 
 def _usable_judge():
@@ -186,13 +180,13 @@ def judge_score(reply, doc):
 
 
 def judge_filter(resps, docs):
-    """An lm-eval ``custom`` filter: judges every reply of the run at once, QAHUB_JUDGE_CONCURRENCY (8) at a
+    """An lm-eval ``custom`` filter: judges every reply of the run at once, QAHUB_JUDGE_CONCURRENCY (else 8) at a
     time, before lm-eval calls process_results one document at a time; the replies pass on unchanged."""
     endpoint = _usable_judge()
     if endpoint is None:
         return resps
     items = [item for resp, doc in zip(resps, docs, strict=True) for item in judge_items(endpoint, _first(resp), doc)]
-    concurrency = max(1, _env_number("QAHUB_JUDGE_CONCURRENCY", 8, int))
+    concurrency = judge_settings()["concurrency"]
     try:
         judge_all(items, endpoint, endpoint.identity, concurrency=concurrency, cache=JUDGED,
                   parse=grade_parser(endpoint.prompt), failed=FAILED)
@@ -210,7 +204,10 @@ def _first(resp):
 
 
 def judge_configured():
-    return judge_settings() is not None
+    try:
+        return judge_settings() is not None
+    except ValueError:  # set, wrongly: the judge says so when it is used
+        return True
 
 
 def _task_text(doc):
@@ -219,6 +216,9 @@ def _task_text(doc):
     except (KeyError, IndexError, ValueError, AttributeError, TypeError):
         return doc.get("instruction") or ""
 
+
+# the corpus these tasks run on (qahub.harness finds the tasks of every corpus by it)
+CORPUS = "limur"
 
 TASKS = {
     "qahub_limur": {
@@ -236,6 +236,10 @@ TASKS = {
         "score": score,
         "metrics": {"exact_match": ("mean", True), "exact_match_mera": ("mean", True),
                     "unparseable": ("mean", False)},
+        # what each gold-matching metric aggregates to when every reply is the target (the tests check it)
+        "oracle": {"exact_match": 1.0, "exact_match_mera": 1.0, "unparseable": 0.0},
+        # the metrics that are 0/1 per document: `qahub report` compares two runs on them by McNemar's test
+        "binary": ["exact_match", "exact_match_mera", "unparseable"],
         # add to "metrics" when a judge is configured (QAHUB_JUDGE_URL and QAHUB_JUDGE_MODEL set, or MERA's
         # LM_EVAL_JUDGE_API_BASE and LM_EVAL_JUDGE_MODEL); judge_coverage: the share of documents judged
         "judge_metrics": {"judge_score": ("mean", True), "judge_coverage": ("mean", True)},

@@ -105,8 +105,15 @@ def _task(splits):
             "distinct_2": (distinct_2, True),
             "unparseable": ("mean", False),
         },
+        # what each gold-matching metric aggregates to when every reply is the target (the tests check it)
+        "oracle": {"f1": 1.0, "bleu": 100.0, "unparseable": 0.0},
+        # the metrics that are 0/1 per document: `qahub report` compares two runs on them by McNemar's test
+        "binary": ["unparseable"],
     }
 
+
+# the corpus these tasks run on (qahub.harness finds the tasks of every corpus by it)
+CORPUS = "topical_chat"
 
 # frequent and rare entities apart (the test splits, or the valid ones where test is absent); the task folder
 # groups them as `qahub_topical_chat`

@@ -9,6 +9,7 @@ import json
 import logging
 import os
 import pkgutil
+import re
 import signal
 import sys
 import threading
@@ -16,11 +17,6 @@ import warnings
 from pathlib import Path
 
 from qahub import evaluate_cli, registry
-
-# optional dependency -> the extra that installs it
-EXTRAS = {"sacrebleu": "bleu", "nltk": "jeopardy", "pymorphy3": "jeopardy", "sudachipy": "jemhopqa",
-          "sudachidict_core": "jemhopqa", "Levenshtein": "jemhopqa", "scipy": "jemhopqa", "pulp": "ilp",
-          "statsmodels": "report", "matplotlib": "report", "tqdm": "report"}
 
 
 def main(argv=None) -> int:
@@ -115,9 +111,28 @@ def explain(err: BaseException) -> str:
     from qahub.publish import scrub
 
     top = (err.name or "").split(".")[0] if isinstance(err, ModuleNotFoundError) else ""
-    if top in EXTRAS:
-        return f"this needs the optional package {top!r}: pip install -e \".[{EXTRAS[top]}]\" (in the qahub clone)"
+    extra = extra_of(top) if top else None
+    if extra:
+        return f"this needs the optional package {top!r}: pip install -e \".[{extra}]\" (in the qahub clone)"
     return scrub(str(err))
+
+
+def extra_of(module: str) -> str | None:
+    """The first extra of qahub's installed metadata (pyproject's optional-dependencies, in order) that installs
+    the distribution of the import name ``module``; None when none does."""
+    from importlib import metadata
+
+    try:
+        requires = metadata.requires("qahub") or []
+    except metadata.PackageNotFoundError:
+        return None
+    wanted = module.lower().replace("-", "_")
+    for requirement in requires:
+        name = re.match(r"[A-Za-z0-9._-]+", requirement).group().lower().replace("-", "_").replace(".", "_")
+        extra = re.search(r"""extra\s*==\s*["']([^"']+)["']""", requirement)
+        if extra and name == wanted != "qahub":
+            return extra.group(1)
+    return None
 
 
 @contextlib.contextmanager

@@ -32,7 +32,7 @@ def run_demo(out: Path, overwrite: bool, evaluate, explain=str) -> int:
             print(f"   FAILED: {explain(err)}")
             failures += 1
             continue
-        for argv in _demo_evaluations(sample):
+        for argv in demo_evaluations(sample):
             print(f"== qahub evaluate {' '.join(argv)}")
             failures += evaluate(argv) != 0
     print(f"demo output in {out}/ (each folder is what a Hub dataset repo holds); {failures} step(s) failed")
@@ -65,7 +65,8 @@ def _build_and_load(corpus: str, sample: Path, folder: Path, overwrite: bool):
         print(f"   load_dataset({str(report.folder)!r}, {config!r}): {sizes}")
 
 
-def _demo_evaluations(sample: Path) -> list[list[str]]:
+def demo_evaluations(sample: Path) -> list[list[str]]:
+    """The ``qahub evaluate`` argument lists of a sample folder's ``demo.json``, ``{sample}`` filled in."""
     spec = sample / "demo.json"
     if not spec.is_file():
         return []

@@ -16,7 +16,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from qahub import loaders
+from qahub import loaders, metrics
 
 if TYPE_CHECKING:
     import datasets
@@ -128,9 +128,18 @@ def is_sample(path) -> bool:
 
 
 @lru_cache(maxsize=None)
+def metric_dirs() -> dict[str, Path]:
+    """``{name: directory}`` of every metric: each ``<name>/<name>.py`` on ``qahub.metrics``'s path."""
+    dirs = {}
+    for root in map(Path, metrics.__path__):
+        for path in sorted(root.iterdir()):
+            if (path / f"{path.name}.py").is_file():
+                dirs.setdefault(path.name, path)
+    return dirs
+
+
 def metric_names() -> tuple[str, ...]:
-    root = metrics_root()
-    return tuple(sorted(p.name for p in root.iterdir() if (p / f"{p.name}.py").is_file()))
+    return tuple(sorted(metric_dirs()))
 
 
 def metrics_root() -> Path:
@@ -138,9 +147,9 @@ def metrics_root() -> Path:
 
 
 def metric_dir(name: str) -> Path:
-    if name not in metric_names():
+    if name not in metric_dirs():
         raise UnknownNameError(f"unknown metric {name!r}; qahub has: {', '.join(metric_names()) or 'none'}")
-    return metrics_root() / name
+    return metric_dirs()[name]
 
 
 def load_metric(name: str, **kwargs):

@@ -8,7 +8,6 @@ split file or a folder of them is built the same way). This module reads only th
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import re
 import sys
@@ -18,6 +17,7 @@ from pathlib import Path
 from qahub import registry
 from qahub.evaluate_cli.references import built_file_rows, built_rows, export_rows
 from qahub.files import DuplicateKeyError, loads_strict
+from qahub.metrics.limur.judge_settings import SETTINGS
 
 HELP = "LIMUR: exact match of the answer letter (strict, lenient, MERA's recipe) and an optional LLM judge score"
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -60,77 +60,59 @@ def add_arguments(parser):
     parser.add_argument("--config", default="all", choices=["all", "rwsd", "kusdra"], help="config (default: all)")
     parser.add_argument("--split", default="test", help="split to score (default: test; dev means validation)")
     parser.add_argument("--task-type", choices=["rwsd", "kusdra"], help="score only this task type")
-    parser.add_argument("--judge-url", help="OpenAI-compatible endpoint (default $QAHUB_JUDGE_URL)")
-    parser.add_argument("--judge-model", help="judge model name (default $QAHUB_JUDGE_MODEL); needs a judge URL")
-    parser.add_argument("--judge-prompt", choices=["seed", "mera"], default="seed",
-                        help="seed: qahub's prompt, grades 1/0.5/0; mera: MERA's judge exactly (its prompt, "
-                             "max_tokens 256, the last number of the reply divided by 2)")
-    parser.add_argument("--judge-api-key-env", default="QAHUB_JUDGE_API_KEY",
-                        help="name of the environment variable holding the API key (never pass the key itself)")
-    parser.add_argument("--judge-allow-insecure-http", action="store_true",
-                        help="allow sending the API key over plain http to a host that is not loopback")
-    parser.add_argument("--judge-concurrency", type=whole_number(1), default=4, help="requests at a time (>= 1)")
-    parser.add_argument("--judge-timeout", type=seconds(positive=True), default=60.0, help="seconds a request (> 0)")
-    parser.add_argument("--judge-retries", type=whole_number(0), default=3, help="retries of a failed request (>= 0)")
-    parser.add_argument("--judge-backoff", type=seconds(positive=False), default=1.0,
-                        help="first retry wait in seconds, doubling (>= 0)")
-    parser.add_argument("--judge-cache", help="JSON Lines file of judge replies, read and updated (checked before "
-                                              "the first request; two runs sharing it merge their entries)")
+    for setting in SETTINGS:  # the judge's settings, declared once beside the metric
+        add_judge_argument(parser, setting)
 
 
-def whole_number(least):
-    """An argparse type: an integer of at least ``least``."""
+def add_judge_argument(parser, setting):
+    """``--judge-<name>`` of one declared judge setting; its default is the metric's (variable, else default)."""
+    if setting.kind == "switch":
+        parser.add_argument(setting.flag, action="store_true", help=setting.help)
+    elif setting.kind == "secret":  # the key itself never on the command line, where `ps` shows it
+        parser.add_argument(f"{setting.flag}-env", default=setting.env,
+                            help=f"name of the environment variable holding the API key (default {setting.env}; "
+                                 "never pass the key itself)")
+    else:
+        how = {"choices": setting.choices} if setting.choices else {"type": _argument_type(setting),
+                                                                     "metavar": setting.name.upper()}
+        parser.add_argument(setting.flag, **how,
+                            help=f"{setting.help}{setting.range_text()} (default {setting.default_text()})")
+
+
+def _argument_type(setting):
+    """An argparse type: the setting's own reading of a text, its error as argparse's."""
     def parse(text):
         try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer >= {least}, got {text!r}") from None
-        if value < least:
-            raise argparse.ArgumentTypeError(f"expected an integer >= {least}, got {value}")
-        return value
-    parse.__name__ = f"integer >= {least}"
-    return parse
-
-
-def seconds(positive):
-    """An argparse type: a finite number of seconds, above 0 (``positive``) or at least 0."""
-    bound = "> 0" if positive else ">= 0"
-
-    def parse(text):
-        try:
-            value = float(text)
-        except ValueError:
-            value = math.nan
-        if not math.isfinite(value) or value < 0 or (positive and value == 0):
-            raise argparse.ArgumentTypeError(f"expected a finite number of seconds {bound}, got {text!r}")
-        return value
-    parse.__name__ = f"seconds {bound}"
+            return setting.parse(text)
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+    parse.__name__ = setting.name
     return parse
 
 
 def run(args) -> dict:
-    if args.judge_model and not (args.judge_url or os.environ.get("QAHUB_JUDGE_URL")):
-        raise ValueError("--judge-model needs --judge-url (or $QAHUB_JUDGE_URL): the judge is an endpoint")
+    from qahub.metrics.limur.judge_settings import BY_NAME
+
+    if args.judge_model and not (args.judge_url or os.environ.get(BY_NAME["url"].env)):
+        raise ValueError(f"--judge-model needs --judge-url (or ${BY_NAME['url'].env}): the judge is an endpoint")
     references, where = load_references(args)
     by_id = load_predictions(args.predictions, args.split)
     subset = bool(args.task_type) or args.config != "all"  # predictions of the whole corpus may hold more ids
     predictions = match(args.predictions, by_id, references, allow_extra=subset)
     metric = registry.load_metric("limur")
-    result = metric.compute(
-        predictions=predictions,
-        references=references,
-        judge_url=args.judge_url,
-        judge_model=args.judge_model,
-        judge_prompt=args.judge_prompt,
-        judge_api_key=os.environ.get(args.judge_api_key_env),
-        judge_allow_insecure_http=args.judge_allow_insecure_http,
-        judge_concurrency=args.judge_concurrency,
-        judge_timeout=args.judge_timeout,
-        judge_retries=args.judge_retries,
-        judge_backoff=args.judge_backoff,
-        judge_cache_file=args.judge_cache,
-    )
+    result = metric.compute(predictions=predictions, references=references, **judge_options(args))
     return {"predictions": str(args.predictions), "references": where, **result}
+
+
+def judge_options(args) -> dict:
+    """``compute``'s ``judge_<name>`` keywords from the flags: the unset ones are left to the metric."""
+    options = {}
+    for setting in SETTINGS:
+        if setting.kind == "secret":
+            options[setting.keyword] = os.environ.get(getattr(args, f"{setting.dest}_env"))
+        else:
+            options[setting.keyword] = getattr(args, setting.dest)
+    return options
 
 
 def load_references(args) -> tuple[list[dict], str]:

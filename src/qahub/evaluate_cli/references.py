@@ -30,7 +30,7 @@ def export_rows(location, config, split, *, cache_dir=None, no_split=None,
     """The rows of ``split`` of the export at ``location``; a failure to load it is one line, ``not {what}``.
 
     With ``corpus``, the export's features must hold the corpus builder's for ``config``, and its gold fields
-    (``GOLD``) must not be null."""
+    (the builder's ``GOLD_FIELDS``) must not be null."""
     return export_dataset(location, config, split, cache_dir=cache_dir, no_split=no_split, what=what,
                           corpus=corpus).to_list()
 
@@ -81,12 +81,6 @@ def export_splits(location, config, what="an export folder or a Hub dataset id")
     except Exception as err:  # noqa: BLE001 - as in export_rows
         raise ValueError(f"{location}: not {what} ({type(err).__name__}: {err})") from None
 
-
-# the fields a metric scores against, which must not be null in an export's rows (a dotted name is inside a struct)
-GOLD = {
-    "limur": ("outputs", "meta.id", "meta.task_type"),
-    "jemhopqa": ("qid", "answer"),
-}
 
 
 class Export:
@@ -140,8 +134,9 @@ class Export:
         if expected is not None and counted != expected:
             raise ValueError(f"{self.folder}: config {config} split {name}: the shards ({_names(shards)}) hold "
                              f"{counted} rows, its README's dataset_info says {expected}")
+        gold = gold_fields(corpus) if corpus else ()
         for shard, table in shards:
-            check_gold(shard, table, GOLD.get(corpus, ()))
+            check_gold(shard, table, gold)
         table = pa.concat_tables([table for _, table in shards]) if shards else info.features.arrow_schema.empty_table()
         return datasets.Dataset(datasets.table.InMemoryTable(table), info=info.copy(), split=datasets.NamedSplit(name))
 
@@ -179,6 +174,14 @@ def read_shard(path: Path, features):
         return table_cast(table, features.arrow_schema)
     except Exception as err:  # noqa: BLE001 - Arrow's cast errors
         raise ValueError(f"{path}: does not match the README's features ({type(err).__name__}: {err})") from None
+
+
+def gold_fields(corpus) -> tuple:
+    """The fields ``corpus``'s metric scores against, which must not be null in an export's rows: its builder's
+    ``GOLD_FIELDS`` (a dotted name is inside a struct), none when it declares none."""
+    from qahub import registry
+
+    return tuple(getattr(registry.builder_class(corpus), "GOLD_FIELDS", ()))
 
 
 def check_builder_features(readme, corpus, config, features):

@@ -62,13 +62,11 @@ class Run:
 # aggregation (lm-eval's name or the task_api function's name) -> how a report resamples it
 KINDS = {"mean": "mean", "mean_or_zero": "mean", "total": "sum", "bleu_of_pairs": "bleu", "corpus_bleu": "bleu",
          "distinct_1": "distinct", "distinct_2": "distinct"}
-# metrics that are 0/1 per document (0/100 for doc2dial's exact): McNemar's test compares them
-BINARY = {"exact_match", "exact_match_mera", "accuracy", "exact", "a_em", "abstained", "unparseable"}
 
 
 def qahub_tasks() -> dict:
     """``{task: spec}`` of every qahub lm-eval task."""
-    return {name: spec for corpus in harness.METRIC_OF for name, spec in harness.task_api(corpus).TASKS.items()}
+    return harness.all_tasks()
 
 
 def task_metrics(spec: dict) -> dict:
@@ -78,7 +76,8 @@ def task_metrics(spec: dict) -> dict:
         if how not in KINDS:
             raise ReportError(f"metric {name}: no resampling known for its aggregation {how!r}")
         kind = KINDS[how]
-        metrics[name] = Metric(name, kind, name in BINARY, int(how[-1]) if kind == "distinct" else 0)
+        # a metric the task declares 0/1 per document (0/100 for doc2dial's exact): McNemar's test compares them
+        metrics[name] = Metric(name, kind, name in spec.get("binary", ()), int(how[-1]) if kind == "distinct" else 0)
     return metrics
 
 

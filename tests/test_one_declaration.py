@@ -1,0 +1,147 @@
+"""A corpus is declared once, in its own files: no shared module keeps a table of corpora, and a sixth corpus
+dropped beside the five is found by everything that reads them (registry, harness, report, benchmarks, CLI)."""
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+from qahub import cli, evaluate_cli, harness, loaders, metrics, registry
+from qahub.report import runs
+
+ROOT = Path(__file__).resolve().parents[1]
+NAMES = set(registry.corpus_names()) | set(registry.metric_names())
+
+
+def _shared_files():
+    """The project's Python files that belong to no corpus or metric (none of their names in the file's)."""
+    for folder in ("src/qahub", "benchmarks", "tests"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            if not any(name in path.stem for name in NAMES):
+                yield path
+
+
+def _tables(path):
+    """``(line, names)`` of every literal in ``path`` that maps two corpora or metrics or more (a dict keyed by
+    them; outside the tests also a list, tuple or set of them: the tests may pick corpora for a scenario)."""
+    kinds = (ast.Dict,) if path.parent.name == "tests" else (ast.Dict, ast.List, ast.Tuple, ast.Set)
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, kinds):
+            continue
+        items = node.keys if isinstance(node, ast.Dict) else node.elts
+        named = {item.value for item in items if isinstance(item, ast.Constant) and item.value in NAMES}
+        if len(named) >= 2:
+            yield node.lineno, sorted(named)
+
+
+def test_no_shared_module_keeps_a_table_of_corpora():
+    found = [f"{path.relative_to(ROOT)}:{line}: {', '.join(names)}"
+             for path in _shared_files() for line, names in _tables(path)]
+    assert found == [], "per-corpus tables outside the corpus's own files:\n" + "\n".join(found)
+
+
+def test_the_scan_sees_a_table(tmp_path):
+    table = tmp_path / "table.py"
+    table.write_text('X = 1\nMETRIC_OF = {"limur": "limur", "jeopardy": "jeopardy_meteor"}\nCASES = ("jemhopqa", "limur")\n',
+                     encoding="utf-8")
+    assert list(_tables(table)) == [(2, ["jeopardy", "limur"]), (3, ["jemhopqa", "limur"])]
+
+
+LOADER = '''
+import datasets
+
+from ._rows import RowsBuilder
+
+
+class Quiz(RowsBuilder):
+    VERSION = datasets.Version("1.0.0")
+    BUILDER_CONFIGS = [datasets.BuilderConfig(name="plain", version=VERSION)]
+    DEFAULT_CONFIG_NAME = "plain"
+    SPLITS = {"plain": ["test"]}
+
+    def _info(self):
+        return datasets.DatasetInfo(features=datasets.Features({"q": datasets.Value("string"),
+                                                                "a": datasets.Value("string")}))
+
+    def _split_generators(self, dl_manager):
+        return [datasets.SplitGenerator(name="test")]
+
+    def _generate_examples(self):
+        yield 0, {"q": "2 + 2?", "a": "4"}
+'''
+
+TASK_API = '''
+CORPUS = "quiz"
+
+
+def score(reply, doc):
+    return {"exact_match": float(reply.strip() == doc["a"]), "unparseable": int(not reply.strip())}
+
+
+TASKS = {"qahub_quiz": {"configs": ["plain"], "splits": ["test"], "fewshot_split": None, "docs": None,
+                        "prompt": lambda doc: doc["q"], "target": lambda doc: doc["a"], "until": ["\\n"],
+                        "max_gen_toks": 8, "score": score,
+                        "metrics": {"exact_match": ("mean", True), "unparseable": ("mean", False)},
+                        "oracle": {"exact_match": 1.0, "unparseable": 0.0}}}
+'''
+
+BENCH = '''
+BUILD = {"config": "plain", "options": {}}
+
+
+def make_source(folder, megabytes):
+    folder.mkdir(parents=True)
+    (folder / "quiz.txt").write_text("2 + 2?\\t4\\n" * (int(megabytes * 1e6 / 9) + 1), encoding="utf-8")
+'''
+
+
+@pytest.fixture
+def quiz(tmp_path, monkeypatch):
+    """A sixth corpus, ``quiz``, in its own files only: loader, metric directory (metric, task_api), command-line
+    adapter and benchmark, each in a folder of tmp_path put on the path its kind is found on."""
+    (tmp_path / "loaders").mkdir()
+    (tmp_path / "loaders" / "quiz.py").write_text(LOADER, encoding="utf-8")
+    (tmp_path / "metrics" / "quiz").mkdir(parents=True)
+    (tmp_path / "metrics" / "quiz" / "quiz.py").write_text("", encoding="utf-8")
+    (tmp_path / "metrics" / "quiz" / "task_api.py").write_text(TASK_API, encoding="utf-8")
+    (tmp_path / "evaluate_cli").mkdir()
+    (tmp_path / "evaluate_cli" / "quiz.py").write_text('HELP = "quiz"\n', encoding="utf-8")
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "benchmarks" / "bench_quiz.py").write_text(BENCH, encoding="utf-8")
+    for package, folder in ((loaders, "loaders"), (metrics, "metrics"), (evaluate_cli, "evaluate_cli")):
+        monkeypatch.setattr(package, "__path__", [*package.__path__, str(tmp_path / folder)])
+    monkeypatch.syspath_prepend(str(tmp_path / "benchmarks"))
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    caches = (registry.corpus_names, registry.metric_dirs, harness._task_apis)
+    for cache in caches:
+        cache.cache_clear()
+    yield tmp_path
+    for cache in caches:
+        cache.cache_clear()
+    for name in [m for m in sys.modules if m.endswith(".quiz") or ".quiz." in m or m == "bench_quiz"]:
+        del sys.modules[name]
+
+
+def test_a_sixth_corpus_in_its_own_files_is_found_everywhere(quiz):
+    import bench_builds
+
+    assert "quiz" in registry.corpus_names() and "quiz" in registry.metric_names()
+    assert registry.catalog()["quiz"] == {"default": "plain", "configs": {"plain": ["test"]}}
+    assert "quiz" in harness.corpora()
+    assert harness.all_tasks()["qahub_quiz"]["oracle"] == {"exact_match": 1.0, "unparseable": 0.0}
+    assert "qahub_quiz" in runs.qahub_tasks()
+    assert "quiz" in cli.scoring_names()
+    declared = bench_builds.case("quiz")
+    assert declared["config"] == "plain"
+    declared["make"](quiz / "big", 0.01)
+    assert (quiz / "big" / "quiz.txt").stat().st_size >= 0.01e6
+
+
+@pytest.mark.parametrize("task", sorted(harness.all_tasks()))
+def test_each_task_declares_its_oracle_scores_and_its_binary_metrics_among_its_metrics(task):
+    spec = harness.all_tasks()[task]
+    assert spec["oracle"] and set(spec["oracle"]) <= set(spec["metrics"]), task
+    assert set(spec.get("binary", ())) <= set(spec["metrics"]), task
+    for metric, value in spec["oracle"].items():  # the oracle sits at the top, or at 0 for what is lower-better
+        assert spec["metrics"][metric][1] or value == 0.0, (task, metric)
