@@ -13,7 +13,7 @@ from pathlib import Path
 
 import evaluate
 import pytest
-from test_fresh_references import QAHUB, copy_export, one_line, qahub, truncate
+from test_fresh_references import QAHUB, copy_export, one_line, qahub, resave, truncate
 
 from qahub import registry
 from qahub.testing import sample_copy
@@ -396,3 +396,34 @@ def test_build_on_a_full_disk_is_one_line_and_leaves_no_lock_or_folder(full_disk
                                      "--out", full_disk.folder / "hub" / "jemhopqa", tmp_path=tmp_path)
     assert code == 1 and "[Errno" in one_line(err)
     assert full_disk.left() == []
+
+
+# --- damaged exports: harness-tasks names them too (evaluate's cases are in test_fresh_references.py)
+
+
+def limur_without_task_type(rows):
+    features = rows.features.copy()
+    features["meta"] = {k: v for k, v in features["meta"].items() if k != "task_type"}
+    return rows.map(lambda row: {"meta": {k: v for k, v in row["meta"].items() if k != "task_type"}},
+                    features=features)
+
+
+DAMAGED = {
+    "limur null outputs": ("limur", "all", lambda rows: rows.map(
+        lambda row, i: {"outputs": None if i == 1 else row["outputs"]}, with_indices=True),
+        "all/test-00000-of-00001.parquet: row 1: outputs is null"),
+    "limur without meta.task_type": ("limur", "all", limur_without_task_type, "field meta.task_type is missing"),
+    "jeopardy without answer": ("jeopardy", "extended", lambda rows: rows.remove_columns("answer"),
+                                "field answer is missing"),
+}
+
+
+@pytest.mark.parametrize("case", DAMAGED)
+def test_harness_tasks_on_a_damaged_export_is_one_line_and_writes_nothing(sample_exports, tmp_path, case):
+    corpus, config, change, message = DAMAGED[case]
+    folder = copy_export(sample_exports, corpus, tmp_path)
+    resave(folder, config, change, tmp_path / "c")
+    code, out, err = harness_tasks(tmp_path / "tasks", tmp_path / "hf-cache", f"{corpus}={folder}", overwrite=False)
+    assert (code, out) == (1, "")
+    assert message in one_line(err)
+    assert not (tmp_path / "tasks").exists()
