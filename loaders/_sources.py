@@ -42,8 +42,8 @@ class SourceUnavailableError(ConnectionError):
 
 
 def record_error(path, record, problem):
-    """The builders' one error shape: which file, which record, what is wrong."""
-    return SourceDataError(f"{path}: record {record}: {problem}")
+    """The builders' one error shape: which file, which record (None: the whole file), what is wrong."""
+    return SourceDataError(f"{path}: {problem}" if record is None else f"{path}: record {record}: {problem}")
 
 
 @dataclass
@@ -138,11 +138,17 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD]")  # also matches \uD000-\uD7FF, which 
 def read_jsonl(path):
     """``(line number, record)`` of each non-blank line of a JSON Lines file (a byte-order mark allowed)."""
     with open_source(path, "rb") as f:
-        for number, raw in enumerate(f, start=1):
-            where = f"line {number}"
-            line = decode_utf8(path, where, raw.removeprefix(codecs.BOM_UTF8) if number == 1 else raw)
-            if line and not line.isspace():  # as line.strip(), without copying the line
-                yield number, parse_json(path, where, line)
+        yield from jsonl_records(path, f)
+
+
+def jsonl_records(path, lines):
+    """``read_jsonl`` of ``lines``, the bytes of each line of ``path`` (split at b"\\n" only: U+2028 and U+0085
+    are text inside a JSON string, not line ends)."""
+    for number, raw in enumerate(lines, start=1):
+        where = f"line {number}"
+        line = decode_utf8(path, where, raw.removeprefix(codecs.BOM_UTF8) if number == 1 else raw)
+        if line and not line.isspace():  # as line.strip(), without copying the line
+            yield number, parse_json(path, where, line)
 
 
 def read_csv(path, delimiter=","):
@@ -151,18 +157,24 @@ def read_csv(path, delimiter=","):
     UTF-8 with or without a byte-order mark; quoting is strict (``csv.reader(strict=True)``).
     """
     with open_source(path, "r", encoding="utf-8-sig", newline="") as f:
-        reader = csv.reader(f, delimiter=delimiter, strict=True)
-        start = 1
         try:
-            for record in reader:
-                if record:  # blank lines (e.g. trailing ones) carry no record
-                    yield start, record
-                start = reader.line_num + 1
+            yield from csv_records(path, f, delimiter)
         except UnicodeDecodeError:
             line, problem = _first_undecodable_line(path)
             raise record_error(path, f"line {line}", problem) from None
-        except csv.Error as err:
-            raise record_error(path, f"line {start}", f"malformed CSV ({err})") from None
+
+
+def csv_records(path, lines, delimiter=","):
+    """``read_csv`` of ``lines``, the text of ``path`` (a file opened with ``newline=""``, or a ``StringIO``)."""
+    reader = csv.reader(lines, delimiter=delimiter, strict=True)
+    start = 1
+    try:
+        for record in reader:
+            if record:  # blank lines (e.g. trailing ones) carry no record
+                yield start, record
+            start = reader.line_num + 1
+    except csv.Error as err:
+        raise record_error(path, f"line {start}", f"malformed CSV ({err})") from None
 
 
 def decode_utf8(path, where, data):

@@ -16,7 +16,8 @@ _DESCRIPTION = """\
 Russian QA Jeopardy!: 29,375 questions and answers of the quiz "Own Game" ("Своя игра", the Russian
 Jeopardy!) collected from the database of the Internet club "What? Where? When?" (db.chgk.info), with the
 question's value (its number 1-5 in the topic), topic, source, author and tournament. There is no official
-split; the upstream training/validation files of questions and answers are the `qa` config.
+split; the upstream training/validation files of questions and answers are the `qa` config, whose
+`question_id` is the question's 0-based row in its file.
 """
 
 _COMMIT = "55b6876fe647571c8ea47a7aec192dfab72b99b1"
@@ -79,8 +80,9 @@ class Jeopardy(RowsBuilder):
     SPLITS = SOURCE.splits()
 
     def _info(self):
-        if self.config.name == "qa":
-            features = {"question": datasets.Value("string"), "answer": datasets.Value("string")}
+        if self.config.name == "qa":  # the upstream files have no id: a question's is its 0-based row in its file
+            features = {"question_id": datasets.Value("int64"), "question": datasets.Value("string"),
+                        "answer": datasets.Value("string")}
         else:
             features = {
                 "question_id": datasets.Value("int64"),
@@ -182,9 +184,12 @@ def _extended_rows(filepath, batch, seen, outside):
 
 
 def _qa_tables(filepath, schema):
+    row_number = 0  # the question's id: its 0-based row after the header, stable whatever order an export is in
     for batch in _batches(_records(filepath, ",", _QA_COLUMNS)):
-        rows = [_qa_row(filepath, f"line {line}", _fields(filepath, f"line {line}", record, _QA_COLUMNS))
-                for line, record in batch]
+        rows = [{"question_id": row_number + i,
+                 **_qa_row(filepath, f"line {line}", _fields(filepath, f"line {line}", record, _QA_COLUMNS))}
+                for i, (line, record) in enumerate(batch)]
+        row_number += len(rows)
         yield pa.Table.from_pylist(rows, schema=schema)
 
 

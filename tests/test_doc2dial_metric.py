@@ -196,7 +196,7 @@ def test_cli_reference_file_and_errors(tmp_path):
     with pytest.raises(ValueError, match=r"references without a prediction: 'd_1', 'e_1'"):
         scoring.run(cli_args(tmp_path, predictions=str(preds), references=str(refs), split=None))
     preds.write_text(json.dumps(PREDICTIONS[:2] + [{"id": "c_1", "no_answer_probability": 0.5}]), encoding="utf-8")
-    with pytest.raises(ValueError, match=r"scoring .*preds\.json against .*: doc2dial: prediction 2 \(id 'c_1'\): missing key\(s\) prediction_text"):
+    with pytest.raises(ValueError, match=r"preds\.json: record 2: no reply \(a field 'prediction_text'\)"):
         scoring.run(cli_args(tmp_path, predictions=str(preds), references=str(refs), split=None))
     preds.write_text(json.dumps(PREDICTIONS + [pred("nope_1", "x", 0.5)]), encoding="utf-8")
     with pytest.raises(ValueError, match=r"scoring .*preds\.json against .*refs\.json: .*not in the references: 'nope_1'"):
@@ -771,11 +771,15 @@ def write(tmp_path, data, name="preds.json"):
 
 
 @pytest.mark.parametrize("content, message", [
-    ("[]", r"nothing to score: no predictions \(all 7 references ignored as missing\)"),
-    ("{}", r"preds\.json: expected a JSON list of objects, got a JSON dict"),
-    ('[{"id": "x_1", "id": "x_2", "prediction_text": ""}]', r"preds\.json: key 'id' appears twice in one JSON object"),
-    (b'[{"id": "a\xed\xa0\x80", "prediction_text": ""}]', r"preds\.json: not UTF-8 text \(invalid continuation byte at byte 10\)"),
-    ('[{"id": "\\ud800_1", "prediction_text": ""}]', r"prediction 0 \(id '\\ud800_1'\): 'id' holds a lone surrogate"),
+    # the messages of the one prediction reader (qahub.evaluate_cli.predictions), the same for every metric
+    ("[]", r"preds\.json: holds no predictions: nothing to score"),
+    ("{}", r"preds\.json: holds no predictions: nothing to score"),
+    ('[{"id": "x_1", "id": "x_2", "prediction_text": ""}]',
+     r"preds\.json: not valid JSON \(an object names the key 'id' twice\)"),
+    (b'[{"id": "a\xed\xa0\x80", "prediction_text": ""}]',
+     r"preds\.json: not UTF-8 text \(invalid continuation byte at byte 10, line 1\)"),
+    ('[{"id": "\\ud800_1", "prediction_text": ""}]',
+     r"preds\.json: record 0: the id 'id' \('\\ud800_1'\) holds a lone surrogate, which is not text"),
     ('[{"id": "nope_1", "prediction_text": null}]', r"predictions whose id is not in the references: 'nope_1'"),
     ("[" * 100000, r"preds\.json: not valid JSON \(nested too deeply\)"),
 ])

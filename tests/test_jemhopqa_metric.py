@@ -401,7 +401,8 @@ def test_loads_without_qahub(tmp_path):
 def cli_args(**kwargs):
     base = {"predictions": str(SAMPLE / "predictions.json"), "references": str(SAMPLE_DEV), "config": None,
             "split": None, "data_dir": None, "ignore_missing": False, "per_question": None,
-            "dictionary": "core", "synonyms": "none", "user_dic": None, "mirror_url": None, "solver": "assignment"}
+            "dictionary": "core", "synonyms": "none", "user_dic": None, "mirror_url": None, "solver": "assignment",
+            "by_position": False}
     return argparse.Namespace(**{**base, **kwargs})
 
 
@@ -419,6 +420,7 @@ def test_cli_references_come_from_rows_only(metric, tmp_path, monkeypatch):
     """Issue 14.2: an export (load_dataset), a build (--data-dir) or an upstream file's folder; never parsed here."""
     from qahub.export import export
 
+    real_read = cli.predictions.read
     folder = tmp_path / "export" / "jemhopqa"
     export("jemhopqa", folder, configs=["v1.2"], data_dir=SAMPLE, cache_dir=str(tmp_path / "cache"))
     expected = cli.run(cli_args(references=None, data_dir=str(SAMPLE), config="v1.2"))
@@ -438,8 +440,9 @@ def test_cli_references_come_from_rows_only(metric, tmp_path, monkeypatch):
         cli.run(cli_args(config="v1.1"))
     with pytest.raises(ValueError, match="give the references"):
         cli.run(cli_args(references=None))
-    # the adapter's JSON reader never sees the references (the prediction file here is a TSV)
-    monkeypatch.setattr(cli, "loads_strict", lambda text, where="": pytest.fail(f"parsed {where}"))
+    # the prediction reader never sees the references (the prediction file here is a TSV)
+    monkeypatch.setattr(cli.predictions, "read", lambda path, *a, **k: pytest.fail(f"read {path}") if path != str(
+        SAMPLE / "predictions.tsv") else real_read(path, *a, **k))
     assert cli.run(cli_args(predictions=str(SAMPLE / "predictions.tsv"), references=None,
                             data_dir=str(SAMPLE), config="v1.2")) == expected
 
@@ -466,8 +469,10 @@ def test_cli_ignore_missing_partial_file(tmp_path):
 
 
 @pytest.mark.parametrize("text, message", [
-    ('[{"qid": "x"}]', r"predicted qid\(s\) are not in the references: 'x'"),
-    ('["a", "b", "c", "d"]', r"prediction 3 is a reply .* only 3 references"),
+    # the messages of the one prediction reader (qahub.evaluate_cli.predictions), the same for every metric
+    ('[{"qid": "x"}]', r"pred\.json: record 0: no reply \(a field 'reply' or 'answer' or 'derivations'"),
+    ('[{"qid": "x", "answer": "a"}]', r"pred\.json: record 0: the id 'x' is not a row of .*dev_ver1\.2\.json"),
+    ('["a", "b", "c", "d"]', r"pred\.json: a list of 4 replies without ids: .*or pass --by-position"),
     ('["a", ', "not valid JSON"),
     ('{"answer": {}}', r"not the official prediction format: .* got \['answer'\]"),
     ('{"answer": {}, "derivations": {', "not valid JSON"),
@@ -486,7 +491,8 @@ def test_cli_tsv_unreadable_step_is_dropped(tmp_path, capsys):
     pred = tmp_path / "pred.tsv"
     pred.write_text(f"qid\tpredicted_answer\tpredicted_derivations\n{Q1}\t星の歌\t(星の歌, 発売日, 2001年4月1日); 月の歌は発売日\n",
                     encoding="utf-8")
-    with pytest.warns(UserWarning, match="row 1: qid 's1000000000000000000000000000001': derivation step '月の歌は発売日'"):
+    with pytest.warns(UserWarning, match="pred.tsv: record line 2: qid 's1000000000000000000000000000001': "
+                                         "derivation step '月の歌は発売日'"):
         records_read = cli.read_predictions(pred)
     assert records_read == [{"qid": Q1, "answer": "星の歌", "derivations": [["星の歌", "発売日", ["2001年4月1日"]]]}]
 
@@ -498,7 +504,8 @@ def test_cli_command_reports_errors_without_traceback(tmp_path):
                            str(pred), "--references", str(SAMPLE_DEV), "--dictionary", "core", "--synonyms", "none"],
                           capture_output=True, text=True, env={**os.environ, "HF_HOME": str(tmp_path / "hf")})
     assert done.returncode == 1
-    assert "predicted qid(s) are not in the references: 'zz'" in done.stderr and "Traceback" not in done.stderr
+    assert "pred.json: record 0: the id 'zz' is not a row of " in done.stderr
+    assert "Traceback" not in done.stderr
 
 
 def test_chikkarpy_wiring_with_a_stand_in_module(metric, tmp_path, monkeypatch):
@@ -648,7 +655,6 @@ ABC = [["a", "b", ["c"]]]
     (H + b"q1\tNA\t(a, b, c)\nq2\tNone\t(a,b,c)\nq3\tnan\t\nq4\tnull\t(a, b, c)\nq5\t<NA>\tN/A\n",
      [("q1", None, ABC), ("q2", None, ABC), ("q3", None, []), ("q4", None, ABC), ("q5", None, [])]),
     (H + b"q1\t1921\t(a, b, c)\nq2\t0794\t(a, b, c)\n", [("q1", None, ABC), ("q2", None, ABC)]),  # numbers
-    (H + b"q1\tA\t(a, b, c)\nq1\tB\t(a, b, c)\n", [("q1", "B", ABC)]),  # the last row wins
     (H + b"q1\t A \t(a, b, c)\n", [("q1", " A ", ABC)]),
     (H + "q1\tA\t（あ，い，う、え）; (x, y, z)\n".encode(), [("q1", "A", [["あ", "い", ["う", "え"]], ["x", "y", ["z"]]])]),
 ])
@@ -664,9 +670,12 @@ def test_tsv_na_answers_score_zero_as_official(metric, tmp_path):
 
 
 @pytest.mark.parametrize("body, message", [
-    (H + b"\tA\t(a, b, c)\n", r"pred.tsv: row 1: qid must be text, got nan"),
-    (H + b"q1\tA\t(a, b, c)\nq2\tB\t(a, b, c)\tx\n", r"pred.tsv: not a readable prediction TSV .*line 3, saw 4"),
-    (b"qid\tanswer\n", r"pred.tsv: not a JEMHopQA prediction file: .* \(missing predicted_answer, predicted_deriv"),
+    # the messages of the one prediction reader (qahub.evaluate_cli.predictions), the same for every metric
+    (H + b"\tA\t(a, b, c)\n", r"pred.tsv: record line 2: the id 'qid' must be text, got ''"),
+    (H + b"q1\tA\t(a, b, c)\nq2\tB\t(a, b, c)\tx\n", r"pred.tsv: record line 3: 4 cells, but the header has 3 columns"),
+    (b"qid\tanswer\n", r"pred.tsv: holds no predictions: nothing to score"),
+    # upstream's dict kept the last row of a qid given twice; every metric's reader refuses a repeated id
+    (H + b"q1\tA\t(a, b, c)\nq1\tB\t(a, b, c)\n", r"pred.tsv: record line 3: the id 'q1' is given twice"),
 ])
 def test_bad_tsv_files(tmp_path, body, message):
     with pytest.raises(ValueError, match=message):
@@ -1089,7 +1098,9 @@ def test_cli_reads_a_json_list_of_replies(metric, tmp_path):
     replies = ['回答: 星の歌\n導出: [["星の歌", "発売日", ["2001年4月1日"]], ["月の歌", "発売日", ["2003年9月9日"]]]',
                "1922年", None]
     pred.write_text(json.dumps(replies, ensure_ascii=False), encoding="utf-8")
-    result = cli.run(cli_args(predictions=str(pred)))
+    with pytest.raises(ValueError, match=r"replies\.json: a list of 3 replies without ids: .*--by-position"):
+        cli.run(cli_args(predictions=str(pred)))  # a bare list is paired by position only when the user says so
+    result = cli.run(cli_args(predictions=str(pred), by_position=True))
     assert result == metric.compute(predictions=replies, references=sample_rows(), **CORE)
     assert result["a"]["em"] == pytest.approx(2 / 3)
     assert (result["replies"], result["unparseable"], result["derivations_unreadable"]) == (3, 1, 2)

@@ -50,10 +50,13 @@ def test_sample_qa_rows(tmp_path):
     dsd = build("jeopardy", "qa", SAMPLE, tmp_path)
     assert {split: len(ds) for split, ds in dsd.items()} == {"train": 5, "validation": 4}
     assert dsd["validation"][3] == {
+        "question_id": 3,
         "question": 'Адрес "221B" на ЭТОЙ лондонской улице знают все поклонники Шерлока Холмса.',
         "answer": "Бейкер-стрит, Лондон",
     }
-    assert dsd["train"][0] == {"question": "Столица Италии.", "answer": "Рим"}
+    assert dsd["train"][0] == {"question_id": 0, "question": "Столица Италии.", "answer": "Рим"}
+    # the id is the row in the split's own file: each split counts from 0
+    assert dsd["train"]["question_id"] == list(range(5)) and dsd["validation"]["question_id"] == list(range(4))
 
 
 def test_configs_and_features():
@@ -67,7 +70,8 @@ def test_configs_and_features():
     assert list(features) == ["question_id", "question_number", "question", "answer", "topic", "source", "author",
                               "tour_name", "tour_link"]
     assert jeopardy.Jeopardy(config_name="qa").info.features == datasets.Features(
-        {"question": datasets.Value("string"), "answer": datasets.Value("string")})
+        {"question_id": datasets.Value("int64"), "question": datasets.Value("string"),
+         "answer": datasets.Value("string")})
 
 
 def test_extended_parsing_is_robust(tmp_path):
@@ -93,8 +97,8 @@ def test_qa_parsing_is_robust(tmp_path):
     _write(data_dir / jeopardy.VALIDATION, text, bom=True)
     rows = build("jeopardy", "qa", data_dir, tmp_path / "cache")["validation"].to_list()
     assert rows == [
-        {"question": 'Две\r\nстроки, "цитата"', "answer": "Ответ"},
-        {"question": "Вопрос\tс табуляцией", "answer": "А, Б"},
+        {"question_id": 0, "question": 'Две\r\nстроки, "цитата"', "answer": "Ответ"},
+        {"question_id": 1, "question": "Вопрос\tс табуляцией", "answer": "А, Б"},
     ]
 
 
@@ -250,7 +254,8 @@ def test_real_validation_file(tmp_path):
     (data_dir / jeopardy.VALIDATION).symlink_to(REAL / jeopardy.VALIDATION)
     validation = build("jeopardy", "qa", data_dir, tmp_path / "cache")["validation"]
     with open(REAL / jeopardy.VALIDATION, encoding="utf-8", newline="") as f:
-        expected = [{"question": r["QuestionText"], "answer": r["Answer"]} for r in csv.DictReader(f)]
+        expected = [{"question_id": i, "question": r["QuestionText"], "answer": r["Answer"]}
+                    for i, r in enumerate(csv.DictReader(f))]
     assert len(validation) == 3376
     assert validation.to_list() == expected
     assert validation[3]["answer"] == "Бульвар Сансет"

@@ -338,7 +338,7 @@ def test_hostile_predictions_file(tmp_path):
 
     path = tmp_path / "p.json"
     path.write_bytes(b"[" * 100_000)
-    with pytest.raises(scoring.PredictionsError, match=re.escape("p.json: not valid JSON (nested too deeply)")):
+    with pytest.raises(ValueError, match=re.escape("p.json: not valid JSON (nested too deeply)")):
         scoring.load_predictions(path)
 
 

@@ -160,18 +160,20 @@ def test_cli_task_type_and_prediction_layouts(tmp_path):
                {k: v for k, v in expected.items() if k not in ("predictions", "references")}
 
 
+# the messages of the one prediction reader (qahub.evaluate_cli.predictions), the same for every metric; a reply
+# that is not a string (3) is a model's reply like any other: scored 0, never an error
 @pytest.mark.parametrize("content, problem", [
-    ({"426": "Ответ: Г"}, r"no prediction for 7 of 8 records \(ids 429, 103, 104, 202, 204, 205, 207\)"),
+    ({"426": "Ответ: Г"}, r"no prediction for 7 of the 8 rows \(id 429, 103, 104, 202, 204 \.\.\. \(7 in all\)\)"),
     ({**{str(i): "Ответ: А" for i in (426, 429, 103, 104, 202, 204, 205, 207)}, "999": "x"},
-     "predictions for ids not among the references: 999"),
-    ({"abc": "Ответ: А"}, "record abc: id 'abc' is not an integer"),
-    ([{"id": 426, "outputs": 3}], r"record 0: the reply must be a string, got 3"),
-    ([{"id": 426, "outputs": "А"}, {"meta": {"id": 426}, "outputs": "Б"}], "record 1: id 426 predicted twice"),
+     r"record '999': the id 999 is not a row of .* \(all, test\)"),
+    ({"abc": "Ответ: А"}, "record 'abc': the id 'id' must be an integer, got 'abc'"),
+    ([{"id": 426, "outputs": "А"}, {"meta": {"id": 426}, "outputs": "Б"}],
+     r"record 1: the id 426 is given twice \(first in record 0\)"),
 ])
 def test_cli_prediction_errors(tmp_path, content, problem):
     path = tmp_path / "p.json"
     path.write_text(json.dumps(content, ensure_ascii=False), encoding="utf-8")
-    with pytest.raises(scoring.PredictionsError, match=f"p.json: {problem}"):
+    with pytest.raises(ValueError, match=f"p.json: {problem}"):
         scoring.run(sample_args(predictions=str(path)))
 
 
@@ -655,11 +657,11 @@ def test_duplicate_reference_ids(metric):
 def test_cli_duplicate_ids(tmp_path):
     raw = tmp_path / "raw.json"
     raw.write_text('{"426": "Ответ: Г", "429": "Ответ: В", "426": "Ответ: А"}', encoding="utf-8")
-    with pytest.raises(scoring.PredictionsError, match="raw.json: key '426' appears twice in one JSON object"):
+    with pytest.raises(ValueError, match=r"raw.json: not valid JSON \(an object names the key '426' twice\)"):
         scoring.run(sample_args(predictions=str(raw)))
     padded = tmp_path / "padded.json"
     padded.write_text('{"426": "Ответ: Г", "0426": "Ответ: А"}', encoding="utf-8")
-    with pytest.raises(scoring.PredictionsError, match="padded.json: record 0426: id 426 predicted twice"):
+    with pytest.raises(ValueError, match=r"padded.json: record '0426': the id 426 is given twice \(first in record '426'\)"):
         scoring.run(sample_args(predictions=str(padded)))
     lines = (SAMPLES / "test.jsonl").read_text(encoding="utf-8").splitlines()
     (tmp_path / "test.jsonl").write_text("\n".join([*lines, lines[0]]) + "\n", encoding="utf-8")
@@ -1410,12 +1412,12 @@ def test_judge_model_without_url_on_the_command_line(capsys):
     (b"{}", "holds no predictions: nothing to score"),
     (b"[]", "holds no predictions: nothing to score"),
     (b'{"data": {"test": []}}', "holds no predictions: nothing to score"),
-    (b'{"426": null}', "record 426: the reply must be a string, got None"),
-    (b'{"426": "\\ud800"}', r"record 426: the reply holds a lone surrogate (\ud800 at position 0), which is not text"),
-    (b'{"426": "\xff\xfe"}', "not UTF-8 text (byte 9 cannot be decoded)"),
-    (b'{"426": "a", "426": "b"}', "key '426' appears twice in one JSON object"),
-    (b'{"\\udc80": "a"}', r"record \udc80: id '\udc80' is not an integer"),
-    (b'[{"id": 1e400, "outputs": "a"}]', "record 0: id inf is not an integer"),
+    # the messages of the one prediction reader, the same for every metric (a null reply or one holding a lone
+    # surrogate is scored: test_a_reply_that_is_not_text_is_scored_not_refused)
+    (b'{"426": "\xff\xfe"}', "not UTF-8 text (invalid start byte at byte 9, line 1)"),
+    (b'{"426": "a", "426": "b"}', "not valid JSON (an object names the key '426' twice)"),
+    (b'{"\\udc80": "a"}', r"record '\udc80': the id 'id' ('\udc80') holds a lone surrogate, which is not text"),
+    (b'[{"id": 1e400, "outputs": "a"}]', "record 0: the id 'id' must be an integer, got inf"),
 ])
 def test_prediction_files_that_score_nothing_or_are_broken(tmp_path, capsys, content, problem):
     """Each is one line on stderr naming the file, exit 1, and nothing on stdout (no score printed)."""
@@ -1430,7 +1432,19 @@ def test_duplicate_key_in_a_json_lines_file(tmp_path, capsys):
     path = tmp_path / "p.jsonl"
     path.write_text('{"id": 426, "outputs": "Б"}\n{"id": 429, "id": 430, "outputs": "Б"}\n', encoding="utf-8")
     code, out, err = run_cli(capsys, *sample_cli_args(path))
-    assert (code, out, err) == (1, "", [f"qahub evaluate: error: {path}: line 2: key 'id' appears twice in one JSON object"])
+    assert (code, out, err) == (1, "", [f"qahub evaluate: error: {path}: record line 2: not valid JSON (an object names "
+                                        "the key 'id' twice)"])
+
+
+@pytest.mark.parametrize("reply", [None, "\ud800", 3])
+def test_a_reply_that_is_not_text_is_scored_not_refused(tmp_path, capsys, reply):
+    """A model's reply is never bad input (before: "the reply must be a string" / "holds a lone surrogate")."""
+    path = tmp_path / "p.json"
+    replies = {str(i): "Ответ: А" for i in (426, 429, 103, 104, 202, 204, 205, 207)} | {"426": reply}
+    path.write_text(json.dumps(replies), encoding="utf-8")
+    code, out, err = run_cli(capsys, *sample_cli_args(path))
+    assert code == 0, err
+    assert json.loads(out)["unparseable"] >= 1
 
 
 def test_task_type_matching_nothing_is_an_error(tmp_path, capsys):
@@ -1512,17 +1526,17 @@ PREDICTION_FILES = st.one_of(
 @settings(max_examples=40, deadline=None)
 @given(PREDICTION_FILES, st.sampled_from(["p.json", "p.jsonl"]))
 def test_any_prediction_file_is_a_named_error_or_a_score(tmp_path_factory, content, name):
-    """Whatever the bytes of the predictions file, the reader returns replies or raises PredictionsError
-    naming the file; never another exception."""
+    """Whatever the bytes of the predictions file, the reader returns replies (by integer id, or a bare list) or
+    raises a ValueError naming the file; never another exception."""
     path = tmp_path_factory.mktemp("p") / name
     path.write_bytes(content)
     try:
-        by_id = scoring.load_predictions(path)
-    except scoring.PredictionsError as err:
+        read = scoring.load_predictions(path)
+    except ValueError as err:
         assert str(err).startswith(f"{path}: ") and "\n" not in str(err)
         str(err).encode("utf-8")  # printable
     else:
-        assert by_id and all(isinstance(k, int) and isinstance(v, str) for k, v in by_id.items())
+        assert len(read) and (read.replies is not None or all(isinstance(k, int) for k in read.records))
 
 
 def test_any_prediction_file_through_the_command_line(tmp_path, capsys):

@@ -441,16 +441,18 @@ def test_scoring_reports_turns_left_unscored_and_names_foreign_conversations(tmp
 
 @pytest.mark.parametrize("records, message", [
     ([{"conversation_id": CONV_A, "turn_index": 7, "response": "hi"}],
-     rf"1 predictions name turns the references do not have: predictions\[0\] \(conversation '{CONV_A}', turn 7\)"),
-    ([{"conversation_id": CONV_A, "turn_index": "1", "response": "hi"}],
-     r"predictions\[0\] must be a record \{\"conversation_id\": str, \"turn_index\": int"),
+     r"p\.json against .*: topical_chat: 1 predictions name turns the references do not have: predictions\[0\] "
+     rf"\(conversation '{CONV_A}', turn 7\)"),
+    # the ids are read by the one prediction reader (qahub.evaluate_cli.predictions), for every metric alike
+    ([{"conversation_id": CONV_A, "turn_index": 1.5, "response": "hi"}],
+     r"p\.json: record 0: the id 'turn_index' must be an integer, got 1\.5"),
     ([{"conversation_id": CONV_A, "turn_index": 1, "response": "hi"}] * 2,
-     r"predictions\[1\]: a second prediction for turn 1"),
+     rf"p\.json: record 1: the id \('{CONV_A}', 1\) is given twice \(first in record 0\)"),
 ])
 def test_bad_records_are_named_with_the_file(tmp_path, records, message):
     path = tmp_path / "p.json"
     path.write_text(json.dumps(records), encoding="utf-8")
-    with pytest.raises(scoring.PredictionsError, match=r"p\.json against .*: topical_chat: " + message):
+    with pytest.raises(ValueError, match=message):
         scoring.run(args(predictions=str(path)))
 
 
@@ -490,15 +492,17 @@ def test_split_errors(exported):
 
 
 @pytest.mark.parametrize("content, message", [
-    (b"[]", r"p\.json: no predictions \(an empty list\): nothing to score"),
-    (b"{}", r"p\.json: expected a JSON list of prediction records, got dict"),
-    (b"null", r"p\.json: expected a JSON list of prediction records, got NoneType"),
-    (b"", r"p\.json: not valid JSON \(Expecting value at line 1\)"),
-    (b'[{"conversation_id": "a", "turn_index": 1, "conversation_id": "b"}]', r"p\.json: key 'conversation_id' appears twice"),
-    (b"[" * 100_000 + b"]" * 100_000, r"p\.json: not readable JSON \(RecursionError"),
-    (b'[{"turn_index": 1' + b"0" * 5000 + b"}]", r"p\.json: not readable JSON \(ValueError: Exceeds the limit"),
-    ('[{"response": "caf\u00e9"}]'.encode("cp1252"), r"p\.json: not valid UTF-8 \(byte 0xe9 at offset 18"),
-    (b'[{"response": "\xed\xa0\x80"}]', r"p\.json: not valid UTF-8 \(byte 0xed at offset 15"),
+    (b"[]", r"p\.json: holds no predictions: nothing to score"),
+    # the messages of the one prediction reader (qahub.evaluate_cli.predictions), the same for every metric
+    (b"{}", r"p\.json: expected a list of records, got an object"),
+    (b"null", r"p\.json: expected a list of records, got null"),
+    (b"", r"p\.json: not valid JSON \(Expecting value at line 1 column 1\)"),
+    (b'[{"conversation_id": "a", "turn_index": 1, "conversation_id": "b"}]',
+     r"p\.json: not valid JSON \(an object names the key 'conversation_id' twice\)"),
+    (b"[" * 100_000 + b"]" * 100_000, r"p\.json: not valid JSON \(nested too deeply\)"),
+    (b'[{"turn_index": 1' + b"0" * 5000 + b"}]", r"p\.json: not valid JSON \(Exceeds the limit"),
+    ('[{"response": "caf\u00e9"}]'.encode("cp1252"), r"p\.json: not UTF-8 text \(invalid continuation byte at byte 18"),
+    (b'[{"response": "\xed\xa0\x80"}]', r"p\.json: not UTF-8 text \(invalid continuation byte at byte 15"),
 ])
 def test_unreadable_prediction_files_exit_1_with_one_line(tmp_path, capsys, content, message):
     path = tmp_path / "p.json"

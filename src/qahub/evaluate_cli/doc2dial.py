@@ -11,14 +11,17 @@ restricted to the predicted ids, as the official scorer does (``missing_ignored`
 
 from __future__ import annotations
 
-import json
+import sys
 from pathlib import Path
 
+from qahub.evaluate_cli import predictions
 from qahub.evaluate_cli.references import built_rows, export_rows
-from qahub.files import loads_strict
 
 HELP = "DialDoc21 shared-task scores on doc2dial: subtask1 grounding (SQuAD v2 EM/F1), subtask2 generation (sacreBLEU)"
 CONFIGS = {"subtask1": "doc2dial_rc", "subtask2": "dialogue_domain"}
+FIELDS = {"subtask1": predictions.Fields(id=("id",), reply=("prediction_text",)),
+          "subtask2": predictions.Fields(id=("id",), reply=("utterance",))}
+REFERENCE_FIELDS = predictions.Fields(id=("id",), reply=("answers", "utterance"))
 # a release file given as --references: built from its folder (doc2dial/v1.0.1/ inside the data dir)
 RELEASE_FILES = {"doc2dial_dial_train.json": "train", "doc2dial_dial_validation.json": "validation",
                  "doc2dial_doc.json": None}
@@ -46,19 +49,21 @@ def add_arguments(parser):
     parser.add_argument("--no-answer-text", default=None,
                         help="subtask1: a prediction_text that SQuAD-normalises to this text counts as empty "
                              "(the harness task's replies: --no-answer-text 'NO ANSWER'); default: none")
+    predictions.add_arguments(parser, *FIELDS.values())
 
 
 def run(args) -> dict:
     from qahub import registry
 
-    predictions = read_json_list(Path(args.predictions))
+    read = predictions.read(args.predictions, FIELDS[args.task])
     references, source = load_references(args)
     kwargs = {"ignore_missing": bool(args.ignore_missing)}
     if args.task == "subtask1":
         kwargs.update(no_answer_threshold=args.no_answer_threshold, no_answer_text=getattr(args, "no_answer_text", None))
     metric = registry.load_metric("doc2dial", config_name=args.task)
+    records = _records(read, references, args, sys.modules[type(metric).__module__], source)
     try:
-        scores = metric.compute(predictions=predictions, references=references, **kwargs)
+        scores = metric.compute(predictions=records, references=references, **kwargs)
     except ValueError as err:
         hint = " (--ignore-missing scores only the predicted ids)" if "references without a prediction" in str(err) else ""
         raise ValueError(f"scoring {args.predictions} against {source}: {err}{hint}") from None
@@ -66,19 +71,27 @@ def run(args) -> dict:
     return {"task": args.task, "references": source.encode("utf-8", "backslashreplace").decode("utf-8"), **scores}
 
 
+def _records(read, references, args, metric_module, source):
+    """The prediction records, each with its id; the metric joins them to the references by id. A bare list of
+    replies gets the references' ids in their order (``--by-position``)."""
+    reply = FIELDS[args.task].reply[0]
+    if read.replies is None:
+        return [{**record, "id": key} for key, record in read.records.items()]
+    ids = []
+    for row in references:  # subtask2's dialogue rows stand for their agent turns
+        turns = metric_module.agent_turns(row) if args.task == "subtask2" and "turns" in row else [row]
+        ids += [turn["id"] for turn in turns]
+    return [{"id": key, reply: record[reply]}
+            for key, record in predictions.matched(read, ids, by_position=getattr(args, "by_position", False),
+                                                   references=source)]
+
+
 def read_json_list(path: Path) -> list:
-    """The JSON list in ``path`` (duplicate keys, bytes that are not UTF-8 and invalid JSON are errors naming it)."""
-    try:
-        records = loads_strict(path.read_bytes().decode("utf-8"), str(path))
-    except UnicodeDecodeError as err:
-        raise ValueError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{path}: not valid JSON ({err.msg} at line {err.lineno} column {err.colno})") from None
-    except RecursionError:
-        raise ValueError(f"{path}: not valid JSON (nested too deeply)") from None
-    if not isinstance(records, list):
-        raise ValueError(f"{path}: expected a JSON list of objects, got a JSON {type(records).__name__}")
-    return records
+    """The records of a references file ``[{id, answers}]`` / ``[{id, utterance}]``, read as predictions are."""
+    read = predictions.read(path, REFERENCE_FIELDS)
+    if read.replies is not None:
+        raise ValueError(f"{path}: expected reference records with an 'id', got a list without ids")
+    return [{**record, "id": key} for key, record in read.records.items()]
 
 
 def load_references(args):

@@ -2,9 +2,9 @@
 
 Predictions: the official format ``{"answer": {qid: answer}, "derivations": {qid: [[s, r, [o...]], ...]}}``,
 the official TSV form (columns ``qid, predicted_answer, predicted_derivations``; derivations written
-``(subject, relation, object1、object2); (...)``), read with pandas and converted as the upstream
-``tsv_to_pred_json.py`` does, or a JSON list of model replies (strings, paired with the references by
-position, read by the metric's reply parser) and/or records ``{qid, answer, derivations}``.
+``(subject, relation, object1、object2); (...)``), converted as the upstream ``tsv_to_pred_json.py`` does, model
+replies by qid (``{qid: reply}``, records ``{qid, reply}``; read by the metric's reply parser) or records ``{qid,
+answer, derivations}``, all read by ``predictions.py``; a bare list of replies only with ``--by-position``.
 
 References are dataset rows: an export loaded with ``datasets.load_dataset`` (``--references``), or the corpus
 built by its builder (``--data-dir``, or ``--config`` alone to download); an upstream file path given to
@@ -15,19 +15,21 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
-import json
 import re
 import sys
 import warnings
 from pathlib import Path
 
 from qahub import registry
+from qahub.evaluate_cli import predictions
 from qahub.evaluate_cli.references import built_rows, export_rows
-from qahub.files import DuplicateKeyError, loads_strict, write_output
+from qahub.files import write_output
 
 HELP = "JEMHopQA answer and derivation scores, as the official evaluate.py"
 COLUMNS = ("a_em", "a_score", "e_p", "e_r", "e_f", "r_p", "r_r", "r_f", "er_p", "er_r", "er_f")
-TSV_HEADER = ("qid", "predicted_answer", "predicted_derivations")
+# the reply fields: a model's raw reply; the official JSON's parts; the official TSV's columns
+FIELDS = predictions.Fields(id=("qid",), reply=("reply", "answer", "derivations", "predicted_answer",
+                                                 "predicted_derivations"))
 USER_DIC_SHA256 = "f237b567199b50aed4c756677ab4f478d7f1c77e8933c56b1052c7a93e601379"
 _TRIPLE = re.compile(r"[（\(]\s*(.+?)\s*[,，]\s*(.+?)\s*[,，]\s*(.+?)\s*[）\)]")
 
@@ -35,7 +37,8 @@ _TRIPLE = re.compile(r"[（\(]\s*(.+?)\s*[,，]\s*(.+?)\s*[,，]\s*(.+?)\s*[）\
 def add_arguments(parser):
     parser.add_argument("--predictions", required=True,
                         help="official prediction JSON ({answer: {qid: ...}, derivations: {qid: ...}}), its TSV "
-                             "form, or a JSON list of model replies (paired with the references by position)")
+                             "form, model replies by qid ({qid: reply}, or records {qid, reply}), or records "
+                             "{qid, answer, derivations}; a bare list of replies needs --by-position")
     refs = parser.add_mutually_exclusive_group()
     refs.add_argument("--references", metavar="FOLDER_OR_HUB_ID",
                       help="an export of the corpus (folder or Hub id), loaded with datasets.load_dataset "
@@ -45,6 +48,7 @@ def add_arguments(parser):
                                          "alone, without --references or --data-dir: build it by downloading)")
     parser.add_argument("--split", help="split of the references (default: validation)")
     parser.add_argument("--ignore-missing", action="store_true", help="score only the predicted questions")
+    predictions.add_arguments(parser, FIELDS)
     parser.add_argument("--per-question", metavar="OUT_TSV", help="write the per-question scores (official -o columns)")
     parser.add_argument("--dictionary", choices=("full", "core", "small"), help="Sudachi dictionary (default: best installed)")
     parser.add_argument("--synonyms", default="auto",
@@ -61,16 +65,17 @@ def add_arguments(parser):
 
 
 def run(args) -> dict:
-    predictions = read_predictions(Path(args.predictions))
+    read = predictions.read(args.predictions, FIELDS, unwrap=_from_official)
     references, ref_name = load_references(args.references, args.data_dir, args.config, args.split,
                                            getattr(args, "mirror_url", None))
+    replies = _metric_predictions(read, references, args, ref_name)
     synonyms = _synonyms(args.synonyms)
     user_dic, note = _user_dic(args)
     metric = registry.load_metric("jemhopqa")
     input_error = sys.modules[type(metric).__module__].JemhopqaInputError
     try:
         result = metric.compute(
-            predictions=predictions, references=references, ignore_missing=args.ignore_missing,
+            predictions=replies, references=references, ignore_missing=args.ignore_missing,
             per_question=bool(args.per_question), dictionary=args.dictionary, synonyms=synonyms,
             user_dic=user_dic, solver=args.solver,
         )
@@ -117,45 +122,47 @@ def fetch_user_dic(mirror_url=None, cache_dir=None) -> str:
     return source.resolve(config, manager, {"user_dic": "user.dic"})["user_dic"]
 
 
-def read_predictions(path: Path) -> list:
-    """Prediction records ``{qid, answer?, derivations?}`` from the official JSON format or its TSV form, or
-    the items of a JSON list (replies and/or records) as they are."""
-    text = read_text(path, "prediction file")
-    start = text.lstrip("\ufeff \t\r\n")[:1]
-    if start == "{":
-        return _from_official(path, load_json(path, text.lstrip("\ufeff"), "prediction file"))
-    if start == "[":
-        return load_json(path, text.lstrip("\ufeff"), "prediction file")
-    return _from_tsv(path)
+def read_predictions(path) -> list:
+    """The prediction records of ``path`` in file order, as the metric takes them (see ``_metric_record``)."""
+    read = predictions.read(path, FIELDS, unwrap=_from_official)
+    if read.replies is not None:
+        return list(read.replies)
+    numeric = _numeric_answers(read)
+    return [_metric_record(read, qid, record, numeric) for qid, record in read.records.items()]
 
 
-def read_text(path: Path, what: str) -> str:
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except UnicodeDecodeError as err:
-        raise ValueError(f"{what} {path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
+def _metric_predictions(read, references, args, ref_name="the references") -> list:
+    """One prediction for each reference row, in their order, matched by qid: a reply (a string, paired with
+    the row at its position by the metric) or a record ``{qid, answer?, derivations?}`` (none: not predicted)."""
+    pairs = predictions.matched(read, [row["qid"] for row in references], missing="keep",
+                                by_position=getattr(args, "by_position", False), references=ref_name)
+    numeric = _numeric_answers(read)
+    # a question without a prediction is a record of neither part: the metric names it (or skips it, --ignore-missing)
+    return [{"qid": qid} if record is None else _metric_record(read, qid, record, numeric) for qid, record in pairs]
 
 
-def load_json(path: Path, text: str, what: str):
-    """The JSON value of ``text``; every failure a one-line ValueError naming the file (and a repeated key)."""
-    try:
-        return loads_strict(text, f"{what} {path}")
-    except DuplicateKeyError:
-        raise
-    except json.JSONDecodeError as err:
-        problem = f"{err.msg} at line {err.lineno} column {err.colno}"
-    except RecursionError:
-        problem = "nested too deeply"
-    except ValueError as err:  # an integer of over 4,300 digits
-        problem = str(err)[:200]
-    raise ValueError(f"{what} {path}: not valid JSON ({problem})")
+def _metric_record(read, qid, record, numeric=False):
+    """A reply (any value but an object; what is not a string is unparseable), or a record of the official
+    parts: ``answer`` / ``derivations``, or the TSV's cells (read as upstream ``tsv_to_pred_json.py`` does)."""
+    parts = [name for name in FIELDS.reply[1:] if name in record]
+    if "reply" in record:
+        if parts:
+            raise ValueError(f"{read.path}: record {read.where[qid]}: a reply and {', '.join(parts)} in one record: "
+                             "give the model's reply, or its answer and derivations")
+        return None if isinstance(record["reply"], dict) else record["reply"]
+    if "predicted_answer" in record or "predicted_derivations" in record:
+        return _from_tsv_row(read, qid, record, numeric)
+    return {"qid": qid, **{name: record[name] for name in ("answer", "derivations") if name in record}}
 
 
-def _from_official(path: Path, data) -> list[dict]:
-    if not (isinstance(data, dict) and isinstance(data.get("answer"), dict) and isinstance(data.get("derivations"), dict)):
-        keys = sorted(data) if isinstance(data, dict) else type(data).__name__
-        raise ValueError(f"{path}: not the official prediction format: expected an object with \"answer\" and "
-                         f"\"derivations\" objects keyed by qid, got {keys}")
+def _from_official(data):
+    """The records of the official format ``{"answer": {qid: ...}, "derivations": {qid: ...}}``; any other value
+    as it is (an object {qid: reply}, a list)."""
+    if not (isinstance(data, dict) and {"answer", "derivations"} & set(data)):
+        return data
+    if not (set(data) == {"answer", "derivations"} and all(isinstance(part, dict) for part in data.values())):
+        raise ValueError("not the official prediction format: expected an object with \"answer\" and "
+                         f"\"derivations\" objects keyed by qid, got {sorted(data)}")
     records = {}
     for part in ("answer", "derivations"):
         for qid, value in data[part].items():
@@ -163,47 +170,44 @@ def _from_official(path: Path, data) -> list[dict]:
     return list(records.values())
 
 
-def _from_tsv(path: Path) -> list[dict]:
-    """As upstream ``tsv_to_pred_json.py``: ``pandas.read_table`` with its defaults (BOM dropped, columns by name,
-    quoting, NA values such as "NA" or "null" read as missing), then a non-string answer scores 0 and a
-    non-string derivations cell gives no steps; a repeated qid keeps its last row (upstream's dict)."""
-    frame = _read_table(path)
-    records = {}
-    for number, (_, row) in enumerate(frame.iterrows(), 1):
-        qid = row["qid"]
-        if not isinstance(qid, str):
-            raise ValueError(f"{path}: row {number}: qid must be text, got {qid!r}")
-        if qid in records:
-            warnings.warn(f"{path}: row {number}: qid {qid!r} appears again: this row replaces the earlier one "
-                          "(as tsv_to_pred_json.py)", stacklevel=2)
-        answer, cell = row["predicted_answer"], row["predicted_derivations"]
-        derivations = _tsv_derivations(path, number, qid, cell) if isinstance(cell, str) else []
-        records[qid] = {"qid": qid, "answer": answer if isinstance(answer, str) else None, "derivations": derivations}
-    return list(records.values())
+# pandas.read_table's default missing values, read as upstream tsv_to_pred_json.py reads the TSV
+TSV_MISSING = frozenset({"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
+                         "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"})
 
 
-def _read_table(path: Path):
-    import pandas
+def _numeric_answers(read) -> bool:
+    """Whether pandas, which upstream ``tsv_to_pred_json.py`` reads the TSV with, reads its answer column as
+    numbers (every answer there is one): upstream then scores every answer 0, as not a string."""
+    cells = [record["predicted_answer"] for record in read.records.values() if "predicted_answer" in record]
+    given = [cell for cell in cells if cell not in TSV_MISSING]
+    return bool(given) and all(map(_is_number, given))
 
+
+def _is_number(text):
     try:
-        frame = pandas.read_table(path)
-    except (pandas.errors.ParserError, pandas.errors.EmptyDataError, UnicodeDecodeError) as err:
-        raise ValueError(f"{path}: not a readable prediction TSV ({err})") from None
-    missing = [column for column in TSV_HEADER if column not in frame.columns]
-    if missing:
-        raise ValueError(f"{path}: not a JEMHopQA prediction file: expected the official JSON "
-                         '{"answer": {qid: answer}, "derivations": {qid: derivations}}, a TSV with columns '
-                         f"{', '.join(TSV_HEADER)}, or a JSON list of replies (missing {', '.join(missing)})")
-    return frame
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
-def _tsv_derivations(path, number, qid, cell: str) -> list:
+def _from_tsv_row(read, qid, record, numeric) -> dict:
+    """As upstream ``tsv_to_pred_json.py``: a missing answer (an empty or NA cell, or a column of numbers) scores
+    0 and a missing derivations cell gives no steps."""
+    answer, cell = (record.get(name) for name in ("predicted_answer", "predicted_derivations"))
+    answer = None if answer is None or answer in TSV_MISSING or numeric else answer
+    where = f"{read.path}: record {read.where[qid]}"
+    derivations = [] if cell is None or cell in TSV_MISSING else _tsv_derivations(where, qid, cell)
+    return {"qid": qid, "answer": answer, "derivations": derivations}
+
+
+def _tsv_derivations(where, qid, cell: str) -> list:
     """As upstream tsv_to_pred_json.py: ';'-separated '(s, r, o1、o2)'; unreadable steps are dropped with a note."""
     steps = []
     for part in cell.split(";"):
         found = _TRIPLE.findall(part)
         if not found:
-            warnings.warn(f"{path}: row {number}: qid {qid!r}: derivation step {part.strip()!r} is not "
+            warnings.warn(f"{where}: qid {qid!r}: derivation step {part.strip()!r} is not "
                           "(subject, relation, objects): dropped (as tsv_to_pred_json.py)", stacklevel=2)
             continue
         subject, relation, objects = found[0]
@@ -247,7 +251,12 @@ def _upstream_file(path: Path, config, split):
 
 def _synonyms(value: str):
     if value.endswith(".json"):
-        return load_json(Path(value), read_text(Path(value), "synonym file"), "synonym file")
+        from qahub.loaders._sources import decode_utf8, parse_json
+
+        try:
+            return parse_json(value, None, decode_utf8(value, None, Path(value).read_bytes()))
+        except ValueError as err:
+            raise ValueError(f"synonym file {err}") from None
     return value
 
 

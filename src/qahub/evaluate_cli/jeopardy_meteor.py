@@ -16,18 +16,17 @@ null or non-string one is counted unparseable and scored as an abstention; an em
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import math
 from pathlib import Path
 
+from qahub.evaluate_cli import predictions
 from qahub.evaluate_cli.references import built_file_rows, built_rows, export_rows
-from qahub.files import loads_strict
 
 HELP = "Russian QA Jeopardy!: METEOR correctness (official recipe), accuracy and the game score"
 
 ID_KEYS = ("question_id", "id", "QuestionID")
-ANSWER_KEYS = ("prediction", "answer", "Answer")
+FIELDS = predictions.Fields(id=ID_KEYS, reply=("prediction", "answer", "Answer"))
+REFERENCE_FIELDS = predictions.Fields(id=ID_KEYS, reply=("answer", "Answer"))
 SPLITS = ("validation", "train")  # the split read when none is named
 
 
@@ -53,6 +52,7 @@ def add_arguments(parser):
     parser.add_argument("--missing", choices=["error", "skip", "abstain"], default="error",
                         help="questions without a prediction: an error (default), left out, or scored as abstentions")
     parser.add_argument("--per-example", action="store_true", help="include per-question ids, METEOR and flags")
+    predictions.add_arguments(parser, FIELDS)
 
 
 def run(args) -> dict:
@@ -60,12 +60,13 @@ def run(args) -> dict:
 
     where = args.data_dir or args.references
     references = read_references(where, args.config, args.split, build=bool(args.data_dir))
-    predictions = read_predictions(Path(args.predictions))
-    ids = match(predictions, references, args.predictions, where, args.missing)
-    inputs = _inputs(ids, predictions, references, args)
+    read = predictions.read(args.predictions, FIELDS)
+    pairs = match(read, references, where, args.missing, getattr(args, "by_position", False))
+    ids = [qid for qid, _ in pairs]
+    inputs = _inputs(pairs, read, references, args)
     result = registry.load_metric("jeopardy_meteor").compute(**inputs)
     per_example = {key: result.pop(key) for key in PER_EXAMPLE}
-    result["num_references_without_prediction"] = len(references) - len(predictions)
+    result["num_references_without_prediction"] = len(references) - sum(record is not None for _, record in pairs)
     result["missing"] = args.missing
     if args.per_example:
         result["examples"] = [
@@ -80,9 +81,10 @@ PER_EXAMPLE = ("meteor_per_example", "correct", "abstained", "status", "answers"
 EXAMPLE_FIELDS = ("meteor", "correct", "abstained", "status", "answer")
 
 
-def _inputs(ids, predictions, references, args):
+def _inputs(pairs, read, references, args):
     no_prediction = {"prediction": "", "confidence": None}  # --missing abstain: an empty reply abstains
-    chosen = [predictions.get(qid, no_prediction) for qid in ids]
+    chosen = [_prediction(record, read, qid) if record is not None else no_prediction for qid, record in pairs]
+    ids = [qid for qid, _ in pairs]
     rows = [references[qid] for qid in ids]
     if not all("question_number" in row for row in rows):  # a game score only when every question has a value
         rows = [{key: value for key, value in row.items() if key != "question_number"} for row in rows]
@@ -104,6 +106,13 @@ def _inputs(ids, predictions, references, args):
     return inputs
 
 
+def _prediction(record, read, qid):
+    """A record's reply (any value: the metric's reply parser counts what is not text as unparseable) and its
+    confidence."""
+    where = f"{read.path}: record {read.where[qid]}" if qid in read.where else str(read.path)
+    return {"prediction": predictions.reply_of(record, FIELDS), "confidence": _confidence(record.get("confidence"), where)}
+
+
 def finite_float(text):
     """argparse type: a finite number."""
     try:
@@ -123,23 +132,17 @@ def positive_float(text):
     return value
 
 
-def match(predictions, references, pred_path, ref_path, missing="error"):
-    """The ids to score, in reference order; every prediction id must be a reference id, and at least one
-    question must have a prediction (else nothing was predicted: no score, not 0.0)."""
+def match(read, references, ref_path, missing="error", by_position=False):
+    """``[(id, prediction record or None)]`` in reference order, matched by question id; every prediction id must
+    be a reference id, and at least one question must have a prediction (else nothing was predicted: no score,
+    not 0.0). ``missing``: a question without a prediction is an error, left out (skip) or kept (abstain)."""
     if not references:
         raise ValueError(f"{ref_path}: no references (the split has no rows): nothing to score")
-    if not predictions:
-        raise ValueError(f"{pred_path}: no predictions in the file: nothing was predicted, so nothing is scored")
-    unknown = [qid for qid in predictions if qid not in references]
-    if unknown:
-        raise ValueError(f"{pred_path}: {len(unknown)} prediction id(s) not in {ref_path}: {_some(unknown)}")
-    absent = [qid for qid in references if qid not in predictions]
-    if absent and missing == "error":
-        raise ValueError(f"{pred_path}: no prediction for {len(absent)} question id(s) of {ref_path}: {_some(absent)}; "
-                         "pass --missing skip (score the predicted ones) or --missing abstain (count them as abstentions)")
-    if missing == "abstain":
-        return list(references)
-    return [qid for qid in references if qid in predictions]
+    hint = ("; pass --missing skip (score the predicted ones) or --missing abstain (count them as abstentions)")
+    pairs = predictions.matched(read, list(references), by_position=by_position,
+                                missing="error" if missing == "error" else "keep", missing_hint=hint,
+                                references=str(ref_path))
+    return [(qid, record) for qid, record in pairs if record is not None or missing == "abstain"]
 
 
 def read_references(location, config=None, split=None, build=False) -> dict:
@@ -152,7 +155,7 @@ def read_references(location, config=None, split=None, build=False) -> dict:
     if not path.is_file():
         return _row_ids(path, _columns(export_rows(str(location), config, split or SPLITS, corpus="jeopardy")))
     if path.suffix.lower() in (".json", ".jsonl"):
-        return _reference_records(path, _json_records(path))
+        return _reference_records(path)
     return _row_ids(path, _upstream_rows(path))
 
 
@@ -199,148 +202,32 @@ def _columns(rows):
 
 
 def _row_ids(path, rows):
-    """``{id: row}``: the id is ``question_id`` (``extended``) or the 0-based row (``qa``)."""
-    out = {str(row.get("question_id", index)): row for index, row in enumerate(rows)}
+    """``{id: row}`` by ``question_id`` (in ``qa`` the question's 0-based row in its upstream file)."""
+    out = {str(row["question_id"]): row for row in rows}
     for qid, row in out.items():
         if not isinstance(row["answer"], str) or not row["answer"].strip():
             raise ValueError(f"{path}: question {qid}: the gold answer is missing or empty ({row['answer']!r})")
     return out
 
 
-def _reference_records(path, records):
-    """``records``: ``(where, record)`` pairs."""
+def _reference_records(path):
+    """The rows of a JSON / JSON Lines file of reference records, read as predictions files are."""
+    rows = predictions.read(path, REFERENCE_FIELDS)
+    if rows.replies is not None:
+        raise ValueError(f"{path}: expected reference records with a question id, got a list without ids")
     out = {}
-    for where, record in records:
-        if not isinstance(record, dict):
-            raise ValueError(f"{where}: expected an object, got {record!r}")
-        qid = _id(record, where)
-        answer = record.get("answer", record.get("Answer"))
+    for qid, record in rows.records.items():
+        where = f"{path}: record {rows.where[qid]}"
+        answer = predictions.reply_of(record, REFERENCE_FIELDS)
         if not isinstance(answer, str) or not answer.strip():
             raise ValueError(f"{where}: question {qid}: the gold answer is missing or empty ({answer!r})")
-        if qid in out:
-            raise ValueError(f"{where}: duplicate question id {qid}")
-        number = record.get("question_number", record.get("QuestionNumber"))
+        if not _is_text(answer):
+            raise ValueError(f"{where}: question {qid}: the gold answer holds a lone surrogate, which is not text")
         out[qid] = {"question_id": qid, "answer": answer}
+        number = record.get("question_number", record.get("QuestionNumber"))
         if number is not None:
             out[qid]["question_number"] = _integer(number, where)
     return out
-
-
-def read_predictions(path: Path) -> dict:
-    """``{id: {"prediction": any JSON value, "confidence": float | None}}``."""
-    suffix = path.suffix.lower()
-    if suffix == ".json":
-        data = _load_json(path)
-        if isinstance(data, dict):
-            return _prediction_records([(f"{path}: id {key!r}", {"question_id": key, "prediction": value})
-                                        for key, value in data.items()])
-        return _prediction_records(_listed(path, data, "a list of prediction records or an {id: answer} object"))
-    if suffix == ".jsonl":
-        return _prediction_records(_json_lines(path))
-    return _prediction_records([(f"{path}: record {i}", row) for i, row in enumerate(_prediction_rows(path))])
-
-
-def _prediction_rows(path):
-    rows = _csv_rows(path)
-    if rows and any(key in rows[0][1] for key in ID_KEYS):
-        header = rows[0][1]
-        for line, row in rows[1:]:
-            if len(row) != len(header):
-                raise ValueError(f"{path}: line {line}: expected {len(header)} columns ({header}), got {row!r}")
-        return [dict(zip(header, row, strict=True)) for _, row in rows[1:]]
-    for line, row in rows:  # header-less id,answer
-        if len(row) != 2:
-            raise ValueError(f"{path}: line {line}: expected id,answer, got {row!r}")
-    return [{"question_id": row[0], "prediction": row[1]} for _, row in rows]
-
-
-def _prediction_records(records):
-    """``records``: ``(where, record)`` pairs."""
-    out = {}
-    for where, record in records:
-        if not isinstance(record, dict):
-            raise ValueError(f"{where}: expected an object, got {record!r}")
-        qid = _id(record, where)
-        key = next((k for k in ANSWER_KEYS if k in record), None)
-        if key is None:
-            raise ValueError(f"{where}: question {qid}: no prediction (one of {ANSWER_KEYS})")
-        prediction = record[key]  # any value: the metric's reply parser counts what is not text as unparseable
-        if qid in out:
-            raise ValueError(f"{where}: duplicate prediction for question id {qid}")
-        out[qid] = {"prediction": prediction, "confidence": _confidence(record.get("confidence"), where)}
-    return out
-
-
-def _csv_rows(path):
-    """``[(line, row)]`` of the non-blank rows; strict quoting; tab-separated when the first line has a tab."""
-    text = read_text(path)
-    first = text.split("\n", 1)[0]
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter="\t" if "\t" in first else ",", strict=True)
-    rows, start = [], 1
-    try:
-        for row in reader:
-            if row:
-                rows.append((start, row))
-            start = reader.line_num + 1
-    except csv.Error as err:
-        raise ValueError(f"{path}: line {start}: malformed CSV ({err})") from None
-    return rows
-
-
-def read_text(path):
-    """The file as text (UTF-8, an optional BOM); not UTF-8 is an error naming the line."""
-    data = Path(path).read_bytes()
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        line = data.count(b"\n", 0, err.start) + 1
-        raise ValueError(f"{path}: line {line}: not UTF-8 text ({err.reason} at byte {err.start})") from None
-
-
-def _json_records(path):
-    """``(where, record)`` of a JSON list or of each line of a JSONL file."""
-    if path.suffix.lower() == ".json":
-        return _listed(path, _load_json(path), "a JSON list of records")
-    return _json_lines(path)
-
-
-def _listed(path, data, expected):
-    if not isinstance(data, list):
-        raise ValueError(f"{path}: expected {expected}, got {type(data).__name__}")
-    return [(f"{path}: record {index}", record) for index, record in enumerate(data)]
-
-
-def _json_lines(path):
-    records = []
-    for line_no, line in enumerate(read_text(path).split("\n"), 1):
-        if line.strip():
-            records.append((f"{path}: line {line_no}", _strict_json(line, f"{path}: line {line_no}")))
-    return records
-
-
-def _load_json(path):
-    return _strict_json(read_text(path), str(path))
-
-
-def _strict_json(text, where):
-    """JSON with duplicate keys an error naming the key."""
-    import json
-
-    try:
-        return loads_strict(text, where)
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{where}: not valid JSON ({err.msg} at line {err.lineno})") from None
-
-
-def _id(record, where):
-    key = next((k for k in ID_KEYS if k in record), None)
-    value = record.get(key) if key else None
-    if isinstance(value, bool) or not isinstance(value, (str, int)) or str(value).strip() == "":
-        raise ValueError(f"{where}: no question id (one of {ID_KEYS}), got {value!r}")
-    qid = str(value).strip()
-    if not qid.isascii() and not _is_text(qid):
-        raise ValueError(f"{where}: the question id {qid!r} is not Unicode text (a lone surrogate)")
-    return qid
 
 
 def _is_text(text):

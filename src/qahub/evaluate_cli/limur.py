@@ -9,18 +9,18 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 import warnings
 from pathlib import Path
 
 from qahub import registry
+from qahub.evaluate_cli import predictions
 from qahub.evaluate_cli.references import built_file_rows, built_rows, export_rows
-from qahub.files import DuplicateKeyError, loads_strict
 from qahub.metrics.limur.judge_settings import SETTINGS
 
 HELP = "LIMUR: exact match of the answer letter (strict, lenient, MERA's recipe) and an optional LLM judge score"
-_SURROGATE = re.compile("[\ud800-\udfff]")
+FIELDS = predictions.Fields(id=("id", "meta.id"), reply=("outputs", "output", "prediction"),
+                            integers=frozenset({"id", "meta.id"}))
 EXPORT = "a LIMUR export, a Hub dataset or a folder of MERA task files"
 
 
@@ -60,6 +60,7 @@ def add_arguments(parser):
     parser.add_argument("--config", default="all", choices=["all", "rwsd", "kusdra"], help="config (default: all)")
     parser.add_argument("--split", default="test", help="split to score (default: test; dev means validation)")
     parser.add_argument("--task-type", choices=["rwsd", "kusdra"], help="score only this task type")
+    predictions.add_arguments(parser, FIELDS)
     for setting in SETTINGS:  # the judge's settings, declared once beside the metric
         add_judge_argument(parser, setting)
 
@@ -96,11 +97,11 @@ def run(args) -> dict:
     if args.judge_model and not (args.judge_url or os.environ.get(BY_NAME["url"].env)):
         raise ValueError(f"--judge-model needs --judge-url (or ${BY_NAME['url'].env}): the judge is an endpoint")
     references, where = load_references(args)
-    by_id = load_predictions(args.predictions, args.split)
+    read = load_predictions(args.predictions, args.split)
     subset = bool(args.task_type) or args.config != "all"  # predictions of the whole corpus may hold more ids
-    predictions = match(args.predictions, by_id, references, allow_extra=subset)
+    replies = match(read, references, allow_extra=subset, by_position=getattr(args, "by_position", False), where=where)
     metric = registry.load_metric("limur")
-    result = metric.compute(predictions=predictions, references=references, **judge_options(args))
+    result = metric.compute(predictions=replies, references=references, **judge_options(args))
     return {"predictions": str(args.predictions), "references": where, **result}
 
 
@@ -163,115 +164,24 @@ def _source_name(path: Path, split: str) -> str:
     return {value: name for name, value in SPLIT_FILES.items()}.get(split, f"{split}.jsonl")
 
 
-def load_predictions(path, split="test") -> dict[int, str]:
-    """``{record id: reply}`` from any of the accepted prediction layouts; nothing to read is an error."""
-    path = Path(path)
-    text = _read_text(path)
-    if path.suffix == ".jsonl":
-        data = [_json(path, line, f"line {number}") for number, line in enumerate(text.splitlines(), 1)
-                if line.strip()]
-    else:
-        data = _json(path, text, "")
-    if isinstance(data, dict) and isinstance(data.get("data"), dict):
-        if split not in data["data"]:
-            raise PredictionsError(f"{path}: no {split!r} under 'data' (found {', '.join(data['data'])})")
-        data = data["data"][split]
-    if isinstance(data, list):
-        by_id = _from_records(path, data)
-    elif isinstance(data, dict):
-        by_id = _from_mapping(path, data)
-    else:
-        raise PredictionsError(f"{path}: expected a JSON object or list, got {type(data).__name__}")
-    if not by_id:
-        raise PredictionsError(f"{path}: holds no predictions: nothing to score")
-    return by_id
+def load_predictions(path, split="test") -> predictions.Predictions:
+    """The predictions of any of the accepted layouts (a MERA submission: its ``split`` entry)."""
+    def submission(data):
+        if isinstance(data, dict) and isinstance(data.get("data"), dict):
+            if split not in data["data"]:
+                raise PredictionsError(f"no {split!r} under 'data' (found {', '.join(data['data'])})")
+            return data["data"][split]
+        return data
+
+    return predictions.read(path, FIELDS, unwrap=submission)
 
 
-def _read_text(path: Path) -> str:
-    try:
-        data = path.read_bytes()
-    except OSError as err:
-        raise PredictionsError(f"{path}: cannot read predictions ({err.strerror or err})") from None
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        raise PredictionsError(f"{path}: not UTF-8 text (byte {err.start} cannot be decoded)") from None
-
-
-def _json(path, text, where):
-    from qahub.loaders.limur import json_problem
-
-    place = f"{path}: {where}" if where else str(path)
-    if not text.strip():
-        raise PredictionsError(f"{place}: empty: no predictions, nothing to score")
-    try:
-        return loads_strict(text, place)
-    except DuplicateKeyError as err:
-        raise PredictionsError(_printable(err, limit=None)) from None
-    except (ValueError, RecursionError) as err:
-        raise PredictionsError(f"{place}: not valid JSON ({json_problem(err)})") from None
-
-
-def _from_mapping(path, data) -> dict[int, str]:
-    by_id = {}
-    for key, value in data.items():
-        record_id = _id_of(path, key, key)
-        if record_id in by_id:
-            raise PredictionsError(f"{path}: record {key}: id {record_id} predicted twice")
-        by_id[record_id] = _text_of(path, key, value)
-    return by_id
-
-
-def _from_records(path, records) -> dict[int, str]:
-    by_id = {}
-    for index, record in enumerate(records):
-        if not isinstance(record, dict):
-            raise PredictionsError(f"{path}: record {index}: expected an object, got {type(record).__name__}")
-        meta = record.get("meta") if isinstance(record.get("meta"), dict) else {}
-        record_id = _id_of(path, index, record.get("id", meta.get("id")))
-        reply = next((record[key] for key in ("outputs", "output", "prediction") if key in record), None)
-        if record_id in by_id:
-            raise PredictionsError(f"{path}: record {index}: id {record_id} predicted twice")
-        by_id[record_id] = _text_of(path, index, reply)
-    return by_id
-
-
-def _id_of(path, where, value) -> int:
-    try:
-        if isinstance(value, (bool, float)):
-            raise ValueError
-        return int(value)
-    except (TypeError, ValueError):
-        raise PredictionsError(f"{path}: record {_printable(where)}: id {_printable(repr(value))} "
-                               "is not an integer") from None
-
-
-def _text_of(path, where, value) -> str:
-    if not isinstance(value, str):
-        raise PredictionsError(f"{path}: record {_printable(where)}: the reply must be a string, "
-                               f"got {_printable(repr(value))}")
-    match = _SURROGATE.search(value)
-    if match:
-        raise PredictionsError(f"{path}: record {_printable(where)}: the reply holds a lone surrogate "
-                               f"(\\u{ord(match.group()):04x} at position {match.start()}), which is not text")
-    return value
-
-
-def _printable(value, limit=80) -> str:
-    """Text for a message: at most ``limit`` characters, a lone surrogate escaped (it cannot be printed as UTF-8)."""
-    return str(value)[:limit].encode("utf-8", "backslashreplace").decode("utf-8")
-
-
-def match(path, by_id: dict[int, str], references: list[dict], allow_extra=False) -> list[str]:
-    """The replies in reference order; every reference needs one, and (unless ``allow_extra``) nothing else."""
-    ids = [ref["meta"]["id"] for ref in references]
-    missing = [i for i in ids if i not in by_id]
-    if missing:
-        raise PredictionsError(f"{path}: no prediction for {len(missing)} of {len(ids)} records (ids {_some(missing)})")
-    unknown = sorted(set(by_id) - set(ids))
-    if unknown and not allow_extra:
-        raise PredictionsError(f"{path}: predictions for ids not among the references: {_some(unknown)}")
-    return [by_id[i] for i in ids]
+def match(read, references: list[dict], allow_extra=False, by_position=False, where="the references") -> list:
+    """The replies in reference order, matched by ``meta.id``; every reference needs one, and (unless
+    ``allow_extra``) nothing else. A reply is any value: what is not text scores 0 (unparseable)."""
+    pairs = predictions.matched(read, [ref["meta"]["id"] for ref in references], by_position=by_position,
+                                allow_extra=allow_extra, references=where)
+    return [predictions.reply_of(record, FIELDS) for _, record in pairs]
 
 
 def _some(ids):

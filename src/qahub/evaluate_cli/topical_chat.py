@@ -7,14 +7,13 @@ split when there is one. This module reads only the predictions file.
 
 from __future__ import annotations
 
-import json
 import os
 import warnings
 from pathlib import Path
 
 from qahub import registry
+from qahub.evaluate_cli import predictions
 from qahub.evaluate_cli.references import built_rows, export_configs, export_rows
-from qahub.files import DuplicateKeyError, loads_strict
 
 HELP = "Topical-Chat responses: unigram F1, BLEU-4 (sacrebleu), distinct-1/2 and knowledge F1"
 CORPUS = "topical_chat"
@@ -27,7 +26,8 @@ class PredictionsError(ValueError):
 
 def add_arguments(parser):
     parser.add_argument("--predictions", required=True,
-                        help='JSON list of {"conversation_id": str, "turn_index": int (1 or more), "response": str}')
+                        help='JSON list (or JSON Lines, CSV) of {"conversation_id": str, "turn_index": int (1 or '
+                             'more), "response": str}')
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--references",
                        help="an export folder or Hub dataset id (its conversations config, and reading_sets when "
@@ -45,12 +45,13 @@ def add_arguments(parser):
                                        "--reading-sets file")
     parser.add_argument("--per-example", dest="per_example", action="store_true",
                         help="also list the scores of each prediction")
+    predictions.add_arguments(parser, FIELDS)
 
 
 def run(args) -> dict:
-    records = read_predictions(args.predictions)
     source = Source.of(args)
     conversations, reading = source.rows()
+    records = read_predictions(args.predictions, conversations, getattr(args, "by_position", False))
     metric = registry.load_metric(CORPUS)
     try:
         result = metric.compute(predictions=records, references=conversations, reading_sets=reading,
@@ -69,28 +70,24 @@ def shown(path) -> str:
 # predictions
 
 
-def read_predictions(path) -> list:
-    """The JSON list of prediction records, as given: the metric checks each record and names it. A response
-    that is not a string (or is not valid Unicode) is kept: the metric counts it as unparseable."""
-    try:
-        text = Path(path).read_bytes().decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise PredictionsError(f"{shown(path)}: not valid UTF-8 (byte {err.object[err.start]:#04x} at offset "
-                               f"{err.start}: {err.reason})") from None
-    try:
-        records = loads_strict(text, shown(path))
-    except DuplicateKeyError:
-        raise
-    except json.JSONDecodeError as err:
-        raise PredictionsError(f"{shown(path)}: not valid JSON ({err.msg} at line {err.lineno})") from None
-    except (ValueError, RecursionError) as err:  # an integer of over 4300 digits, nesting too deep
-        raise PredictionsError(f"{shown(path)}: not readable JSON ({type(err).__name__}: {err})") from None
-    if not isinstance(records, list):
-        raise PredictionsError(f"{shown(path)}: expected a JSON list of prediction records, got "
-                               f"{type(records).__name__}")
-    if not records:
-        raise PredictionsError(f"{shown(path)}: no predictions (an empty list): nothing to score")
-    return records
+FIELDS = predictions.Fields(id=(("conversation_id", "turn_index"),), reply=("response",),
+                            integers=frozenset({"turn_index"}))
+
+
+def read_predictions(path, conversations=None, by_position=False) -> list:
+    """The prediction records ``{conversation_id, turn_index, response}``, in file order; the metric pairs each
+    with its turn and names the unknown ones. A response that is not a string (or is not valid Unicode) is kept:
+    the metric counts it as unparseable. A bare list of responses is paired with the turns of
+    ``conversations`` (turn 1 on, of each row in order) with ``by_position``."""
+    read = predictions.read(path, FIELDS)
+    if read.replies is not None:
+        turns = [(row["conversation_id"], index) for row in conversations or []
+                 for index in range(1, len(row["turns"]))]
+        pairs = predictions.matched(read, turns, by_position=by_position)
+    else:
+        pairs = read.records.items()
+    return [{"conversation_id": cid, "turn_index": turn, "response": predictions.reply_of(record, FIELDS)}
+            for (cid, turn), record in pairs]
 
 
 # references
