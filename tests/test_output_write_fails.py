@@ -37,3 +37,17 @@ def test_an_output_on_a_full_disk_still_prints_the_scores_and_names_the_file(ful
     assert json.loads(done.stdout)["a"]["em"] > 0  # the scores, printed before the write
     assert f"{option} {target}: No space left on device" in one_line(done.stderr)
     assert sorted(p.name for p in full_disk.iterdir()) == ["filler"]
+
+
+def test_write_output_names_the_file_in_an_error_without_an_errno(tmp_path, monkeypatch):
+    from qahub import files
+
+    def fail(*args, **kwargs):
+        raise OSError("the link could not be made")
+
+    monkeypatch.setattr(files.os, "link", fail)
+    monkeypatch.setattr(files, "open", fail, raising=False)  # the fallback's exclusive create fails too
+    with pytest.raises(OSError) as caught:
+        files.write_output(tmp_path / "out.json", "x\n")
+    assert str(caught.value) == f"--output {tmp_path / 'out.json'}: the link could not be made"
+    assert list(tmp_path.iterdir()) == []

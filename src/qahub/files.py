@@ -57,7 +57,8 @@ def write_output(path, text: str, overwrite: bool = False, option: str = "--outp
         raise FileExistsError(f"{option} {path}: exists (written since this run began?); pass --overwrite to "
                               "replace it") from None
     except OSError as err:  # e.g. a full disk: the errno alone would not say which file
-        raise OSError(err.errno, f"{option} {path}: {err.strerror or err}") from None
+        named = f"{option} {path}: {err.strerror or err}"
+        raise (OSError(err.errno, named) if err.errno is not None else OSError(named)) from None
     return target
 
 
