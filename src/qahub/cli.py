@@ -696,8 +696,9 @@ def _evaluate(args) -> int:
     """Print the scores; a scorer's ``exit_status(result)`` may flag an incomplete result (e.g. failed judge calls).
 
     Outputs are checked before any scoring: never one of the input files, never an existing file without
-    --overwrite; --output is written to a temporary file and put in place only if still absent (unless
-    --overwrite). The scores are printed first, so a failed write loses nothing."""
+    --overwrite; --output (and a scorer's ``write_outputs``, e.g. --per-question) is written to a temporary file
+    and put in place only if still absent (unless --overwrite). The scores are printed first, so a failed write
+    loses nothing."""
     from qahub.files import check_output, write_output
 
     inputs = _input_paths(args)
@@ -713,6 +714,7 @@ def _evaluate(args) -> int:
     print(text, flush=True)
     if args.output:
         write_output(args.output, text + "\n", overwrite=args.overwrite)
+    getattr(args.scorer, "write_outputs", lambda _: None)(args)  # e.g. JEMHopQA's --per-question
     return getattr(args.scorer, "exit_status", lambda _: 0)(result)
 
 

@@ -51,6 +51,18 @@ def write_output(path, text: str, overwrite: bool = False, option: str = "--outp
     ``overwrite``, else hard-linked to the name, which fails when the name exists (e.g. another run wrote it
     since it was checked). Where hard links are not supported the file is created exclusively instead."""
     target = Path(os.path.realpath(Path(path).expanduser()))
+    try:
+        _put(target, text, overwrite, encoding)
+    except FileExistsError:
+        raise FileExistsError(f"{option} {path}: exists (written since this run began?); pass --overwrite to "
+                              "replace it") from None
+    except OSError as err:  # e.g. a full disk: the errno alone would not say which file
+        named = f"{option} {path}: {err.strerror or err}"
+        raise (OSError(err.errno, named) if err.errno is not None else OSError(named)) from None
+    return target
+
+
+def _put(target: Path, text: str, overwrite: bool, encoding: str):
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding=encoding, errors="strict", newline="") as handle:
@@ -62,12 +74,8 @@ def write_output(path, text: str, overwrite: bool = False, option: str = "--outp
             os.replace(tmp, target)
         else:
             _link_new(tmp, target, text, encoding)
-    except FileExistsError:
-        raise FileExistsError(f"{option} {path}: exists (written since this run began?); pass --overwrite to "
-                              "replace it") from None
     finally:
         Path(tmp).unlink(missing_ok=True)
-    return target
 
 
 def _link_new(tmp: str, target: Path, text: str, encoding: str):

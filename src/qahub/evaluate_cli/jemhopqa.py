@@ -83,9 +83,15 @@ def run(args) -> dict:
         raise ValueError(f"scoring {args.predictions} against {ref_name}: {err}") from None
     if note:
         result["synonyms"] += f" ({note})"
-    if args.per_question:
-        write_per_question(Path(args.per_question), result.pop("per_question"), args.overwrite)
+    if args.per_question:  # written by write_outputs, once the scores are printed
+        args.per_question_rows = result.pop("per_question")
     return result
+
+
+def write_outputs(args):
+    """The --per-question file, after ``qahub evaluate`` has printed the scores (a failed write loses none)."""
+    if args.per_question:
+        write_per_question(Path(args.per_question), args.per_question_rows, args.overwrite)
 
 
 def _user_dic(args):
