@@ -221,21 +221,13 @@ def _reference_records(path):
         answer = predictions.reply_of(record, REFERENCE_FIELDS)
         if not isinstance(answer, str) or not answer.strip():
             raise ValueError(f"{where}: question {qid}: the gold answer is missing or empty ({answer!r})")
-        if not _is_text(answer):
+        if not predictions.is_text(answer):
             raise ValueError(f"{where}: question {qid}: the gold answer holds a lone surrogate, which is not text")
         out[qid] = {"question_id": qid, "answer": answer}
         number = record.get("question_number", record.get("QuestionNumber"))
         if number is not None:
             out[qid]["question_number"] = _integer(number, where)
     return out
-
-
-def _is_text(text):
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _integer(value, where):

@@ -116,18 +116,15 @@ def read_bytes(path) -> bytes:
     limit = max_bytes()
     try:
         with open(path, "rb") as f:
-            if Path(path).is_file() and os.fstat(f.fileno()).st_size > limit:
-                data = b""
-            else:
-                data = f.read(limit + 1)
-                if len(data) <= limit:
-                    return data
+            # a regular file's size is known without reading it; a device or a pipe is read up to the limit only
+            data = None if os.fstat(f.fileno()).st_size > limit else f.read(limit + 1)
     except OSError as err:
         raise ValueError(f"{path}: cannot be read ({err.strerror or err})") from None
     except MemoryError:
-        pass
-    raise _error(path, None, f"larger than {limit:,} bytes: not a predictions file "
-                                   f"(${MAX_BYTES_ENV} sets the limit)")
+        data = None
+    if data is None or len(data) > limit:
+        raise _error(path, None, f"larger than {limit:,} bytes: not a predictions file (${MAX_BYTES_ENV} sets the limit)")
+    return data
 
 
 def _kind(path, data):
@@ -212,7 +209,7 @@ def _get(record, dotted):
 def _id_value(path, where, name, value, integer):
     if value is None:
         raise _error(path, where, f"the id {name!r} is null")
-    if isinstance(value, str) and not _is_text(value):
+    if isinstance(value, str) and not is_text(value):
         raise _error(path, where, f"the id {name!r} ({_shown(value)}) holds a lone surrogate, which is not text")
     if integer:
         text = value.strip() if isinstance(value, str) else None
@@ -298,7 +295,8 @@ def _fields_shown(fields):
     return " or ".join(repr(" + ".join(name)) if isinstance(name, tuple) else repr(name) for name in fields.id)
 
 
-def _is_text(text):
+def is_text(text):
+    """Whether ``text`` can be written as UTF-8 (it holds no lone surrogate)."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
