@@ -1,7 +1,6 @@
 """The command line with hostile use (issue 15): outputs over inputs, bad --option values, partial builds,
 concurrent builds, signals, symlinked outputs, messages, metric-copy over the user's files, --quiet."""
 
-import http.server
 import json
 import os
 import re
@@ -9,11 +8,11 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 
 import datasets
 import pytest
+from held_server import HeldServer
 from huggingface_hub import DatasetCard
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -300,34 +299,10 @@ def test_rerun_of_build_all_says_the_output_exists(tmp_path, capsys):
 # findings 5 and 6: one build per --out, signals, leftovers of a killed build
 
 
-class _Gate:
+def _Gate():  # noqa: N802 - made like a class by the fixture
     """An HTTP mirror whose every request waits until ``release`` (then answers 404): a build downloading from
     it is held mid-build, with its work folders and lock in place, until the test lets it go."""
-
-    def __init__(self):
-        self.arrived, self.release = threading.Event(), threading.Event()
-        gate = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):
-                gate.arrived.set()
-                gate.release.wait(120)
-                self.send_error(404)
-
-            do_POST = do_GET  # the judge's requests
-
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def close(self):
-        self.release.set()
-        self.server.shutdown()
-        self.server.server_close()
+    return HeldServer(lambda handler: handler.send_error(404))
 
 
 @pytest.fixture

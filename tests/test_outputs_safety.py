@@ -3,16 +3,15 @@ is created once, a publish sends only the export, a full disk is one line with n
 of unequal counts leaves no cache file. The command-line cases run the installed ``qahub`` as a user does."""
 
 import glob
-import http.server
 import json
 import os
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import evaluate
 import pytest
+from held_server import HeldServer
 from test_fresh_references import QAHUB, copy_export, one_line, qahub, resave, truncate
 
 from qahub import registry
@@ -216,38 +215,20 @@ def test_two_processes_a_batch_of_unequal_counts_is_a_clear_error_in_both(tmp_pa
 # --- --output: created once, and the scores printed even when it cannot be written
 
 
-class HeldJudge:
-    """An OpenAI-compatible judge on 127.0.0.1 that holds every request until ``release`` (then grades 1): a
-    ``qahub evaluate limur`` using it is held mid-scoring, after its --output was checked."""
+def grade_one(handler):
+    """An OpenAI-compatible judge's reply: grade 1."""
+    body = json.dumps({"choices": [{"message": {"role": "assistant", "content": "1"}}]}).encode()
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
 
-    def __init__(self):
-        self.arrived, self.release = threading.Event(), threading.Event()
-        judge = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self):
-                self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                judge.arrived.set()
-                judge.release.wait(120)
-                body = json.dumps({"choices": [{"message": {"role": "assistant", "content": "1"}}]}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def close(self):
-        self.release.set()
-        self.server.shutdown()
-        self.server.server_close()
+def HeldJudge():  # noqa: N802 - made like a class by the fixture
+    """A judge on 127.0.0.1 that holds every request until ``release`` (then grades 1): a ``qahub evaluate
+    limur`` using it is held mid-scoring, after its --output was checked."""
+    return HeldServer(grade_one, path="/v1")
 
 
 @pytest.fixture
