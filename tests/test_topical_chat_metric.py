@@ -496,7 +496,7 @@ def test_split_errors(exported):
     # the messages of the one prediction reader (qahub.evaluate_cli.predictions), the same for every metric
     (b"{}", r"p\.json: expected a list of records, got an object"),
     (b"null", r"p\.json: expected a list of records, got null"),
-    (b"", r"p\.json: not valid JSON \(Expecting value at line 1 column 1\)"),
+    (b"", r"p\.json: empty: no predictions, nothing to score"),
     (b'[{"conversation_id": "a", "turn_index": 1, "conversation_id": "b"}]',
      r"p\.json: not valid JSON \(an object names the key 'conversation_id' twice\)"),
     (b"[" * 100_000 + b"]" * 100_000, r"p\.json: not valid JSON \(nested too deeply\)"),
