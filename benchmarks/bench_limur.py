@@ -50,7 +50,8 @@ def _sample_inputs(n):
 
     folder = registry.samples_dir("limur")
     rows = read_rows(str(folder / "test.jsonl"), "test")
-    replies = adapter.load_predictions(folder / "predictions.json")
+    read = adapter.load_predictions(folder / "predictions.json")
+    replies = {key: adapter.predictions.reply_of(record, adapter.FIELDS) for key, record in read.records.items()}
     refs = [{**rows[i % len(rows)], "meta": {**rows[i % len(rows)]["meta"], "id": i}} for i in range(n)]
     preds = [replies[rows[i % len(rows)]["meta"]["id"]] for i in range(n)]
     return preds, refs

@@ -182,8 +182,3 @@ def match(read, references: list[dict], allow_extra=False, by_position=False, wh
     pairs = predictions.matched(read, [ref["meta"]["id"] for ref in references], by_position=by_position,
                                 allow_extra=allow_extra, references=where)
     return [predictions.reply_of(record, FIELDS) for _, record in pairs]
-
-
-def _some(ids):
-    shown = ", ".join(str(i) for i in ids[:10])
-    return shown + (f", … ({len(ids) - 10} more)" if len(ids) > 10 else "")
