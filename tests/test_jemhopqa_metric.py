@@ -401,8 +401,16 @@ def test_loads_without_qahub(tmp_path):
 def cli_args(**kwargs):
     base = {"predictions": str(SAMPLE / "predictions.json"), "references": str(SAMPLE_DEV), "config": None,
             "split": None, "data_dir": None, "ignore_missing": False, "per_question": None,
-            "dictionary": "core", "synonyms": "none", "user_dic": None, "mirror_url": None, "solver": "assignment"}
+            "dictionary": "core", "synonyms": "none", "user_dic": None, "mirror_url": None, "solver": "assignment",
+            "overwrite": False}
     return argparse.Namespace(**{**base, **kwargs})
+
+
+def run_and_write(args):
+    """The adapter's result, then its files written, as ``qahub evaluate`` does once it has printed the scores."""
+    result = cli.run(args)
+    cli.write_outputs(args)
+    return result
 
 
 def test_cli_formats_and_references_agree(metric, tmp_path):
@@ -446,7 +454,7 @@ def test_cli_references_come_from_rows_only(metric, tmp_path, monkeypatch):
 
 def test_cli_per_question_file(tmp_path):
     out = tmp_path / "scores.tsv"
-    cli.run(cli_args(per_question=str(out)))
+    run_and_write(cli_args(per_question=str(out)))
     lines = [line.split("\t") for line in out.read_text(encoding="utf-8").splitlines()]
     assert lines[0] == ["qid", *OFFICIAL["columns"]]
     assert [line[0] for line in lines[1:]] == [Q1, Q2, Q3]
@@ -459,7 +467,7 @@ def test_cli_ignore_missing_partial_file(tmp_path):
     with pytest.raises(ValueError, match=r"pred.json against .*dev_ver1.2.json: 2 question\(s\) have no predicted"):
         cli.run(cli_args(predictions=str(pred)))
     out = tmp_path / "scores.tsv"
-    result = cli.run(cli_args(predictions=str(pred), ignore_missing=True, per_question=str(out)))
+    result = run_and_write(cli_args(predictions=str(pred), ignore_missing=True, per_question=str(out)))
     assert result["a"] == {"em": 1.0, "score": 1.0} and "er" not in result  # nothing printed as a score
     rows = [line.split("\t") for line in out.read_text(encoding="utf-8").splitlines()[1:]]
     assert rows[0][1:4] == ["1.0", "1.0", ""] and rows[1][1:] == [""] * 11
@@ -809,7 +817,7 @@ def test_per_question_file_writes_values_as_the_official_script(tmp_path):
                                 "derivations": {Q1: [], Q2: [["x", "y", ["z"]]], Q3: []}}, ensure_ascii=False),
                     encoding="utf-8")
     out = tmp_path / "scores.tsv"
-    cli.run(cli_args(predictions=str(pred), per_question=str(out)))
+    run_and_write(cli_args(predictions=str(pred), per_question=str(out)))
     lines = [line.split("\t") for line in out.read_text(encoding="utf-8").splitlines()]
     # Q1: no predicted triples: the official `else 0` gives int 0 for p and f ("0"), recall 0.0 / n is "0.0"
     assert lines[1][1:6] == ["1.0", "1.0", "0", "0.0", "0"]
