@@ -1,6 +1,7 @@
 """The command line with hostile use (issue 15): outputs over inputs, bad --option values, partial builds,
 concurrent builds, signals, symlinked outputs, messages, metric-copy over the user's files, --quiet."""
 
+import http.server
 import json
 import os
 import re
@@ -8,11 +9,11 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import datasets
 import pytest
-from held_server import HeldServer
 from huggingface_hub import DatasetCard
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -299,10 +300,52 @@ def test_rerun_of_build_all_says_the_output_exists(tmp_path, capsys):
 # findings 5 and 6: one build per --out, signals, leftovers of a killed build
 
 
-def _Gate():  # noqa: N802 - made like a class by the fixture
-    """An HTTP mirror whose every request waits until ``release`` (then answers 404): a build downloading from
-    it is held mid-build, with its work folders and lock in place, until the test lets it go."""
-    return HeldServer(lambda handler: handler.send_error(404))
+class _Gate:
+    """An HTTP mirror whose every request waits until ``release`` (then answers 404, or 200 with the JSON
+    ``reply``): a build downloading from it is held mid-build, with its work folders and lock in place, until the
+    test lets it go (and a judge's caller mid-scoring)."""
+
+    def __init__(self, reply=None):
+        self.arrived, self.release = threading.Event(), threading.Event()
+        gate = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                gate.arrived.set()
+                gate.release.wait(120)
+                if reply is None:
+                    self.send_error(404)
+                    return
+                body = json.dumps(reply).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_POST = do_GET  # the judge's requests
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def hold(self, argv, env, waits_for, timeout=180):
+        """``argv`` started with ``env``; returned once it has reached the gate (``waits_for`` says what for)."""
+        proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if not self.arrived.wait(timeout):
+            proc.kill()
+            pytest.fail(f"never reached {waits_for}: {proc.communicate()[1][-2000:]}")
+        return proc
+
+    def close(self):
+        self.release.set()
+        self.server.shutdown()
+        self.server.server_close()
 
 
 @pytest.fixture
@@ -314,13 +357,8 @@ def gate():
 
 def _held_build(gate, out, tmp_path):
     env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "qahub.cli", "build", "jemhopqa", "--config", "v1.2",
-                             "--mirror-url", gate.url, "--out", str(out)],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    if not gate.arrived.wait(180):
-        proc.kill()
-        pytest.fail(f"the build never reached the mirror: {proc.communicate()[1][-2000:]}")
-    return proc
+    return gate.hold([sys.executable, "-m", "qahub.cli", "build", "jemhopqa", "--config", "v1.2",
+                      "--mirror-url", gate.url, "--out", str(out)], env, "the mirror")
 
 
 def _work_files(parent):
@@ -377,14 +415,10 @@ def test_leftovers_of_a_killed_build_are_removed_and_named(gate, tmp_path, capsy
 def test_ctrl_c_while_evaluate_waits_for_the_judge_is_one_line(gate, tmp_path):
     output = tmp_path / "result.json"
     env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "QAHUB_JUDGE_API_KEY": "k"}
-    proc = subprocess.Popen([sys.executable, "-m", "qahub.cli", "evaluate", "limur", "--predictions",
-                             str(LIMUR / "predictions.json"), "--references", str(LIMUR / "test.jsonl"),
-                             "--judge-url", gate.url + "/v1", "--judge-model", "m", "--judge-retries", "0",
-                             "--judge-timeout", "100", "--output", str(output)],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    if not gate.arrived.wait(120):
-        proc.kill()
-        pytest.fail(f"evaluate never called the judge: {proc.communicate()[1][-2000:]}")
+    proc = gate.hold([sys.executable, "-m", "qahub.cli", "evaluate", "limur", "--predictions",
+                      str(LIMUR / "predictions.json"), "--references", str(LIMUR / "test.jsonl"),
+                      "--judge-url", gate.url + "/v1", "--judge-model", "m", "--judge-retries", "0",
+                      "--judge-timeout", "100", "--output", str(output)], env, "the judge", timeout=120)
     proc.send_signal(signal.SIGINT)
     gate.release.set()
     stdout, stderr = proc.communicate(timeout=120)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import evaluate
 import pytest
-from held_server import HeldServer
+from test_cli_safety import _Gate
 from test_fresh_references import QAHUB, copy_export, one_line, qahub, resave, truncate
 
 from qahub import registry
@@ -215,20 +215,10 @@ def test_two_processes_a_batch_of_unequal_counts_is_a_clear_error_in_both(tmp_pa
 # --- --output: created once, and the scores printed even when it cannot be written
 
 
-def grade_one(handler):
-    """An OpenAI-compatible judge's reply: grade 1."""
-    body = json.dumps({"choices": [{"message": {"role": "assistant", "content": "1"}}]}).encode()
-    handler.send_response(200)
-    handler.send_header("Content-Type", "application/json")
-    handler.send_header("Content-Length", str(len(body)))
-    handler.end_headers()
-    handler.wfile.write(body)
-
-
-def HeldJudge():  # noqa: N802 - made like a class by the fixture
-    """A judge on 127.0.0.1 that holds every request until ``release`` (then grades 1): a ``qahub evaluate
-    limur`` using it is held mid-scoring, after its --output was checked."""
-    return HeldServer(grade_one, path="/v1")
+def held_judge():
+    """A judge on 127.0.0.1 that holds every request until ``release``, then grades 1: a ``qahub evaluate limur``
+    using it is held mid-scoring, after its --output was checked."""
+    return _Gate(reply={"choices": [{"message": {"role": "assistant", "content": "1"}}]})
 
 
 @pytest.fixture
@@ -236,7 +226,7 @@ def judges():
     made = []
 
     def make():
-        made.append(HeldJudge())
+        made.append(held_judge())
         return made[-1]
 
     yield make
@@ -247,14 +237,9 @@ def judges():
 def held_evaluate(judge, output, tmp_path):
     """``qahub evaluate limur --output OUTPUT`` on the sample, held at ``judge`` until it is released."""
     env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "QAHUB_JUDGE_API_KEY": "k", "HF_HUB_OFFLINE": "1"}
-    proc = subprocess.Popen([*QAHUB, "--quiet", "evaluate", "limur", "--predictions", str(LIMUR / "predictions.json"),
-                             "--references", str(LIMUR / "test.jsonl"), "--judge-url", judge.url,
-                             "--judge-model", "m", "--judge-retries", "0", "--output", str(output)],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    if not judge.arrived.wait(120):
-        proc.kill()
-        pytest.fail(f"evaluate never called the judge: {proc.communicate()[1][-2000:]}")
-    return proc
+    return judge.hold([*QAHUB, "--quiet", "evaluate", "limur", "--predictions", str(LIMUR / "predictions.json"),
+                       "--references", str(LIMUR / "test.jsonl"), "--judge-url", judge.url + "/v1",
+                       "--judge-model", "m", "--judge-retries", "0", "--output", str(output)], env, "the judge")
 
 
 def scores(printed):
@@ -377,6 +362,36 @@ def test_build_on_a_full_disk_is_one_line_and_leaves_no_lock_or_folder(full_disk
                                      "--out", full_disk.folder / "hub" / "jemhopqa", tmp_path=tmp_path)
     assert code == 1 and "[Errno" in one_line(err)
     assert full_disk.left() == []
+
+
+@pytest.mark.parametrize("option", ["--output", "--per-question"])
+def test_an_output_on_a_full_disk_still_prints_the_scores_and_names_the_file(full_disk, tmp_path, option):
+    if not full_disk.mounted:  # a file-size limit would stop evaluate's own temporary files before any scoring
+        pytest.skip("needs a tmpfs (root); test_a_failed_output_write_still_prints_the_scores covers it without")
+    full_disk.fill(0)
+    target = full_disk.folder / "scores.out"
+    jemhopqa = registry.samples_dir("jemhopqa")
+    code, out, err = full_disk.qahub("--quiet", "evaluate", "jemhopqa", "--predictions", jemhopqa / "predictions.json",
+                                     "--references", jemhopqa / "corpus_ver1.2" / "dev_ver1.2.json", option, target,
+                                     tmp_path=tmp_path)
+    assert code == 1
+    assert json.loads(out)["a"]["em"] > 0  # the scores, printed before the write
+    assert one_line(err).startswith(f"qahub evaluate: error: {option} {target}: ")
+    assert full_disk.left() == []
+
+
+def test_write_output_names_the_file_in_an_error_without_an_errno(tmp_path, monkeypatch):
+    from qahub import files
+
+    def fail(*args, **kwargs):
+        raise OSError("the link could not be made")
+
+    monkeypatch.setattr(files.os, "link", fail)
+    monkeypatch.setattr(files, "open", fail, raising=False)  # the fallback's exclusive create fails too
+    with pytest.raises(OSError) as caught:
+        files.write_output(tmp_path / "out.json", "x\n")
+    assert str(caught.value) == f"--output {tmp_path / 'out.json'}: the link could not be made"
+    assert list(tmp_path.iterdir()) == []
 
 
 # --- damaged exports: harness-tasks names them too (evaluate's cases are in test_fresh_references.py)

@@ -711,10 +711,12 @@ def _evaluate(args) -> int:
         raise ValueError(f"{' and '.join('--' + n.replace('_', '-') for n in written)}: two of them name the same file")
     result = args.scorer.run(args)
     text = json.dumps(result, ensure_ascii=False, indent=2)
-    print(text, flush=True)
-    if args.output:
-        write_output(args.output, text + "\n", overwrite=args.overwrite)
-    getattr(args.scorer, "write_outputs", lambda _: None)(args)  # e.g. JEMHopQA's --per-question
+    try:
+        print(text, flush=True)
+    finally:  # written even when stdout's reader has gone (``| head -1``)
+        if args.output:
+            write_output(args.output, text + "\n", overwrite=args.overwrite)
+        getattr(args.scorer, "write_outputs", lambda _: None)(args)  # e.g. JEMHopQA's --per-question
     return getattr(args.scorer, "exit_status", lambda _: 0)(result)
 
 

@@ -57,8 +57,9 @@ def write_output(path, text: str, overwrite: bool = False, option: str = "--outp
         raise FileExistsError(f"{option} {path}: exists (written since this run began?); pass --overwrite to "
                               "replace it") from None
     except OSError as err:  # e.g. a full disk: the errno alone would not say which file
-        named = f"{option} {path}: {err.strerror or err}"
-        raise (OSError(err.errno, named) if err.errno is not None else OSError(named)) from None
+        named = OSError(f"{option} {path}: {err.strerror or err}")
+        named.errno = err.errno  # kept for callers, out of the message ("[Errno 28] ...")
+        raise named from None
     return target
 
 
