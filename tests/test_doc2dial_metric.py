@@ -818,3 +818,16 @@ def test_cli_never_lets_a_traceback_out(capsys, tmp_path_factory, content):
         assert 0 <= result["exact"] <= 100 and 0 <= result["f1"] <= 100 and err == ""
     else:
         assert code == 1 and out == "" and err.count("\n") == 1 and err.startswith("qahub evaluate: error: "), err
+
+
+# how tests/test_predictions.py scores this corpus's gold replies against its sample export: the metric
+# command and its options, the config and split read, the reply field, and (id fields, gold reply) of each
+# prediction a row of that split gives
+def _answer_span(row):
+    texts = row["answers"]["text"]
+    return texts[0] if texts else ""
+
+
+PREDICTION_CASE = dict(
+    corpus="doc2dial", metric=["doc2dial", "--task", "subtask1"], config="doc2dial_rc", split="validation",
+    reply="prediction_text", items=lambda row: [({"id": row["id"]}, _answer_span(row))])

@@ -1143,3 +1143,11 @@ def test_oracle_top_on_the_real_data(task_api, relpath):
             assert "\n\n" not in target
             scores = spec["score"](target, doc)
             assert scores.pop("unparseable") == 0.0 and set(scores.values()) == {1.0}, (name, doc["qid"], scores)
+
+
+# how tests/test_predictions.py scores this corpus's gold replies against its sample export: the metric
+# command and its options, the config and split read, the reply field, and (id fields, gold reply) of each
+# prediction a row of that split gives
+PREDICTION_CASE = dict(
+    corpus="jemhopqa", metric=["jemhopqa", "--synonyms", "none"], config="v1.2", split="validation", reply="reply",
+    items=lambda row: [({"qid": row["qid"]}, f"回答: {row['answer']}")])

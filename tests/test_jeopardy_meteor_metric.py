@@ -1021,3 +1021,11 @@ def test_the_adapter_has_no_reference_csv_parser():
     assert "export_rows(" in reader and "built_rows(" in reader
     source = inspect.getsource(scoring)
     assert not any(name in source for name in ("import csv", "import json", "read_text(", "read_bytes("))
+
+
+# how tests/test_predictions.py scores this corpus's gold replies against its sample export: the metric
+# command and its options, the config and split read, the reply field, and (id fields, gold reply) of each
+# prediction a row of that split gives
+PREDICTION_CASE = dict(
+    corpus="jeopardy", metric=["jeopardy_meteor"], config="qa", split="validation", reply="prediction",
+    items=lambda row: [({"question_id": row["question_id"]}, f"Ответ: {row['answer']}")])

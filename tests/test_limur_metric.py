@@ -1615,3 +1615,11 @@ def test_ctrl_c_drops_the_queued_judge_requests():
         JUDGE.judge_all(items, judge, "test", concurrency=1)
     released.set()
     assert calls[:2] == ["a0", "a1"] and len(calls) <= 3  # a2 may have started before the interrupt was read
+
+
+# how tests/test_predictions.py scores this corpus's gold replies against its sample export: the metric
+# command and its options, the config and split read, the reply field, and (id fields, gold reply) of each
+# prediction a row of that split gives
+PREDICTION_CASE = dict(
+    corpus="limur", metric=["limur"], config="all", split="validation", reply="outputs",
+    items=lambda row: [({"id": row["meta"]["id"]}, f"Ответ: {row['outputs']}")])

@@ -8,6 +8,8 @@ reply, a repeated, null or non-text id, ``/dev/zero``, a file over the size cap,
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import json
 import re
 import resource
@@ -19,36 +21,27 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from qahub import registry
+
 QAHUB = str(Path(sys.executable).with_name("qahub"))
 FOUR_GIB = 4 << 30
 ERROR_LINE = r"qahub evaluate: error: [^\n]+\n"
 
 
-def _answer_span(row):
-    texts = row["answers"]["text"]
-    return texts[0] if texts else ""
+def _cases():
+    """Each corpus's ``PREDICTION_CASE``, declared beside its metric's tests (``tests/test_<metric>_metric.py``):
+    the metric command and its options, the config and split read, the reply field, and (id fields, gold reply)
+    of each prediction a row of that split gives."""
+    cases = {}
+    for metric in registry.metric_names():
+        if importlib.util.find_spec(f"test_{metric}_metric") is not None:
+            case = getattr(importlib.import_module(f"test_{metric}_metric"), "PREDICTION_CASE", None)
+            if case is not None:
+                cases[case["corpus"]] = case
+    return cases
 
 
-# corpus -> how to score gold replies against its sample export: the metric and its options, the config and
-# split read, the reply field, and (id fields, reply) of each prediction a split's row gives
-CASES = {
-    "jeopardy": dict(
-        metric=["jeopardy_meteor"], config="qa", split="validation", reply="prediction",
-        items=lambda row: [({"question_id": row["question_id"]}, f"Ответ: {row['answer']}")]),
-    "jemhopqa": dict(
-        metric=["jemhopqa", "--synonyms", "none"], config="v1.2", split="validation", reply="reply",
-        items=lambda row: [({"qid": row["qid"]}, f"回答: {row['answer']}")]),
-    "limur": dict(
-        metric=["limur"], config="all", split="validation", reply="outputs",
-        items=lambda row: [({"id": row["meta"]["id"]}, f"Ответ: {row['outputs']}")]),
-    "topical_chat": dict(
-        metric=["topical_chat"], config="conversations", split="test_freq", reply="response",
-        items=lambda row: [({"conversation_id": row["conversation_id"], "turn_index": i}, turn["message"])
-                           for i, turn in enumerate(row["turns"]) if i]),
-    "doc2dial": dict(
-        metric=["doc2dial", "--task", "subtask1"], config="doc2dial_rc", split="validation", reply="prediction_text",
-        items=lambda row: [({"id": row["id"]}, _answer_span(row))]),
-}
+CASES = _cases()
 CORPORA = sorted(CASES)
 
 

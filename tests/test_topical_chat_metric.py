@@ -710,3 +710,12 @@ def test_task_and_metric_score_alike(exported, metric):
     assert task["bleu"] == result["bleu"] and task["knowledge_f1"] == result["knowledge_f1"]
     assert (task["distinct_1"], task["distinct_2"]) == (result["distinct_1"], result["distinct_2"])
     assert task["f1"] == pytest.approx(result["f1"]) and task["unparseable"] == pytest.approx(1 / 3)
+
+
+# how tests/test_predictions.py scores this corpus's gold replies against its sample export: the metric
+# command and its options, the config and split read, the reply field, and (id fields, gold reply) of each
+# prediction a row of that split gives
+PREDICTION_CASE = dict(
+    corpus="topical_chat", metric=["topical_chat"], config="conversations", split="test_freq", reply="response",
+    items=lambda row: [({"conversation_id": row["conversation_id"], "turn_index": i}, turn["message"])
+                       for i, turn in enumerate(row["turns"]) if i])
