@@ -519,8 +519,9 @@ def _publish_one(folder: Path, repo_id: str, repo_type: str, args, corpus: str |
 
 def _say_left_out(plan):
     if plan.left_out:
-        shown = ", ".join(plan.left_out[:10]) + (f" and {len(plan.left_out) - 10} more" if len(plan.left_out) > 10 else "")
-        print(f"  not uploaded (not part of the export): {shown}")
+        from qahub.files import listed
+
+        print(f"  not uploaded (not part of the export): {listed(plan.left_out, 10)}")
 
 
 def _add_publish_metric(commands):
@@ -568,7 +569,7 @@ def copy_metric(metric: str, out_dir: Path, name: str | None = None, overwrite: 
     import shutil
     import uuid
 
-    from qahub.files import first_missing, remove_empty
+    from qahub.files import first_missing, listed, remove_empty
 
     name = name or metric
     target = out_dir / name
@@ -582,8 +583,7 @@ def copy_metric(metric: str, out_dir: Path, name: str | None = None, overwrite: 
                                   "--overwrite only replaces an earlier copy")
         foreign = _foreign_files(target, metric, name)
         if foreign:
-            shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
-            raise FileExistsError(f"{target}: is not a copy of the {metric} metric: it holds {shown}; "
+            raise FileExistsError(f"{target}: is not a copy of the {metric} metric: it holds {listed(foreign)}; "
                                   "--overwrite only replaces an earlier copy")
     created = first_missing(out_dir)
     staging = out_dir / f".{name}.partial-{uuid.uuid4().hex[:8]}"

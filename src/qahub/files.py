@@ -94,6 +94,11 @@ def _link_new(tmp: str, target: Path, text: str, encoding: str):
                 raise
 
 
+def listed(names, limit: int = 5) -> str:
+    """The first ``limit`` names, comma-separated, and how many more there are."""
+    return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
 def first_missing(folder: Path) -> Path | None:
     """The outermost ancestor of ``folder`` (or itself) that does not exist yet."""
     missing = None

@@ -20,6 +20,7 @@ from types import SimpleNamespace
 
 import qahub
 from qahub import registry
+from qahub.files import listed
 
 logger = logging.getLogger(__name__)
 MARKER = "qahub_tasks.json"  # written in every generated folder: what it holds, and proof that qahub wrote it
@@ -103,9 +104,8 @@ def _check_out(out: Path, overwrite: bool) -> list[str]:
     earlier = _written_before(out)
     foreign = [f"{name}/{rel}" for name in earlier if (out / name).is_dir() for rel in _foreign_in_task(out / name)]
     if foreign:
-        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
-        raise FileExistsError(f"{out}: the task folders qahub wrote there now hold other files ({shown}); move them "
-                              "out of those folders, then rerun with --overwrite (it replaces the task folders)")
+        raise FileExistsError(f"{out}: the task folders qahub wrote there now hold other files ({listed(foreign)}); "
+                              "move them out of those folders, then rerun with --overwrite (it replaces the task folders)")
     return earlier
 
 

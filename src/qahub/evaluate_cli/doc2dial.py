@@ -88,9 +88,7 @@ def _records(read, references, args, metric_module, source):
 
 def read_json_list(path: Path) -> list:
     """The records of a references file ``[{id, answers}]`` / ``[{id, utterance}]``, read as predictions are."""
-    read = predictions.read(path, REFERENCE_FIELDS)
-    if read.replies is not None:
-        raise ValueError(f"{path}: expected reference records with an 'id', got a list without ids")
+    read = predictions.read_references(path, REFERENCE_FIELDS, "an 'id'")
     return [{**record, "id": key} for key, record in read.records.items()]
 
 

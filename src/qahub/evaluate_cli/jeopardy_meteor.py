@@ -212,9 +212,7 @@ def _row_ids(path, rows):
 
 def _reference_records(path):
     """The rows of a JSON / JSON Lines file of reference records, read as predictions files are."""
-    rows = predictions.read(path, REFERENCE_FIELDS)
-    if rows.replies is not None:
-        raise ValueError(f"{path}: expected reference records with a question id, got a list without ids")
+    rows = predictions.read_references(path, REFERENCE_FIELDS, "a question id")
     out = {}
     for qid, record in rows.records.items():
         where = f"{path}: record {rows.where[qid]}"

@@ -111,6 +111,15 @@ def read(path, fields: Fields, unwrap=None) -> Predictions:
     return _predictions(path, fields, items)
 
 
+def read_references(path, fields: Fields, id_name: str) -> Predictions:
+    """A file of reference records, read as predictions are; a list without ids is refused (``id_name`` says
+    which id the records need)."""
+    records = read(path, fields)
+    if records.replies is not None:
+        raise ValueError(f"{path}: expected reference records with {id_name}, got a list without ids")
+    return records
+
+
 def read_bytes(path) -> bytes:
     """At most ``max_bytes()`` of ``path``; a larger file (or a device that never ends) is an error."""
     limit = max_bytes()
@@ -169,7 +178,7 @@ def _predictions(path, fields, items) -> Predictions:
     out = Predictions(path, fields)
     if not items:
         raise _error(path, None, "holds no predictions: nothing to score")
-    if items and not any(isinstance(value, dict) for _, value in items):
+    if not any(isinstance(value, dict) for _, value in items):
         out.replies = [value for _, value in items]
         return out
     for where, record in items:
