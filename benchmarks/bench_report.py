@@ -9,6 +9,7 @@ floor; peak memory above the imports <= 2x the size of the samples files.
 
 from __future__ import annotations
 
+import ast
 import json
 import random
 import tempfile
@@ -66,9 +67,10 @@ def write_run(folder: Path, model: str, seed: int) -> int:
         metrics = task_metrics(spec)
         items = {m: [] for m in metrics}
         path = folder / f"samples_{task}_{DATE}.jsonl"
+        corpus = random.Random(task)  # every run answers the same documents with the same targets, as two models do
         with open(path, "w", encoding="utf-8") as handle:
             for i in range(DOCS):
-                doc, gold = make_doc(task, i, rng), sentence(rng)
+                doc, gold = make_doc(task, i, corpus), sentence(corpus)
                 reply = gold if rng.random() < 0.3 else sentence(rng)
                 values = {m: item(metric, reply, gold, rng) for m, metric in metrics.items()}
                 for m, value in values.items():
@@ -109,9 +111,24 @@ def prepare_ours(root):
 
 
 def ours(root, imported_mb):
-    from qahub.report import write_report
+    """The imports' size, the workers' count and the largest worker's peak (all of them run side by side)."""
+    import resource
+
+    from qahub.report import qahub_tasks, write_report
+    from qahub.report.workers import jobs
 
     write_report([f"a={root}/a", f"b={root}/b"], f"{root}/out", resamples=RESAMPLES, progress=False)
+    worker_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # KiB on Linux; 0 without workers
+    return imported_mb, jobs(None, len(qahub_tasks())), worker_mb
+
+
+prepare_one_worker = prepare_ours
+
+
+def one_worker(root, imported_mb):
+    from qahub.report import write_report
+
+    write_report([f"a={root}/a", f"b={root}/b"], f"{root}/out1", resamples=RESAMPLES, progress=False, jobs=1)
     return imported_mb
 
 
@@ -130,11 +147,17 @@ def run() -> list[dict]:
         size = sum(write_run(Path(tmp) / name, name, seed) for name, seed in (("a", 1), ("b", 2)))
         base = measure("bench_report:floor", tmp)
         mine = measure("bench_report:ours", tmp)
+        alone = measure("bench_report:one_worker", tmp)
     size_mb = size / 2**20
-    above = mine[1] - float(mine[2])
+    imported_mb, workers, worker_mb = ast.literal_eval(mine[2])
+    # each worker is forked with the imports: its peak above them, once per worker (an upper bound: they overlap)
+    above = mine[1] - imported_mb + (workers * max(worker_mb - imported_mb, 0) if workers > 1 else 0)
     time_ok = mine[0] <= 3 * base[0]
     memory_ok = above <= 2 * size_mb
-    note = (f"{mine[0] / base[0]:.2f}x the json floor (target <= 3x: {'ok' if time_ok else 'MISSED'}); "
-            f"{above:.0f} MiB above imports for {size_mb:.0f} MiB of samples (target <= 2x: "
-            f"{'ok' if memory_ok else 'MISSED'})")
-    return [row(f"report 2 runs x every task x {DOCS:,} docs, {RESAMPLES:,} resamples", mine, base, note)]
+    note = (f"{mine[0] / base[0]:.2f}x the json floor with {workers} worker(s) (target <= 3x: "
+            f"{'ok' if time_ok else 'MISSED'}); {above:.0f} MiB above imports, workers included, for {size_mb:.0f} "
+            f"MiB of samples (target <= 2x: {'ok' if memory_ok else 'MISSED'})")
+    name = f"report 2 runs x every task x {DOCS:,} docs, {RESAMPLES:,} resamples"
+    note_alone = (f"{alone[0] / base[0]:.2f}x the json floor on one CPU (--jobs 1; no target: the default uses "
+                  f"every CPU); {alone[1] - float(alone[2]):.0f} MiB above imports")
+    return [row(name, mine, base, note), row(f"{name}, --jobs 1", alone, base, note_alone)]

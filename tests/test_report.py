@@ -180,6 +180,39 @@ def test_same_seed_same_report_json_and_the_outputs_are_whole(report, runs, tmp_
     assert "## qahub_topical_chat_rare" in markdown and markdown in done.stdout
 
 
+def test_any_number_of_workers_writes_the_same_report_byte_for_byte(report, runs, tmp_path):
+    out = report[0]
+    for jobs in ("1", "3"):
+        again = tmp_path / f"jobs{jobs}"
+        done = qahub("report", f"half={runs['half']}", f"oracle={runs['oracle']}", "--out", str(again),
+                     "--resamples", "300", "--jobs", jobs)
+        assert done.returncode == 0, done.stderr
+        written = sorted(p.relative_to(again) for p in again.rglob("*") if p.is_file())
+        assert written == sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file())
+        assert all((again / p).read_bytes() == (out / p).read_bytes() for p in written), jobs
+
+
+def test_jobs_below_1_is_one_line(runs, tmp_path):
+    done = qahub("report", str(runs["half"]), "--out", str(tmp_path / "out"), "--jobs", "0")
+    assert done.returncode == 1 and "--jobs 0: must be at least 1" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def _dies(task):
+    os._exit(3)
+
+
+def test_a_worker_that_dies_is_a_report_error_naming_jobs_1():
+    from qahub.report.workers import each
+
+    class Bar:
+        def update(self, n):
+            pass
+
+    with pytest.raises(report_runs.ReportError, match="rerun with --jobs 1"):
+        each(_dies, ["a", "b"], {}, 2, Bar())
+
+
 def test_a_different_limit_pairs_the_common_documents_and_says_so(runs, tmp_path):
     out = tmp_path / "limited"
     done = qahub("report", f"full={runs['half']}", f"two={runs['limited']}", "--out", str(out), "--resamples", "50")
@@ -208,12 +241,13 @@ def _no_samples(folder):
     return "rerun lm_eval with --log_samples"
 
 
+@pytest.mark.parametrize("jobs", ["1", "2"])
 @pytest.mark.parametrize("damage", [_broken_line, _no_samples])
-def test_bad_input_is_one_line_naming_the_file_and_nothing_is_written(runs, tmp_path, damage):
+def test_bad_input_is_one_line_naming_the_file_and_nothing_is_written(runs, tmp_path, damage, jobs):
     run = _copy(runs["half"], tmp_path / "run")
     message = damage(run)
     out = tmp_path / "out"
-    done = qahub("report", str(run), "--out", str(out))
+    done = qahub("report", str(run), "--out", str(out), "--jobs", jobs)
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert not out.exists() and [p.name for p in tmp_path.iterdir()] == ["run"]
@@ -295,3 +329,18 @@ def test_a_samples_line_reads_as_json_reads_it(escaped, raw):
     """Lone surrogates and NaN escaped as json.dumps writes them; any other text written raw (UTF-8)."""
     for line in (json.dumps({"doc": escaped}), json.dumps({"doc": raw}, ensure_ascii=False)):
         assert repr(report_runs.load_line(line.encode("utf-8") + b"\n")) == repr(json.loads(line))
+
+
+# the characters and strings 13a's rules look at, joined in any order
+THIRTEEN_A = hypothesis.strategies.lists(hypothesis.strategies.sampled_from(
+    list("aZ9 .,-'&;<>\n\t\x01é?!/") + ["&quot;", "&amp;", "&lt;", "<skipped>", "-\n", "5.", ".5"])).map("".join)
+
+
+@hypothesis.given(hypothesis.strategies.one_of(THIRTEEN_A, ANY_TEXT))
+def test_the_report_s_13a_rules_tokenize_as_sacrebleu_s(line):
+    from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
+
+    from qahub.report.ngrams import _13a
+
+    tokenizer = Tokenizer13a()
+    assert _13a(tokenizer)(line) == tokenizer(line)

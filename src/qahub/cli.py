@@ -807,6 +807,8 @@ def _add_report(commands):
     p.add_argument("--seed", type=int, default=12345, help="random seed (default: 12345, sacrebleu's)")
     p.add_argument("--confidence", type=float, default=0.95, help="interval level (default: 0.95)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing folder that is not a report")
+    p.add_argument("--jobs", type=int, help="tasks reported side by side, one process each (default: one per CPU "
+                                            "on Linux, 1 elsewhere); the numbers are the same for any --jobs")
     p.set_defaults(func=_report)
 
 
@@ -814,7 +816,8 @@ def _report(args) -> int:
     from qahub.report import write_report
 
     data = write_report(args.runs, args.out, baseline=args.baseline, resamples=args.resamples, seed=args.seed,
-                        confidence=args.confidence, overwrite=args.overwrite, progress=not args.quiet)
+                        confidence=args.confidence, overwrite=args.overwrite, progress=not args.quiet,
+                        jobs=args.jobs)
     print(Path(args.out, "report.md").read_text(encoding="utf-8"))
     print(f"wrote {Path(args.out).absolute()} ({len(data['tasks'])} tasks, {len(data['runs'])} runs)")
     return 0

@@ -214,19 +214,28 @@ def holm(tasks: dict):
             c["p_holm"] = float(p)
 
 
-def report_data(runs, skipped, specs, settings, progress) -> dict:
-    tasks = {}
-    for task in sorted({t for run in runs for t in run.tasks}):
-        having = [run for run in runs if task in run.tasks]
-        tasks[task] = task_report(task, specs[task], having, settings["baseline"], settings)
-        progress.update(1)
-    holm(tasks)
-    return {"settings": settings,
+def report_data(runs, skipped, specs, settings, progress, workers=1) -> tuple[dict, dict]:
+    """The report's numbers and ``{task: {figure name: PNG}}``; each task read, resampled and drawn by itself
+    (in ``workers`` processes side by side)."""
+    from .render import task_figures
+    from .workers import each
+
+    def work(task):
+        having = [run.with_task(task, specs[task]) for run in runs if task in run.samples]
+        entry = task_report(task, specs[task], having, settings["baseline"], settings)
+        return entry, task_figures(task, entry)
+
+    tasks = task_names(runs)
+    sizes = {task: sum(run.samples[task].stat().st_size for run in runs if task in run.samples) for task in tasks}
+    done = each(work, tasks, sizes, workers, progress)
+    entries = {task: entry for task, (entry, _) in done.items()}
+    holm(entries)
+    data = {"settings": settings,
             "runs": {run.name: {"path": run.path, "model": run.model, "results_file": run.results_file}
                      for run in runs},
-            "tasks": tasks, "skipped": skipped}
+            "tasks": entries, "skipped": skipped}
+    return data, {task: images for task, (_, images) in done.items()}
 
 
-def units(runs) -> int:
-    """Resampling steps, for the progress bar: one per task."""
-    return len({t for run in runs for t in run.tasks})
+def task_names(runs) -> list:
+    return sorted({t for run in runs for t in run.samples})

@@ -32,29 +32,50 @@ def _tokenize(tokenizer, segments: tuple) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _13a(tokenizer):
-    """A 13a ``tokenizer`` without its lru_cache (the joined line is huge) and with its first rule (pad a set of
-    characters with spaces) leaving out the space: one regex match per space otherwise, for the same tokens."""
+    """A 13a ``tokenizer`` without its lru_cache (the joined line is huge), its rules run as ``re.split`` with the
+    replacement put around the split-out groups (Python 3.11 runs Python code for every match of a template with
+    group references): the same tokens. Any tokenizer but sacrebleu 2's 13a runs as it is."""
     from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 
     rules = getattr(getattr(tokenizer, "_post_tokenizer", None), "_re", None)
-    if type(tokenizer) is not Tokenizer13a or not rules or rules[0][0].pattern != _PAD_RULE or rules[0][1] != r" \1 ":
+    if type(tokenizer) is not Tokenizer13a or [(rule.pattern, template) for rule, template in rules or ()] != _RULES:
         return getattr(type(tokenizer).__call__, "__wrapped__", tokenizer.__call__).__get__(tokenizer)
-    # the characters rule 1 pads, but the space (padding it only adds spaces, which the last step collapses)
+    # rule 1 leaves out the space (padding it only adds spaces, which the last step collapses): a match per space else
     pad = re.compile("([" + re.escape("".join(c for c in map(chr, range(33, 128)) if rules[0][0].fullmatch(c))) + "])")
+    steps = [_split_sub(pad, rules[0][1])] + [_split_sub(rule, template) for rule, template in rules[1:]]
 
     def call(line):
         line = line.replace("<skipped>", "").replace("-\n", "").replace("\n", " ")
         if "&" in line:
             line = line.replace("&quot;", '"').replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">")
-        line = pad.sub(r" \1 ", f" {line} ")
-        for rule, replacement in rules[1:]:
-            line = rule.sub(replacement, line)
+        line = f" {line} "
+        for step in steps:
+            line = step(line)
         return " ".join(line.split())
 
     return call
 
 
-_PAD_RULE = r"([\{-\~\[-\` -\&\(-\+\:-\@\/])"  # sacrebleu 2's 13a rule 1: ASCII punctuation, padded
+def _split_sub(rule, template):
+    """``rule.sub(template, line)`` for a template that names each of the rule's groups once, in order, with text
+    around them (no group of these rules can be unmatched)."""
+    pieces = re.split(r"\\([1-9])", template)  # text, group number, text, ..., text
+    texts, width = pieces[::2], rule.groups + 1
+    formats = [texts[i] + "{}" + (texts[-1] if i == rule.groups - 1 else "") for i in range(rule.groups)]
+
+    def sub(line):
+        parts = rule.split(line)
+        for i, form in enumerate(formats, 1):
+            parts[i::width] = map(form.format, parts[i::width])
+        return "".join(parts)
+
+    return sub
+
+
+# sacrebleu 2's 13a rules (sacrebleu/tokenizers/tokenizer_re.py): pad ASCII punctuation; split off a period or
+# comma unless a digit is before it, or after it; a dash after a digit
+_RULES = [(r"([\{-\~\[-\` -\&\(-\+\:-\@\/])", r" \1 "), (r"([^0-9])([\.,])", r"\1 \2 "),
+          (r"([\.,])([^0-9])", r" \1 \2"), (r"([0-9])(-)", r"\1 \2 ")]
 
 
 def token_ids(tokenized: tuple) -> tuple[np.ndarray, np.ndarray]:

@@ -56,7 +56,14 @@ class Run:
     path: str
     model: str
     results_file: str
-    tasks: dict = field(default_factory=dict)
+    results: dict = field(default_factory=dict, repr=False)  # the results file's contents
+    samples: dict = field(default_factory=dict)  # task -> its samples file
+    tasks: dict = field(default_factory=dict)  # task -> TaskRun, read when that task is reported (``with_task``)
+
+    def with_task(self, task: str, spec: dict) -> Run:
+        """This run with ``task``'s samples read."""
+        read = read_task(task, self.samples[task], self.results, spec, self.results_file)
+        return Run(self.name, self.path, self.model, self.results_file, self.results, self.samples, {task: read})
 
 
 # aggregation (lm-eval's name or the task_api function's name) -> how a report resamples it
@@ -131,7 +138,7 @@ def read_run(name: str | None, path: Path, specs: dict) -> tuple[Run, list[str]]
     results = read_json(chosen)
     date = RESULTS.match(chosen.name)["date"]
     model = str(results.get("model_name") or results.get("model_name_sanitized") or chosen.parent.name)
-    run = Run(name or model, str(path), model, str(chosen))
+    run = Run(name or model, str(path), model, str(chosen), results)
     skipped = []
     for task in sorted(results["results"]):
         if task not in specs:
@@ -141,8 +148,8 @@ def read_run(name: str | None, path: Path, specs: dict) -> tuple[Run, list[str]]
         if not samples.is_file():
             raise ReportError(f"{chosen}: task {task} has no samples file {samples.name}; "
                               "rerun lm_eval with --log_samples")
-        run.tasks[task] = read_task(task, samples, results, specs[task], str(chosen))
-    if not run.tasks:
+        run.samples[task] = samples
+    if not run.samples:
         raise ReportError(f"{chosen}: holds no qahub task (it has {', '.join(sorted(results['results'])) or 'none'})")
     return run, skipped
 
