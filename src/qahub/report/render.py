@@ -128,7 +128,9 @@ def _bars(title, labels, series) -> bytes:
     import matplotlib.pyplot as plt
     import numpy as np
 
-    fig, ax = plt.subplots(figsize=(max(4, 1.2 * len(labels) * max(1, len(series)) * 0.6 + 2), 3.2), dpi=80)
+    legend = 0.5 + 0.07 * max([len(str(run)) for run in series] or [0])  # inches beside the bars for the run names
+    width_in = max(4, 1.2 * len(labels) * max(1, len(series)) * 0.6 + 2) + legend
+    fig, ax = plt.subplots(figsize=(width_in, 3.2), dpi=80)
     width = 0.8 / max(1, len(series))
     x = np.arange(len(labels))
     for i, (run, cells) in enumerate(series.items()):
@@ -139,8 +141,10 @@ def _bars(title, labels, series) -> bytes:
                capsize=3, label=run)
     ax.set_xticks(x, labels, rotation=20 if len(labels) > 3 else 0)
     ax.set_title(title, fontsize=10, y=1.0)  # a fixed place: placing it above the ticks measures them
-    ax.legend(fontsize=8, loc="upper right")  # "best" tries every place against every bar
-    fig.subplots_adjust(left=0.12, right=0.98, top=0.88, bottom=0.14)  # fixed margins: tight_layout is slow
+    # the legend beside the bars, not over them ("best" tries every place against every bar: slow)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    # fixed margins: tight_layout is slow
+    fig.subplots_adjust(left=0.5 / width_in, right=1 - legend / width_in, top=0.88, bottom=0.22 if len(labels) > 3 else 0.14)
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", metadata={"Software": None})
     plt.close(fig)
