@@ -110,26 +110,30 @@ def prepare_ours(root):
     return root, peak_rss_mb()
 
 
-def ours(root, imported_mb):
+def ours(root, imported_mb, jobs=None):
     """The imports' size, the workers' count and the largest worker's peak (all of them run side by side)."""
     import resource
 
     from qahub.report import qahub_tasks, write_report
-    from qahub.report.workers import jobs
+    from qahub.report.workers import jobs as workers
 
-    write_report([f"a={root}/a", f"b={root}/b"], f"{root}/out", resamples=RESAMPLES, progress=False)
+    write_report([f"a={root}/a", f"b={root}/b"], f"{root}/out-{jobs}", resamples=RESAMPLES, progress=False, jobs=jobs)
     worker_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # KiB on Linux; 0 without workers
-    return imported_mb, jobs(None, len(qahub_tasks())), worker_mb
+    return imported_mb, workers(jobs, len(qahub_tasks())), worker_mb
 
 
 prepare_one_worker = prepare_ours
 
 
 def one_worker(root, imported_mb):
-    from qahub.report import write_report
+    return ours(root, imported_mb, jobs=1)
 
-    write_report([f"a={root}/a", f"b={root}/b"], f"{root}/out1", resamples=RESAMPLES, progress=False, jobs=1)
-    return imported_mb
+
+def above_imports(measured) -> tuple[int, float]:
+    """The workers and the peak memory above the imports of a measured ``ours``: each worker is forked with the
+    imports, its peak above them counted once per worker (an upper bound: they overlap)."""
+    imported_mb, workers, worker_mb = ast.literal_eval(measured[2])
+    return workers, measured[1] - imported_mb + (workers * max(worker_mb - imported_mb, 0) if workers > 1 else 0)
 
 
 def floor(root):
@@ -149,9 +153,7 @@ def run() -> list[dict]:
         mine = measure("bench_report:ours", tmp)
         alone = measure("bench_report:one_worker", tmp)
     size_mb = size / 2**20
-    imported_mb, workers, worker_mb = ast.literal_eval(mine[2])
-    # each worker is forked with the imports: its peak above them, once per worker (an upper bound: they overlap)
-    above = mine[1] - imported_mb + (workers * max(worker_mb - imported_mb, 0) if workers > 1 else 0)
+    workers, above = above_imports(mine)
     time_ok = mine[0] <= 3 * base[0]
     memory_ok = above <= 2 * size_mb
     note = (f"{mine[0] / base[0]:.2f}x the json floor with {workers} worker(s) (target <= 3x: "
@@ -159,5 +161,5 @@ def run() -> list[dict]:
             f"MiB of samples (target <= 2x: {'ok' if memory_ok else 'MISSED'})")
     name = f"report 2 runs x every task x {DOCS:,} docs, {RESAMPLES:,} resamples"
     note_alone = (f"{alone[0] / base[0]:.2f}x the json floor on one CPU (--jobs 1; no target: the default uses "
-                  f"every CPU); {alone[1] - float(alone[2]):.0f} MiB above imports")
+                  f"every CPU); {above_imports(alone)[1]:.0f} MiB above imports")
     return [row(name, mine, base, note), row(f"{name}, --jobs 1", alone, base, note_alone)]

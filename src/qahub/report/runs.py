@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import operator
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -62,8 +62,7 @@ class Run:
 
     def with_task(self, task: str, spec: dict) -> Run:
         """This run with ``task``'s samples read."""
-        read = read_task(task, self.samples[task], self.results, spec, self.results_file)
-        return Run(self.name, self.path, self.model, self.results_file, self.results, self.samples, {task: read})
+        return replace(self, tasks={task: read_task(task, self.samples[task], self.results, spec, self.results_file)})
 
 
 # aggregation (lm-eval's name or the task_api function's name) -> how a report resamples it
