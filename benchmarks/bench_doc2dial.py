@@ -14,7 +14,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from _common import measure, row
+from _common import copies_for, measure, row
 
 DOCS, TRAIN, VALIDATION = 488, 3474, 661
 RELEASE = "doc2dial/v1.0.1"
@@ -64,7 +64,7 @@ def make_source(folder: Path, megabytes: float):
         size = sum(p.stat().st_size for p in folder.rglob("*.json"))
         if size >= megabytes * 1e6:
             return
-        factor = int(factor * megabytes * 1e6 / size * 1.05) + 1
+        factor = copies_for(megabytes, size / factor)  # copies of the sample release
         shutil.rmtree(folder)
 
 

@@ -50,10 +50,9 @@ def _sample_inputs(n):
 
     folder = registry.samples_dir("limur")
     rows = read_rows(str(folder / "test.jsonl"), "test")
-    read = adapter.load_predictions(folder / "predictions.json")
-    replies = {key: adapter.predictions.reply_of(record, adapter.FIELDS) for key, record in read.records.items()}
+    replies = adapter.match(adapter.load_predictions(folder / "predictions.json"), rows)  # in the rows' order
     refs = [{**rows[i % len(rows)], "meta": {**rows[i % len(rows)]["meta"], "id": i}} for i in range(n)]
-    preds = [replies[rows[i % len(rows)]["meta"]["id"]] for i in range(n)]
+    preds = [replies[i % len(rows)] for i in range(n)]
     return preds, refs
 
 

@@ -55,7 +55,10 @@ def write_train(real_dir, out_dir, conversations=TRAIN_CONVERSATIONS) -> int:
 
     Run in a child process: a parent's peak RSS at the fork would count in the measured children's peaks.
     """
-    pool = _pool(real_dir)
+    return _write_train(_pool(real_dir), out_dir, conversations)
+
+
+def _write_train(pool, out_dir, conversations) -> int:
     train = {f"t_bench-{i:06d}": pool[i % len(pool)] for i in range(conversations)}
     path = Path(out_dir) / "conversations" / "train.json"
     path.parent.mkdir(parents=True)
@@ -78,7 +81,7 @@ def make_source(folder, megabytes):
     root = real if (real / "conversations" / "valid_freq.json").is_file() else samples_dir("topical_chat")
     pool = _pool(root)
     one = sum(len(json.dumps(c, separators=(",", ":")).encode()) for c in pool) / len(pool)
-    write_train(root, folder, copies_for(megabytes, one))
+    _write_train(pool, folder, copies_for(megabytes, one))
 
 
 def _side_by_side(name, data_dir, splits, scratch, note):

@@ -30,7 +30,7 @@ class Setting:
                 value = int(text)
             except ValueError:
                 raise ValueError(f"expected an integer >= {self.least}, got {text!r}") from None
-            if value < self.least:
+            if not self.in_range(value):
                 raise ValueError(f"expected an integer >= {self.least}, got {value}")
             return value
         if self.kind == "seconds":
@@ -38,7 +38,7 @@ class Setting:
                 value = float(text)
             except ValueError:
                 value = math.nan
-            if not math.isfinite(value) or value < 0 or (self.strict and value == 0):
+            if not self.in_range(value):
                 raise ValueError(f"expected a finite number of seconds {self.bound}, got {text!r}")
             return value
         if self.kind == "choice" and text not in self.choices:
@@ -48,17 +48,23 @@ class Setting:
     def check(self, value):
         """A value given to ``compute``, checked; a ValueError names the keyword."""
         if self.kind == "integer":
-            ok = isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= self.least
+            ok = isinstance(value, numbers.Integral) and not isinstance(value, bool) and self.in_range(value)
             what = "a positive integer" if self.least == 1 else "a non-negative integer"
         elif self.kind == "seconds":
             number = as_float(value)
-            ok = number is not None and math.isfinite(number) and (number > 0 if self.strict else number >= 0)
+            ok = number is not None and self.in_range(number)
             what = f"a {'positive' if self.strict else 'non-negative'} number of seconds"
         else:
             return value
         if not ok:
             raise ValueError(f"{self.keyword} must be {what}, got {value!r}")
         return value
+
+    def in_range(self, number):
+        """Whether an integer or a number of seconds is in the setting's range (``least``; finite, ``bound``)."""
+        if self.kind == "integer":
+            return number >= self.least
+        return math.isfinite(number) and (number > 0 if self.strict else number >= 0)
 
     @property
     def bound(self):

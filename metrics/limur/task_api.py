@@ -68,9 +68,7 @@ def score(reply, doc):
             "unparseable": int(row["strict_letter"] is None)}
 
 
-# {setting: its QAHUB_JUDGE_ variable}, as judge_settings.SETTINGS declares them; MERA's variables
-# (benchmark_tasks/mera_judge.py) are read where the QAHUB_JUDGE_ one is unset
-JUDGE_ENV = {name: setting.env for name, setting in SETTING.items() if setting.env}
+# MERA's variables (benchmark_tasks/mera_judge.py), read where the QAHUB_JUDGE_ one is unset
 MERA_ENV = {"url": "LM_EVAL_JUDGE_API_BASE", "model": "LM_EVAL_JUDGE_MODEL", "template": "LM_EVAL_JUDGE_PROMPT",
             "api_key": ("OPENAI_API_KEY", "LM_EVAL_JUDGE_API_KEY")}
 # where this task's judge differs from the metric's defaults: MERA's prompt, and a run's replies 8 at a time

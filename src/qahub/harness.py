@@ -31,16 +31,16 @@ class HarnessError(ValueError):
 
 
 def task_api(corpus: str):
-    """The ``task_api`` module of the metric that declares ``CORPUS = corpus``."""
-    apis = _task_apis()
-    if corpus not in apis:
-        raise HarnessError(f"unknown corpus {corpus!r}; harness tasks exist for: {', '.join(sorted(apis))}")
-    return apis[corpus]
+    """The ``task_api`` module of the metric that declares ``CORPUS = corpus``; no other corpus's is imported."""
+    metric_of = _metric_of()
+    if corpus not in metric_of:
+        raise HarnessError(f"unknown corpus {corpus!r}; harness tasks exist for: {', '.join(sorted(metric_of))}")
+    return importlib.import_module(f"qahub.metrics.{metric_of[corpus]}.task_api")
 
 
 def corpora() -> tuple[str, ...]:
     """The corpora that have harness tasks: found in the metric directories, never listed."""
-    return tuple(sorted(_task_apis()))
+    return tuple(sorted(_metric_of()))
 
 
 def all_tasks() -> dict:
@@ -49,14 +49,25 @@ def all_tasks() -> dict:
 
 
 @functools.lru_cache(maxsize=None)
-def _task_apis() -> dict:
-    """``{corpus: task_api module}`` of every metric directory holding a ``task_api.py``."""
-    apis = {}
+def _metric_of() -> dict:
+    """``{corpus: metric}`` of every metric directory holding a ``task_api.py``, read from its ``CORPUS = "..."``
+    without importing it: a task_api imports its metric's scoring, and the libraries of that metric's extra."""
+    found = {}
     for metric in registry.metric_names():
-        if (registry.metric_dir(metric) / "task_api.py").is_file():
-            module = importlib.import_module(f"qahub.metrics.{metric}.task_api")
-            apis[module.CORPUS] = module
-    return apis
+        path = registry.metric_dir(metric) / "task_api.py"
+        if path.is_file():
+            found[_declared_corpus(path)] = metric
+    return found
+
+
+def _declared_corpus(path: Path) -> str:
+    import ast
+
+    for node in ast.parse(path.read_text(encoding="utf-8"), str(path)).body:
+        if (isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["CORPUS"]
+                and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
+            return node.value.value
+    raise HarnessError(f'{path}: declares no CORPUS = "<corpus>" (a string, at the top level)')
 
 
 def write_task_folder(out, locations: dict, judge: bool = False, overwrite: bool = False) -> dict:
