@@ -74,22 +74,23 @@ def run(args) -> dict:
 def _records(read, references, args, metric_module, source):
     """The prediction records, each with its id; the metric joins them to the references by id. A bare list of
     replies gets the references' ids in their order (``--by-position``)."""
-    reply = FIELDS[args.task].reply[0]
     if read.replies is None:
-        return [{**record, "id": key} for key, record in read.records.items()]
+        return _with_ids(read.records.items())
     ids = []
     for row in references:  # subtask2's dialogue rows stand for their agent turns
         turns = metric_module.agent_turns(row) if args.task == "subtask2" and "turns" in row else [row]
         ids += [turn["id"] for turn in turns]
-    return [{"id": key, reply: record[reply]}
-            for key, record in predictions.matched(read, ids, by_position=getattr(args, "by_position", False),
-                                                   references=source)]
+    return _with_ids(predictions.matched(read, ids, by_position=getattr(args, "by_position", False),
+                                         references=source))
+
+
+def _with_ids(pairs) -> list:
+    return [{**record, "id": key} for key, record in pairs]
 
 
 def read_json_list(path: Path) -> list:
     """The records of a references file ``[{id, answers}]`` / ``[{id, utterance}]``, read as predictions are."""
-    read = predictions.read_references(path, REFERENCE_FIELDS, "an 'id'")
-    return [{**record, "id": key} for key, record in read.records.items()]
+    return _with_ids(predictions.read_references(path, REFERENCE_FIELDS, "an 'id'").records.items())
 
 
 def load_references(args):

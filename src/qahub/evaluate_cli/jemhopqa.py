@@ -131,10 +131,7 @@ def fetch_user_dic(mirror_url=None, cache_dir=None) -> str:
 def read_predictions(path) -> list:
     """The prediction records of ``path`` in file order, as the metric takes them (see ``_metric_record``)."""
     read = predictions.read(path, FIELDS, unwrap=_from_official)
-    if read.replies is not None:
-        return list(read.replies)
-    numeric = _numeric_answers(read)
-    return [_metric_record(read, qid, record, numeric) for qid, record in read.records.items()]
+    return list(read.replies) if read.replies is not None else _metric_records(read, read.records.items())
 
 
 def _metric_predictions(read, references, args, ref_name="the references") -> list:
@@ -142,8 +139,13 @@ def _metric_predictions(read, references, args, ref_name="the references") -> li
     the row at its position by the metric) or a record ``{qid, answer?, derivations?}`` (none: not predicted)."""
     pairs = predictions.matched(read, [row["qid"] for row in references], missing="keep",
                                 by_position=getattr(args, "by_position", False), references=ref_name)
+    return _metric_records(read, pairs)
+
+
+def _metric_records(read, pairs) -> list:
+    """``_metric_record`` of each (qid, record); a question without a prediction is a record of neither part: the
+    metric names it (or skips it, --ignore-missing)."""
     numeric = _numeric_answers(read)
-    # a question without a prediction is a record of neither part: the metric names it (or skips it, --ignore-missing)
     return [{"qid": qid} if record is None else _metric_record(read, qid, record, numeric) for qid, record in pairs]
 
 

@@ -249,8 +249,7 @@ def matched(predictions: Predictions, ids: list, *, by_position=False, missing="
     or "keep" (its record is None)."""
     path, fields = predictions.path, predictions.fields
     if predictions.replies is not None:
-        records = _by_position(predictions, ids, by_position)
-        return [(key, records[key]) for key in ids]
+        return _by_position(predictions, ids, by_position)
     known = set(ids)
     unknown = [key for key in predictions.records if key not in known]
     if unknown and not allow_extra:
@@ -275,7 +274,7 @@ def _by_position(predictions, ids, by_position):
     if count != len(ids):
         raise _error(path, None, f"--by-position: {count} replies for the {len(ids)} rows of the split "
                                  f"(one reply per row, in its order; else give each reply its id: {example})")
-    return {key: {_reply_key(fields): reply} for key, reply in zip(ids, predictions.replies, strict=True)}
+    return [(key, {_reply_key(fields): reply}) for key, reply in zip(ids, predictions.replies, strict=True)]
 
 
 def _error(path, where, problem):
