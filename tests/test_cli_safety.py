@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from qahub import cli, publish, registry
 from qahub.export import ExportError, export
-from qahub.files import DuplicateKeyError, check_output, loads_strict, write_text_atomic
+from qahub.files import DuplicateKeyError, check_output, loads_strict, write_output
 from qahub.testing import sample_copy
 
 LIMUR = registry.samples_dir("limur")
@@ -107,11 +107,11 @@ def test_atomic_write_keeps_the_old_file_when_writing_fails(tmp_path):
     target = tmp_path / "result.json"
     target.write_text("old", encoding="utf-8")
     with pytest.raises(UnicodeEncodeError):
-        write_text_atomic(target, "new \ud800")  # a lone surrogate cannot be written as UTF-8
+        write_output(target, "new \ud800", overwrite=True)  # a lone surrogate cannot be written as UTF-8
     assert target.read_text(encoding="utf-8") == "old" and [p.name for p in tmp_path.iterdir()] == ["result.json"]
     link = tmp_path / "link.json"
     link.symlink_to(target)
-    write_text_atomic(link, "new")
+    write_output(link, "new", overwrite=True)
     assert link.is_symlink() and target.read_text(encoding="utf-8") == "new"
 
 

@@ -512,7 +512,7 @@ def _publish_one(folder: Path, repo_id: str, repo_type: str, args, corpus: str |
             print(f"  (README.md: {len(plan.card.splitlines())} lines; --verbose prints it)")
         return
     url = publish.publish(folder, repo_id, private=args.private, revision=args.revision, repo_type=repo_type,
-                          allow_partial=allow_partial)
+                          allow_partial=allow_partial, planned=plan)
     print(f"published {folder} to {repo_type} repo {repo_id}{where}: {url}")
     _say_left_out(plan)
 
@@ -569,7 +569,7 @@ def copy_metric(metric: str, out_dir: Path, name: str | None = None, overwrite: 
     import shutil
     import uuid
 
-    from qahub.files import first_missing, listed, remove_empty
+    from qahub.files import listed, made_folder
 
     name = name or metric
     target = out_dir / name
@@ -585,19 +585,16 @@ def copy_metric(metric: str, out_dir: Path, name: str | None = None, overwrite: 
         if foreign:
             raise FileExistsError(f"{target}: is not a copy of the {metric} metric: it holds {listed(foreign)}; "
                                   "--overwrite only replaces an earlier copy")
-    created = first_missing(out_dir)
     staging = out_dir / f".{name}.partial-{uuid.uuid4().hex[:8]}"
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        files = _copy_files(metric, staging, name)
-        if manifest:
-            (staging / COPY_MANIFEST).write_text(json.dumps({"metric": metric, "files": files}, indent=1) + "\n",
-                                                 encoding="utf-8")
-        _swap_in(staging, target)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-        if created and not target.exists():  # the folders this copy made, on a full disk for instance
-            remove_empty(out_dir, created)
+    with made_folder(out_dir, target):
+        try:
+            files = _copy_files(metric, staging, name)
+            if manifest:
+                (staging / COPY_MANIFEST).write_text(json.dumps({"metric": metric, "files": files}, indent=1) + "\n",
+                                                     encoding="utf-8")
+            _swap_in(staging, target)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
     return target
 
 

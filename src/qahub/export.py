@@ -32,7 +32,7 @@ from huggingface_hub import DatasetCard, DatasetCardData
 
 import qahub
 from qahub import registry
-from qahub.files import first_missing, remove_empty
+from qahub.files import made_folder
 
 MAX_SHARD_BYTES = 500 * 1024 * 1024
 REQUIRED_CARD_KEYS = ("license", "language", "pretty_name", "task_categories", "source_datasets")
@@ -107,18 +107,12 @@ def export(corpus: str, out=None, *, configs=None, data_dir=None, mirror_url=Non
         registry.check_config(corpus, config, builder_options)  # unknown names and options fail before any work
     _check_splits_option(corpus, configs, builder_options)
     report = ExportReport(corpus, given, sample=sample or registry.is_sample(data_dir))
-    created = first_missing(out.parent)
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with build_lock(out):
-            report.leftovers = _remove_leftovers(out)
-            _check_target(out, overwrite, corpus)
-            _build_into(corpus, out, configs, report, data_dir=data_dir, mirror_url=mirror_url, cache_dir=cache_dir,
-                        max_shard_bytes=max_shard_bytes, builder_options=builder_options,
-                        skip_unavailable=skip_unavailable, sample=report.sample)
-    finally:
-        if created and not out.exists():
-            remove_empty(out.parent, created)
+    with made_folder(out.parent, out), build_lock(out):
+        report.leftovers = _remove_leftovers(out)
+        _check_target(out, overwrite, corpus)
+        _build_into(corpus, out, configs, report, data_dir=data_dir, mirror_url=mirror_url, cache_dir=cache_dir,
+                    max_shard_bytes=max_shard_bytes, builder_options=builder_options,
+                    skip_unavailable=skip_unavailable, sample=report.sample)
     return report
 
 

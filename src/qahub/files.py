@@ -1,15 +1,16 @@
 """Reading the user's files strictly and writing outputs safely.
 
 ``check_output`` refuses an output path that is one of the command's inputs (after resolving symlinks and
-``sub/../`` spellings) or that exists without ``overwrite``; ``write_text_atomic`` writes a temporary file
-beside the target and renames it into place, so a reader never sees half a file; ``write_output`` does the same
-but, without ``overwrite``, puts the file in place only if the name is still free (two runs never both write
-it). ``loads_strict`` is
+``sub/../`` spellings) or that exists without ``overwrite``; ``write_output`` writes a temporary file beside
+the target and puts it in place, so a reader never sees half a file: renamed over it with ``overwrite`` (a
+symlinked path is written through, the link stays a link), else only if the name is still free (two runs never
+both write it). ``loads_strict`` is
 ``json.loads`` with duplicate object keys an error naming the key.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -36,14 +37,6 @@ def check_output(path, inputs=(), overwrite: bool = False, option: str = "--outp
     if target.exists() and not overwrite:
         raise FileExistsError(f"{option} {path}: exists; pass --overwrite to replace it")
     return target
-
-
-def write_text_atomic(path, text: str, encoding: str = "utf-8") -> Path:
-    """Write ``text`` to a temporary file in the target's folder, then rename it over ``path``.
-
-    A symlinked ``path`` is written through: the file it points to is replaced and the link stays a link.
-    """
-    return write_output(path, text, overwrite=True, encoding=encoding)
 
 
 def write_output(path, text: str, overwrite: bool = False, option: str = "--output", encoding: str = "utf-8") -> Path:
@@ -99,7 +92,20 @@ def listed(names, limit: int = 5) -> str:
     return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
-def first_missing(folder: Path) -> Path | None:
+@contextlib.contextmanager
+def made_folder(folder: Path, result: Path):
+    """``folder`` made, with its parents, for the block; the folders it made are removed again, while empty,
+    when the block ends without ``result`` existing (a failed command, on a full disk for instance)."""
+    created = _first_missing(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        yield
+    finally:
+        if created and not result.exists():
+            _remove_empty(folder, created)
+
+
+def _first_missing(folder: Path) -> Path | None:
     """The outermost ancestor of ``folder`` (or itself) that does not exist yet."""
     missing = None
     while not folder.exists():
@@ -107,8 +113,8 @@ def first_missing(folder: Path) -> Path | None:
     return missing
 
 
-def remove_empty(folder: Path, stop: Path):
-    """Remove ``folder`` and its parents up to ``stop`` while they are empty (what a failed command created)."""
+def _remove_empty(folder: Path, stop: Path):
+    """Remove ``folder`` and its parents up to ``stop`` while they are empty."""
     while True:
         try:
             folder.rmdir()

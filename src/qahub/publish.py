@@ -44,7 +44,6 @@ def plan(folder, repo_id: str, repo_type: str = "dataset", allow_partial: bool =
     if not (folder / "README.md").is_file():
         raise PublishError(f"{folder}: no README.md; build it first with `qahub build <corpus> --out {folder}`")
     found = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
-    files = found
     if repo_type == "dataset" and not any(name.endswith(".parquet") for name in found):
         raise PublishError(f"{folder}: no Parquet files; build it first with `qahub build <corpus> --out {folder}`")
     if repo_type == "dataset" and "qahub-sample" in (DatasetCard.load(folder / "README.md").data.tags or []):
@@ -52,8 +51,7 @@ def plan(folder, repo_id: str, repo_type: str = "dataset", allow_partial: bool =
                            "build the corpus itself to publish it")
     if repo_type == "dataset" and not allow_partial:
         _refuse_partial(folder)
-    if repo_type == "dataset":
-        files = export_files(folder)
+    files = export_files(folder) if repo_type == "dataset" else found
     if repo_type == "space":
         needed = {"app.py", "requirements.txt", f"{repo_id.split('/')[-1]}.py"}
         if not needed <= set(files):
@@ -135,10 +133,11 @@ def check_corpus(folder, corpus: str):
 
 def publish(folder, repo_id: str, *, private: bool = False, revision: str | None = None, token=None,
             api: HfApi | None = None, repo_type: str = "dataset", commit_message: str | None = None,
-            allow_partial: bool = False) -> str:
+            allow_partial: bool = False, planned: PublishPlan | None = None) -> str:
     """Create the repo if needed and upload ``folder`` in one commit; return the commit URL. A partial build
-    (the card's ``qahub_partial``) is refused unless ``allow_partial``."""
-    chosen = plan(folder, repo_id, repo_type, allow_partial)  # refuses a folder not an export or a metric module
+    (the card's ``qahub_partial``) is refused unless ``allow_partial``. ``planned``: the ``plan`` of these
+    arguments, when the caller has made it already."""
+    chosen = planned or plan(folder, repo_id, repo_type, allow_partial)  # refuses a folder not an export or metric
     api = api or HfApi(token=token)
     message = commit_message or f"Upload {Path(folder).name} with qahub {qahub.__version__}"
     try:
