@@ -76,9 +76,8 @@ def export_files(folder: Path) -> list[str]:
     files = ["README.md"]
     for config, split, paths in splits:
         shards = [path for path in paths if path.suffix == ".parquet"]
-        info = export.infos.get(config)
-        rows = sum(_shard_rows(shard, info) for shard in shards)
-        expected = info.splits[split].num_examples if info and info.splits and split in info.splits else None
+        rows = sum(_shard_rows(shard, export.infos.get(config)) for shard in shards)
+        expected = export.expected_rows(config, split)
         if not shards or (expected is not None and rows != expected):
             raise PublishError(f"{folder}: config {config} split {split}: its Parquet shards "
                                f"({', '.join(s.name for s in shards) or 'none'}) hold {rows} rows, its README's "
@@ -91,15 +90,18 @@ def _shard_rows(shard: Path, info) -> int:
     """The row count of a shard's Parquet footer, after checking its columns are the README's features."""
     import pyarrow.parquet as pq
 
+    from qahub.evaluate_cli.references import check_columns
+
     try:
         metadata = pq.read_metadata(shard)
     except Exception as err:  # noqa: BLE001 - pyarrow's errors for a truncated, damaged or non-Parquet file
         raise PublishError(f"{shard}: not a readable Parquet shard ({type(err).__name__}: {err}); "
                            "rebuild the export with `qahub build`") from None
-    columns = metadata.schema.to_arrow_schema().names
-    if info is not None and info.features is not None and set(columns) != set(info.features):
-        raise PublishError(f"{shard}: its columns ({', '.join(columns)}) are not the README's features "
-                           f"({', '.join(info.features)}): a shard of another export?")
+    if info is not None and info.features is not None:
+        try:
+            check_columns(shard, metadata.schema.to_arrow_schema().names, info.features)
+        except ValueError as err:
+            raise PublishError(str(err)) from None
     return metadata.num_rows
 
 

@@ -129,8 +129,7 @@ class Export:
         if corpus:
             check_builder_features(self.folder / README, corpus, config, info.features)
         shards = [(shard, read_shard(shard, info.features)) for shard in self.shards(config, name)]
-        counted = sum(table.num_rows for _, table in shards)
-        expected = info.splits[name].num_examples if info.splits and name in info.splits else None
+        counted, expected = sum(table.num_rows for _, table in shards), self.expected_rows(config, name)
         if expected is not None and counted != expected:
             raise ValueError(f"{self.folder}: config {config} split {name}: the shards ({_names(shards)}) hold "
                              f"{counted} rows, its README's dataset_info says {expected}")
@@ -139,6 +138,11 @@ class Export:
             check_gold(shard, table, gold)
         table = pa.concat_tables([table for _, table in shards]) if shards else info.features.arrow_schema.empty_table()
         return datasets.Dataset(datasets.table.InMemoryTable(table), info=info.copy(), split=datasets.NamedSplit(name))
+
+    def expected_rows(self, config, split) -> int | None:
+        """The rows the README's ``dataset_info`` counts in ``split`` (None where it does not say)."""
+        info = self.infos.get(config)
+        return info.splits[split].num_examples if info and info.splits and split in info.splits else None
 
     def info(self, config):
         info = self.infos.get(config)
@@ -167,13 +171,18 @@ def read_shard(path: Path, features):
         table = pq.read_table(path)
     except Exception as err:  # noqa: BLE001 - pyarrow's errors for a truncated, damaged or non-Parquet file
         raise ValueError(f"{path}: not a readable Parquet shard ({type(err).__name__}: {err})") from None
-    if set(table.column_names) != set(features):
-        raise ValueError(f"{path}: its columns ({', '.join(table.column_names)}) are not the README's features "
-                         f"({', '.join(features)}): a shard of another export?")
+    check_columns(path, table.column_names, features)
     try:
         return table_cast(table, features.arrow_schema)
     except Exception as err:  # noqa: BLE001 - Arrow's cast errors
         raise ValueError(f"{path}: does not match the README's features ({type(err).__name__}: {err})") from None
+
+
+def check_columns(path, columns, features):
+    """A shard's columns are the README's features (in any order)."""
+    if set(columns) != set(features):
+        raise ValueError(f"{path}: its columns ({', '.join(columns)}) are not the README's features "
+                         f"({', '.join(features)}): a shard of another export?")
 
 
 def gold_fields(corpus) -> tuple:
