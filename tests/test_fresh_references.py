@@ -196,15 +196,16 @@ def test_jemhopqa_export_with_a_null_answer_names_the_shard_row_and_field(sample
     assert "v1.2/validation-00000-of-00001.parquet: row 2: answer is null" in one_line(err)
 
 
+def drop_task_type(rows):
+    """LIMUR rows without ``meta.task_type`` (an export of another MERA layout)."""
+    features = rows.features.copy()
+    features["meta"] = {k: v for k, v in features["meta"].items() if k != "task_type"}
+    return rows.map(lambda row: {"meta": {k: v for k, v in row["meta"].items() if k != "task_type"}},
+                    features=features)
+
+
 def test_limur_export_without_task_type_is_named(sample_exports, tmp_path):
     folder = copy_export(sample_exports, "limur", tmp_path)
-
-    def drop_task_type(rows):
-        features = rows.features.copy()
-        features["meta"] = {k: v for k, v in features["meta"].items() if k != "task_type"}
-        return rows.map(lambda row: {"meta": {k: v for k, v in row["meta"].items() if k != "task_type"}},
-                        features=features)
-
     resave(folder, "all", drop_task_type, tmp_path / "c")
     code, out, err = limur_evaluate(folder, tmp_path / "hf-cache")
     line = one_line(err)

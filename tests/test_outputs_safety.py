@@ -12,7 +12,7 @@ from pathlib import Path
 import evaluate
 import pytest
 from test_cli_safety import _Gate
-from test_fresh_references import QAHUB, copy_export, one_line, qahub, resave, truncate
+from test_fresh_references import QAHUB, copy_export, drop_task_type, one_line, qahub, resave, truncate
 
 from qahub import registry
 from qahub.testing import sample_copy
@@ -397,18 +397,11 @@ def test_write_output_names_the_file_in_an_error_without_an_errno(tmp_path, monk
 # --- damaged exports: harness-tasks names them too (evaluate's cases are in test_fresh_references.py)
 
 
-def limur_without_task_type(rows):
-    features = rows.features.copy()
-    features["meta"] = {k: v for k, v in features["meta"].items() if k != "task_type"}
-    return rows.map(lambda row: {"meta": {k: v for k, v in row["meta"].items() if k != "task_type"}},
-                    features=features)
-
-
 DAMAGED = {
     "limur null outputs": ("limur", "all", lambda rows: rows.map(
         lambda row, i: {"outputs": None if i == 1 else row["outputs"]}, with_indices=True),
         "all/test-00000-of-00001.parquet: row 1: outputs is null"),
-    "limur without meta.task_type": ("limur", "all", limur_without_task_type, "field meta.task_type is missing"),
+    "limur without meta.task_type": ("limur", "all", drop_task_type, "field meta.task_type is missing"),
     "jeopardy without answer": ("jeopardy", "extended", lambda rows: rows.remove_columns("answer"),
                                 "field answer is missing"),
 }

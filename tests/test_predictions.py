@@ -143,7 +143,7 @@ def test_jeopardy_qa_gold_answers_score_1_on_a_reordered_export(sample_exports, 
 def test_a_bare_reply_list_is_refused_without_by_position(sample_exports, tmp_path, corpus):
     export = sample_exports[corpus]
     replies = write(tmp_path / "replies.json", [text for _, text in items(export, corpus)])
-    id_field = " + ".join(CASES[corpus]["items"](rows(export, corpus)[0])[0][0])
+    id_field = " + ".join(_id_fields(export, corpus))
     code, out, err = evaluate(corpus, export, replies)
     assert_one_line(code, out, err, rf"replies\.json: a list of \d+ replies without ids: .*'{re.escape(id_field)}'"
                                     r".*--by-position")
