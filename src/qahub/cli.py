@@ -662,8 +662,17 @@ def _metric_copy(args) -> int:
 
 
 def scoring_modules() -> dict:
-    """The adapters: the modules of ``evaluate_cli`` named after a metric (``references`` serves them all)."""
-    return {name: importlib.import_module(f"qahub.evaluate_cli.{name}") for name in scoring_names()}
+    """The adapters: the modules of ``evaluate_cli`` named after a metric (``references`` serves them all). One
+    that does not import is left out with a warning naming it: the other commands still run."""
+    modules = {}
+    for name in scoring_names():
+        try:
+            modules[name] = importlib.import_module(f"qahub.evaluate_cli.{name}")
+        except Exception as err:  # whatever a broken adapter (or what it imports) raises
+            logging.getLogger(__name__).warning("src/qahub/evaluate_cli/%s.py: does not import (%s: %s); "
+                                                "`qahub evaluate %s` is left out", name, type(err).__name__,
+                                                " ".join(str(err).split()), name)
+    return modules
 
 
 def scoring_names() -> list[str]:
@@ -744,7 +753,18 @@ def _list(args) -> int:
     _print_rows(["corpus", "config", "splits"], rows)
     print()
     _print_rows(["metric", "command line"], [[m, "yes" if m in scoring_names() else "no"] for m in registry.metric_names()])
+    _say_left_out_modules()
     return 0
+
+
+def _say_left_out_modules():
+    """The footer: each module in loaders/ or metrics/ that is part of no complete corpus, and why."""
+    from qahub import tasks
+
+    if tasks.left_out():
+        print("\nnot registered (not a complete corpus: a loader, a metric and its task_api.py):")
+        for line in tasks.left_out():
+            print(f"  {line}")
 
 
 def _add_demo(commands):
