@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from qahub import cli, evaluate_cli, harness, loaders, metrics, registry, tasks
+from qahub import cli, evaluate_cli, harness, loaders, metrics, registry
 from qahub.report import runs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -113,7 +113,7 @@ def quiz(tmp_path, monkeypatch):
         monkeypatch.setattr(package, "__path__", [*package.__path__, str(tmp_path / folder)])
     monkeypatch.syspath_prepend(str(tmp_path / "benchmarks"))
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
-    caches = (tasks.scan,)
+    caches = (registry.corpus_names,)
     for cache in caches:
         cache.cache_clear()
     yield tmp_path

@@ -20,20 +20,15 @@ TESTS = Path(__file__).parent
 FIVE = registry.corpus_names()
 
 
-def _clear():
-    tasks.scan.cache_clear()
-    tasks._warn_once.cache_clear()
-
-
 @pytest.fixture
 def extra(tmp_path, monkeypatch):
     """Folders ``tmp_path/loaders`` and ``tmp_path/metrics`` put on the path their kind is found on."""
     for package, folder in ((loaders, "loaders"), (metrics, "metrics")):
         (tmp_path / folder).mkdir()
         monkeypatch.setattr(package, "__path__", [*package.__path__, str(tmp_path / folder)])
-    _clear()
+    tasks.clear()
     yield tmp_path
-    _clear()
+    tasks.clear()
 
 
 def _listed(capsys) -> tuple[list[str], str]:
@@ -102,7 +97,7 @@ def test_two_metrics_declaring_one_corpus_are_named_and_neither_is_registered(ex
 
 
 def test_a_complete_tree_lists_no_footer(capsys):
-    _clear()
+    tasks.clear()
     _, out = _listed(capsys)
     assert "not registered" not in out and tasks.left_out() == ()
 
@@ -120,9 +115,9 @@ def broken_limur(tmp_path, monkeypatch):
     monkeypatch.setattr(metrics, "__path__", [str(copy)])
     for name in [m for m in sys.modules if m.startswith("qahub.metrics.")]:
         monkeypatch.delitem(sys.modules, name)
-    _clear()
+    tasks.clear()
     yield copy / "limur" / "task_api.py"
-    _clear()
+    tasks.clear()
 
 
 def _left_out_warnings(caplog, path) -> list[str]:

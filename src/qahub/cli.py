@@ -47,7 +47,7 @@ def _main(argv) -> int:
         _say_error(args, explain(err))
         return 1
     except Exception as err:  # a bug, or a library failing in a way qahub does not expect: one line all the same
-        _say_error(args, f"{type(err).__name__}: {explain(err)}", unexpected=True)
+        _say_error(args, f"{type(err).__name__}: {' '.join(explain(err).split())}", unexpected=True)
         return 1
 
 
@@ -58,7 +58,7 @@ def _say_error(args, message: str, unexpected: bool = False):
 
         traceback.print_exc()
     hint = " (rerun with --debug for the traceback)" if unexpected and not args.debug else ""
-    print(f"qahub {args.command}: error: {' '.join(message.split())}{hint}", file=sys.stderr)
+    print(f"qahub {args.command}: error: {message}{hint}", file=sys.stderr)
 
 
 def _stdout_closed() -> bool:

@@ -131,6 +131,10 @@ def metric_dirs() -> dict[str, Path]:
     return tasks.metric_dirs()
 
 
+# what a caller that changes loaders' or metrics' __path__ clears (the scan was once cached in these two)
+corpus_names.cache_clear = metric_dirs.cache_clear = tasks.clear
+
+
 def metric_names() -> tuple[str, ...]:
     return tuple(sorted(metric_dirs()))
 

@@ -109,6 +109,12 @@ def _text(path: Path) -> str:
         return ""
 
 
+def clear():
+    """Forget the scan (and the warnings given), e.g. after a test puts another folder on a package's path."""
+    scan.cache_clear()
+    _warn_once.cache_clear()
+
+
 def corpus_names() -> tuple[str, ...]:
     return tuple(scan().metric_of)
 
