@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from test_one_declaration import LOADER, TASK_API
 
-from qahub import cli, harness, inspect_tasks, loaders, metrics, registry, tasks
+from qahub import cli, evaluate_cli, harness, inspect_tasks, loaders, metrics, registry, tasks
 from qahub.report import runs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -162,6 +162,21 @@ def test_harness_tasks_and_report_of_a_jemhopqa_run_work_beside_a_broken_limur(b
     err = capsys.readouterr().err
     assert err == f"qahub harness-tasks: error: {broken_limur}: does not import: SyntaxError: invalid syntax " \
                   f"(task_api.py, line {len(broken_limur.read_text(encoding='utf-8').splitlines())})\n"
+
+
+def test_a_broken_evaluate_adapter_leaves_out_its_own_command_only(tmp_path, monkeypatch, caplog, capsys):
+    broken = tmp_path / "jemhopqa.py"
+    broken.write_text("def broken(:\n", encoding="utf-8")
+    monkeypatch.setattr(evaluate_cli, "__path__", [str(tmp_path), *evaluate_cli.__path__])
+    monkeypatch.delitem(sys.modules, "qahub.evaluate_cli.jemhopqa", raising=False)
+    caplog.set_level(logging.WARNING)
+    assert cli.main(["list"]) == 0
+    (warning,) = _left_out_warnings(caplog, broken)
+    assert warning == (f"{broken}: does not import (SyntaxError: invalid syntax (jemhopqa.py, line 1)); "
+                       "`qahub evaluate jemhopqa` is left out")
+    with pytest.raises(SystemExit):
+        cli.main(["evaluate", "jemhopqa", "--help"])
+    assert "invalid choice: 'jemhopqa'" in capsys.readouterr().err
 
 
 # --- inspect's own command line, through the entry point, with a stray loader on the path

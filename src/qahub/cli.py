@@ -686,9 +686,9 @@ def scoring_modules() -> dict:
         try:
             modules[name] = importlib.import_module(f"qahub.evaluate_cli.{name}")
         except Exception as err:  # whatever a broken adapter (or what it imports) raises
-            logging.getLogger(__name__).warning("src/qahub/evaluate_cli/%s.py: does not import (%s: %s); "
-                                                "`qahub evaluate %s` is left out", name, type(err).__name__,
-                                                " ".join(str(err).split()), name)
+            path = next(p for p in (Path(d) / f"{name}.py" for d in evaluate_cli.__path__) if p.is_file())
+            logging.getLogger(__name__).warning("%s: does not import (%s: %s); `qahub evaluate %s` is left out",
+                                                path, type(err).__name__, " ".join(str(err).split()), name)
     return modules
 
 
