@@ -37,6 +37,15 @@ def test_a_card_without_tags_builds_and_its_sample_build_is_still_refused_by_pub
     assert "built from qahub's bundled sample data (tag qahub-sample)" in capsys.readouterr().err
 
 
+def test_the_demo_of_a_corpus_whose_card_has_no_tags_builds_and_scores(card_without_tags, tmp_path, monkeypatch,
+                                                                      capsys):
+    monkeypatch.setattr(registry, "corpus_names", lambda: ("jemhopqa",))
+    assert cli.main(["--quiet", "demo", "--out", str(tmp_path / "demo")]) == 0
+    out = capsys.readouterr().out
+    assert "FAILED" not in out and "demo output in" in out and "0 step(s) failed" in out
+    assert DatasetCard.load(tmp_path / "demo" / "jemhopqa" / "README.md").data.tags == [SAMPLE_TAG]
+
+
 def _fails(monkeypatch, error):
     def raise_it():
         raise error
