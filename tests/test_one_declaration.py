@@ -113,7 +113,7 @@ def quiz(tmp_path, monkeypatch):
         monkeypatch.setattr(package, "__path__", [*package.__path__, str(tmp_path / folder)])
     monkeypatch.syspath_prepend(str(tmp_path / "benchmarks"))
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
-    caches = (registry.corpus_names, registry.metric_dirs, harness._metric_of)
+    caches = (registry.corpus_names,)
     for cache in caches:
         cache.cache_clear()
     yield tmp_path

@@ -34,6 +34,7 @@ def _main(argv) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     args.quiet = bool(args.quiet or getattr(args, "sub_quiet", False))
+    args.debug = bool(args.debug or getattr(args, "sub_debug", False))
     try:
         with _signals_interrupt(), _quiet(args.quiet):
             return args.func(args) or 0
@@ -43,8 +44,21 @@ def _main(argv) -> int:
     except (registry.UnknownNameError, OSError, ValueError, RuntimeError, ImportError) as err:
         if isinstance(err, BrokenPipeError) and _stdout_closed():
             raise
-        print(f"qahub {args.command}: error: {explain(err)}", file=sys.stderr)
+        _say_error(args, explain(err))
         return 1
+    except Exception as err:  # a bug, or a library failing in a way qahub does not expect: one line all the same
+        _say_error(args, f"{type(err).__name__}: {' '.join(explain(err).split())}", unexpected=True)
+        return 1
+
+
+def _say_error(args, message: str, unexpected: bool = False):
+    """One line on stderr; with --debug the traceback before it, else (for an unexpected error) how to get it."""
+    if args.debug:
+        import traceback
+
+        traceback.print_exc()
+    hint = " (rerun with --debug for the traceback)" if unexpected and not args.debug else ""
+    print(f"qahub {args.command}: error: {message}{hint}", file=sys.stderr)
 
 
 def _stdout_closed() -> bool:
@@ -176,6 +190,7 @@ def _silence():
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="qahub", description=__doc__)
     parser.add_argument("--quiet", action="store_true", help="no progress bars or info logs")
+    parser.add_argument("--debug", action="store_true", help="print the traceback of an error")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser = _with_quiet(commands.add_parser)
     _add_build(commands)
@@ -196,6 +211,8 @@ def _with_quiet(add_parser):
         # SUPPRESS: a nested parser's default must not undo a --quiet given to its parent command
         sub.add_argument("--quiet", dest="sub_quiet", action="store_true", default=argparse.SUPPRESS,
                          help="no progress bars or info logs")
+        sub.add_argument("--debug", dest="sub_debug", action="store_true", default=argparse.SUPPRESS,
+                         help="print the traceback of an error")
         return sub
 
     return add
@@ -662,8 +679,17 @@ def _metric_copy(args) -> int:
 
 
 def scoring_modules() -> dict:
-    """The adapters: the modules of ``evaluate_cli`` named after a metric (``references`` serves them all)."""
-    return {name: importlib.import_module(f"qahub.evaluate_cli.{name}") for name in scoring_names()}
+    """The adapters: the modules of ``evaluate_cli`` named after a metric (``references`` serves them all). One
+    that does not import is left out with a warning naming it: the other commands still run."""
+    modules = {}
+    for name in scoring_names():
+        try:
+            modules[name] = importlib.import_module(f"qahub.evaluate_cli.{name}")
+        except Exception as err:  # whatever a broken adapter (or what it imports) raises
+            path = next(p for p in (Path(d) / f"{name}.py" for d in evaluate_cli.__path__) if p.is_file())
+            logging.getLogger(__name__).warning("%s: does not import (%s: %s); `qahub evaluate %s` is left out",
+                                                path, type(err).__name__, " ".join(str(err).split()), name)
+    return modules
 
 
 def scoring_names() -> list[str]:
@@ -744,7 +770,18 @@ def _list(args) -> int:
     _print_rows(["corpus", "config", "splits"], rows)
     print()
     _print_rows(["metric", "command line"], [[m, "yes" if m in scoring_names() else "no"] for m in registry.metric_names()])
+    _say_left_out_modules()
     return 0
+
+
+def _say_left_out_modules():
+    """The footer: each module in loaders/ or metrics/ that is part of no complete corpus, and why."""
+    from qahub import tasks
+
+    if tasks.left_out():
+        print("\nnot registered (not a complete corpus: a loader, a metric and its task_api.py):")
+        for line in tasks.left_out():
+            print(f"  {line}")
 
 
 def _add_demo(commands):

@@ -434,7 +434,7 @@ def write_card(corpus: str, folder: Path, infos: dict, default: str, sample: boo
         setattr(data, PARTIAL_KEY, {"missing": missing})
         text = (f"> **This is a partial build of the corpus.** Missing: {describe_missing(missing)}.\n\n") + text
     if sample:
-        data.tags = [*(data.tags or []), SAMPLE_TAG]
+        data.tags = [*(data.get("tags") or []), SAMPLE_TAG]  # a card need not have tags
         text = SAMPLE_NOTE + text
     path = folder / "README.md"
     path.write_text(f"---\n{data.to_yaml()}\n---\n{text}", encoding="utf-8", newline="")

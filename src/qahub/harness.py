@@ -8,8 +8,6 @@ those functions to the location in ``utils.py``, so that lm-eval scores each rep
 
 from __future__ import annotations
 
-import functools
-import importlib
 import json
 import logging
 import math
@@ -19,7 +17,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import qahub
-from qahub import registry
+from qahub import tasks
 from qahub.files import listed
 
 logger = logging.getLogger(__name__)
@@ -31,43 +29,14 @@ class HarnessError(ValueError):
 
 
 def task_api(corpus: str):
-    """The ``task_api`` module of the metric that declares ``CORPUS = corpus``; no other corpus's is imported."""
-    metric_of = _metric_of()
-    if corpus not in metric_of:
-        raise HarnessError(f"unknown corpus {corpus!r}; harness tasks exist for: {', '.join(sorted(metric_of))}")
-    return importlib.import_module(f"qahub.metrics.{metric_of[corpus]}.task_api")
+    """The ``task_api`` module of the metric that declares ``CORPUS = corpus`` (``qahub.tasks``)."""
+    try:
+        return tasks.task_api(corpus)
+    except tasks.TaskError as err:
+        raise HarnessError(str(err)) from None
 
 
-def corpora() -> tuple[str, ...]:
-    """The corpora that have harness tasks: found in the metric directories, never listed."""
-    return tuple(sorted(_metric_of()))
-
-
-def all_tasks() -> dict:
-    """``{task: spec}`` of every corpus's tasks."""
-    return {name: spec for corpus in corpora() for name, spec in task_api(corpus).TASKS.items()}
-
-
-@functools.lru_cache(maxsize=None)
-def _metric_of() -> dict:
-    """``{corpus: metric}`` of every metric directory holding a ``task_api.py``, read from its ``CORPUS = "..."``
-    without importing it: a task_api imports its metric's scoring, and the libraries of that metric's extra."""
-    found = {}
-    for metric in registry.metric_names():
-        path = registry.metric_dir(metric) / "task_api.py"
-        if path.is_file():
-            found[_declared_corpus(path)] = metric
-    return found
-
-
-def _declared_corpus(path: Path) -> str:
-    import ast
-
-    for node in ast.parse(path.read_text(encoding="utf-8"), str(path)).body:
-        if (isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["CORPUS"]
-                and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
-            return node.value.value
-    raise HarnessError(f'{path}: declares no CORPUS = "<corpus>" (a string, at the top level)')
+corpora, all_tasks = tasks.corpora, tasks.all_tasks  # what the harness has: every corpus whose tasks import
 
 
 def write_task_folder(out, locations: dict, judge: bool = False, overwrite: bool = False) -> dict:

@@ -25,7 +25,7 @@ from inspect_ai.model import GenerateConfig, get_model, model_roles
 from inspect_ai.scorer import SampleScore, Score, grouped, mean_score, metric, score_reducer, scorer
 from inspect_ai.solver import generate
 
-from qahub import harness, registry
+from qahub import harness, tasks
 
 PREFIX = "qahub_"  # lm-eval's task qahub_limur is inspect's qahub/limur
 FEWSHOT_SEED = 1234  # lm-eval's default fewshot_random_seed
@@ -43,9 +43,9 @@ class TaskInputError(PrerequisiteError, harness.HarnessError):
 
 
 def task_names() -> dict:
-    """``{inspect task name: (corpus, lm-eval task name)}`` for every declared task."""
-    return {name.removeprefix(PREFIX): (corpus, name)
-            for corpus in registry.corpus_names() for name in harness.task_api(corpus).TASKS}
+    """``{inspect task name: (corpus, lm-eval task name)}`` for every task that imports (``qahub.tasks``: a
+    corpus whose task_api is broken is left out with a warning, the others are registered)."""
+    return {name.removeprefix(PREFIX): (corpus, name) for name, corpus in tasks.task_corpora().items()}
 
 
 def build_task(corpus: str, name: str, dataset: str, config: str | None = None, split: str | None = None,

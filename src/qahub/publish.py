@@ -46,7 +46,7 @@ def plan(folder, repo_id: str, repo_type: str = "dataset", allow_partial: bool =
     found = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
     if repo_type == "dataset" and not any(name.endswith(".parquet") for name in found):
         raise PublishError(f"{folder}: no Parquet files; build it first with `qahub build <corpus> --out {folder}`")
-    if repo_type == "dataset" and "qahub-sample" in (DatasetCard.load(folder / "README.md").data.tags or []):
+    if repo_type == "dataset" and "qahub-sample" in (DatasetCard.load(folder / "README.md").data.get("tags") or []):
         raise PublishError(f"{folder}: built from qahub's bundled sample data (tag qahub-sample), not the corpus; "
                            "build the corpus itself to publish it")
     if repo_type == "dataset" and not allow_partial:

@@ -1,8 +1,8 @@
 """What qahub has: corpora (builder modules in ``qahub.loaders``) and metrics (directories in ``qahub.metrics``).
 
-Both are discovered, so adding a corpus is adding ``loaders/<name>.py`` and ``dataset_cards/<name>.md``;
-adding a metric is adding ``metrics/<name>/<name>.py`` (and, for the command line,
-``src/qahub/evaluate_cli/<name>.py``).
+Both are discovered by ``qahub.tasks``: a corpus is registered with its loader ``loaders/<name>.py``, its metric
+``metrics/<metric>/<metric>.py`` and that metric's ``task_api.py`` declaring ``CORPUS = "<name>"`` (and, for the
+command line, ``src/qahub/evaluate_cli/<metric>.py``).
 """
 
 from __future__ import annotations
@@ -10,13 +10,11 @@ from __future__ import annotations
 import importlib
 import inspect
 import json
-import pkgutil
-from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from qahub import loaders, metrics
+from qahub import tasks
 
 if TYPE_CHECKING:
     import datasets
@@ -27,9 +25,9 @@ class UnknownNameError(KeyError):
         return str(self.args[0])
 
 
-@lru_cache(maxsize=None)
 def corpus_names() -> tuple[str, ...]:
-    return tuple(sorted(m.name for m in pkgutil.iter_modules(loaders.__path__) if not m.name.startswith("_")))
+    """Every registered corpus (``qahub.tasks``: a loader, a metric and a task declaration)."""
+    return tasks.corpus_names()
 
 
 def builder_module(corpus: str):
@@ -127,15 +125,14 @@ def is_sample(path) -> bool:
     return bool(path) and Path(path).expanduser().resolve().is_relative_to(samples_dir().resolve())
 
 
-@lru_cache(maxsize=None)
 def metric_dirs() -> dict[str, Path]:
-    """``{name: directory}`` of every metric: each ``<name>/<name>.py`` on ``qahub.metrics``'s path."""
-    dirs = {}
-    for root in map(Path, metrics.__path__):
-        for path in sorted(root.iterdir()):
-            if (path / f"{path.name}.py").is_file():
-                dirs.setdefault(path.name, path)
-    return dirs
+    """``{name: directory}`` of every registered corpus's metric: its ``<name>/<name>.py`` on ``qahub.metrics``'s
+    path."""
+    return tasks.metric_dirs()
+
+
+# what a caller that changes loaders' or metrics' __path__ clears (the scan was once cached in these two)
+corpus_names.cache_clear = metric_dirs.cache_clear = tasks.clear
 
 
 def metric_names() -> tuple[str, ...]:

@@ -40,7 +40,7 @@ def build(corpus, config, data_dir, cache_dir) -> datasets.DatasetDict:
 def assert_export_roundtrip(corpus: str, data_dir, tmp_path: Path, configs=None) -> dict:
     """Export ``configs`` (default all), then, in a fresh process with the Hub switched off
     (``HF_HUB_OFFLINE=1``), load the folder back with ``load_dataset``, plain and streaming, and check rows,
-    order and features against the builder's. Returns ``{config: {split: rows}}``.
+    order and features against the builder's. Returns the row counts, ``{config: {split: number of rows}}``.
     """
     configs = list(configs or registry.config_names(corpus))
     out = tmp_path / f"{corpus}-hub"

@@ -1,0 +1,174 @@
+"""Where qahub finds its corpora, their metrics and their tasks: one scanner, one rule.
+
+A corpus ``NAME`` is registered when all three of its declarations are there: a dataset builder class in
+``loaders/NAME.py``, a metric directory ``metrics/METRIC/METRIC.py``, and in it ``task_api.py`` declaring
+``CORPUS = "NAME"`` (and its ``TASKS``). Any other module there (a backup copy, a corpus whose metric is not
+written yet, a metric whose corpus is gone) is not registered: ``left_out()`` says why, one line per file, and
+``qahub list`` prints those lines. The scan reads the files as text and imports none of them; a corpus's
+``task_api`` is imported only when its tasks are asked for, and one that does not import leaves out that corpus
+alone (``importable`` warns once, naming the file).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import logging
+import pkgutil
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from qahub import loaders, metrics
+
+logger = logging.getLogger(__name__)
+BUILDER = re.compile(r"^class\s+\w+\s*\(([^)]*)\)\s*:", re.M)  # a top-level class and its bases
+CORPUS = re.compile(r"""^CORPUS\s*=\s*(["'])(\w+)\1""", re.M)  # a top-level CORPUS = "name"
+
+
+class TaskError(ValueError):
+    """A corpus that is not registered, or whose ``task_api`` cannot be used."""
+
+
+@dataclass(frozen=True)
+class Found:
+    metric_of: dict  # {corpus: metric} of every registered corpus
+    metric_dirs: dict  # {metric: directory} of every registered corpus's metric
+    left_out: tuple  # one line per module that is not part of a registered corpus
+
+
+@functools.lru_cache(maxsize=None)
+def scan() -> Found:
+    builders, left_out = _loaders()
+    declared = {}
+    dirs = _metric_dirs()
+    for metric, folder in dirs.items():
+        corpus = _declared_corpus(folder / "task_api.py")
+        if corpus is None:
+            left_out.append(f'{folder}: not registered: no task_api.py declaring CORPUS = "<corpus>" beside it')
+        else:
+            declared.setdefault(corpus, []).append(metric)
+    metric_of = {}
+    for corpus, metric_names in declared.items():
+        apis = [str(dirs[m] / "task_api.py") for m in metric_names]
+        if len(apis) > 1:
+            left_out.append(f"{' and '.join(apis)}: each declares CORPUS = {corpus!r}; neither is registered "
+                            "(remove the stray copy)")
+        elif corpus not in builders:
+            left_out.append(f"{apis[0]}: not registered: it declares CORPUS = {corpus!r}, and loaders/ has no "
+                            f"{corpus}.py with a dataset builder class")
+        else:
+            metric_of[corpus] = metric_names[0]
+    for corpus, path in builders.items():
+        if corpus not in declared:
+            left_out.append(f"{path}: not registered: no metric's task_api.py declares CORPUS = {corpus!r} "
+                            "(a corpus is its loader, its metric and its tasks)")
+    return Found(dict(sorted(metric_of.items())), {metric_of[c]: dirs[metric_of[c]] for c in sorted(metric_of)},
+                 tuple(left_out))
+
+
+def _loaders() -> tuple[dict, list]:
+    """``{name: path}`` of every module of ``loaders`` that declares a dataset builder class, and one line for
+    each one that does not."""
+    found, left_out = {}, []
+    for module in pkgutil.iter_modules(loaders.__path__):
+        if module.name.startswith("_"):
+            continue
+        folder = Path(module.module_finder.path)
+        path = folder / module.name / "__init__.py" if module.ispkg else folder / f"{module.name}.py"
+        text = _text(path)
+        if any(base.strip().split(".")[-1].endswith("Builder")
+               for bases in BUILDER.findall(text) for base in bases.split(",")):
+            found[module.name] = path
+        else:
+            left_out.append(f"{path}: not registered: no dataset builder class (class NAME(RowsBuilder))")
+    return dict(sorted(found.items())), left_out
+
+
+def _metric_dirs() -> dict:
+    """``{name: directory}`` of every ``<name>/<name>.py`` on ``qahub.metrics``'s path (the first of a name)."""
+    dirs = {}
+    for root in map(Path, metrics.__path__):
+        for path in sorted(root.iterdir()):
+            if (path / f"{path.name}.py").is_file():
+                dirs.setdefault(path.name, path)
+    return dirs
+
+
+def _declared_corpus(path: Path) -> str | None:
+    """The ``CORPUS = "..."`` line of a task_api, read as text (a task_api that does not even parse still names
+    its corpus, so that only that corpus is left out)."""
+    found = CORPUS.search(_text(path))
+    return found.group(2) if found else None
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
+def clear():
+    """Forget the scan (and the warnings given), e.g. after a test puts another folder on a package's path."""
+    scan.cache_clear()
+    _warn_once.cache_clear()
+
+
+def corpus_names() -> tuple[str, ...]:
+    return tuple(scan().metric_of)
+
+
+def metric_dirs() -> dict:
+    return scan().metric_dirs
+
+
+def left_out() -> tuple[str, ...]:
+    return scan().left_out
+
+
+def task_api(corpus: str):
+    """The ``task_api`` module of the metric that declares ``CORPUS = corpus``; no other corpus's is imported."""
+    metric_of = scan().metric_of
+    if corpus not in metric_of:
+        raise TaskError(f"unknown corpus {corpus!r}; tasks exist for: {', '.join(metric_of) or 'none'}")
+    path = metric_dirs()[metric_of[corpus]] / "task_api.py"
+    try:
+        module = importlib.import_module(f"qahub.metrics.{metric_of[corpus]}.task_api")
+    except Exception as err:  # whatever a broken file raises, it stops its own corpus only
+        raise TaskError(f"{path}: does not import: {type(err).__name__}: {' '.join(str(err).split())}") from None
+    if not isinstance(getattr(module, "TASKS", None), dict):
+        raise TaskError(f"{path}: declares no TASKS table")
+    return module
+
+
+def importable() -> dict:
+    """``{corpus: task_api module}`` of every registered corpus whose ``task_api`` imports; each other one is
+    left out with one warning naming its file (once per process)."""
+    found = {}
+    for corpus in corpus_names():
+        try:
+            found[corpus] = task_api(corpus)
+        except TaskError as err:
+            _warn_once(f"{err}; the {corpus} tasks are left out")
+    return found
+
+
+@functools.lru_cache(maxsize=None)
+def _warn_once(message: str):
+    logger.warning(message)
+
+
+def corpora() -> tuple[str, ...]:
+    """The corpora whose tasks can be run."""
+    return tuple(importable())
+
+
+def all_tasks() -> dict:
+    """``{task: spec}`` of every corpus whose tasks can be run."""
+    return {name: spec for module in importable().values() for name, spec in module.TASKS.items()}
+
+
+def task_corpora() -> dict:
+    """``{task: corpus}`` of every corpus whose tasks can be run."""
+    return {name: corpus for corpus, module in importable().items() for name in module.TASKS}
