@@ -86,7 +86,8 @@ def write_run(folder: Path, model: str, seed: int) -> int:
         results[task] = {f"{m},none": _aggregate(spec, m, values) for m, values in items.items()}
     (folder / f"results_{DATE}.json").write_text(json.dumps(
         {"results": results, "versions": {t: 1.0 for t in results}, "n-shot": {t: 0 for t in results},
-         "model_name": model}), encoding="utf-8")
+         "n-samples": {t: {"original": DOCS, "effective": DOCS} for t in results}, "model_name": model}),
+        encoding="utf-8")
     return size
 
 

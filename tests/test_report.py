@@ -344,3 +344,316 @@ def test_the_report_s_13a_rules_tokenize_as_sacrebleu_s(line):
 
     tokenizer = Tokenizer13a()
     assert _13a(tokenizer)(line) == tokenizer(line)
+
+
+# --- issue 27: --out, counts, duplicates, datasets, paired p without spread, malformed input, names, BLEU
+
+
+def _fails_in_one_line(done, message):
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def _tree(folder):
+    return sorted((str(p.relative_to(folder)), p.read_bytes() if p.is_file() else None) for p in folder.rglob("*"))
+
+
+def test_an_earlier_complete_report_is_replaced_without_overwrite(report, runs, tmp_path):
+    out = _copy(report[0], tmp_path / "earlier")
+    (out / "report.md").write_text("old", encoding="utf-8")
+    done = qahub("report", f"half={runs['half']}", f"oracle={runs['oracle']}", "--out", str(out), "--resamples", "300")
+    assert done.returncode == 0, done.stderr
+    assert (out / "report.md").read_text(encoding="utf-8") == (report[0] / "report.md").read_text(encoding="utf-8")
+    assert json.loads((out / "report.json").read_text(encoding="utf-8"))["schema"] == "qahub-report/1"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["earlier"]  # no temporary folder left beside it
+
+
+def _any_report_json(out, report):
+    (out / "report.json").write_text("{}", encoding="utf-8")
+    (out / "notes.txt").write_text("keep me", encoding="utf-8")
+
+
+def _a_report_and_one_more_file(out, report):
+    shutil.copytree(report, out, dirs_exist_ok=True)
+    (out / "figures" / "mine.py").write_text("keep me", encoding="utf-8")
+
+
+def _a_report_of_no_schema(out, report):
+    shutil.copytree(report, out, dirs_exist_ok=True)
+    data = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    del data["schema"]
+    (out / "report.json").write_text(json.dumps(data), encoding="utf-8")
+
+
+@pytest.mark.parametrize("make", [_any_report_json, _a_report_and_one_more_file, _a_report_of_no_schema])
+def test_out_that_is_not_a_complete_report_is_kept_without_overwrite(report, runs, tmp_path, make):
+    out = tmp_path / "myproject"
+    out.mkdir()
+    make(out, report[0])
+    before = _tree(out)
+    done = qahub("report", str(runs["half"]), "--out", str(out), "--resamples", "20")
+    _fails_in_one_line(done, "exists and is not a qahub report; pass --overwrite")
+    assert _tree(out) == before
+
+
+def test_out_is_never_the_current_folder_nor_a_run_s_folder_even_with_overwrite(runs, tmp_path):
+    experiment = tmp_path / "experiment"
+    run = _copy(runs["half"], experiment / "half")
+    (experiment / "notes.txt").write_text("keep me", encoding="utf-8")
+    before = _tree(experiment)
+    for out, cwd, says in ((".", experiment, "is the current folder or holds it"),
+                           ("..", run, "is the current folder or holds it"),
+                           (str(experiment), tmp_path, f"is, holds or is inside the run {run}"),
+                           (str(run), tmp_path, "is, holds or is inside the run"),
+                           (str(run / "report"), tmp_path, "is, holds or is inside the run")):
+        done = subprocess.run([sys.executable, "-m", "qahub.cli", "report", str(run), "--out", out, "--overwrite"],
+                              capture_output=True, text=True, cwd=cwd, env={**os.environ, "MPLBACKEND": "Agg"})
+        _fails_in_one_line(done, says)
+        assert _tree(experiment) == before, out
+
+
+def test_a_symlinked_out_is_refused_before_any_run_is_read(tmp_path):
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    done = qahub("report", str(tmp_path / "no-such-run"), "--out", str(tmp_path / "link"))
+    _fails_in_one_line(done, f"--out {tmp_path / 'link'}: is a symbolic link")
+
+
+def _samples_path(folder, task="qahub_limur"):
+    return next(folder.rglob(f"samples_{task}_*.jsonl"))
+
+
+def _cut(folder):
+    path = _samples_path(folder)
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    path.write_text("".join(lines[:6]), encoding="utf-8")
+    return f"{path}: 6 samples, but the results file scored {len(lines)} (n-samples)"
+
+
+def _a_line_twice(folder):
+    path = _samples_path(folder)
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    path.write_text("".join(lines + [lines[1]]), encoding="utf-8")
+    doc_id = json.loads(lines[1])["doc_id"]
+    return f"{path}: line {len(lines) + 1}: doc_id {doc_id} again (first on line 2)"
+
+
+def _a_line_in_place_of_another(folder):
+    path = _samples_path(folder)
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines[4] = lines[0]
+    path.write_text("".join(lines), encoding="utf-8")
+    return f"{path}: line 5: doc_id {json.loads(lines[0])['doc_id']} again (first on line 1)"
+
+
+def _not_utf8(folder):
+    path = _samples_path(folder)
+    path.write_bytes(path.read_bytes().replace(b'"doc_id"', b'"doc\xff_id"', 1))
+    return f"{path}: line 1: not UTF-8"
+
+
+def _results_edit(edit):
+    def damage(folder):
+        path = next(folder.rglob("results_*.json"))
+        results = json.loads(path.read_text(encoding="utf-8"))
+        message = edit(results)
+        path.write_text(json.dumps(results), encoding="utf-8")
+        return f"{path}: {message}"
+    damage.__name__ = edit.__name__
+    return damage
+
+
+def _task_entry_null(results):
+    results["results"]["qahub_limur"] = None
+    return "results.qahub_limur is not an object; the results file is damaged (rerun lm_eval)"
+
+
+def _versions_a_list(results):
+    results["versions"] = [1]
+    return "'versions' is not an object"
+
+
+def _n_shot_a_string(results):
+    results["n-shot"] = "0"
+    return "'n-shot' is not an object"
+
+
+def _config_a_number(results):
+    results["config"] = 5
+    return "'config' is not an object"
+
+
+def _configs_entry_a_list(results):
+    results["configs"]["qahub_limur"] = []
+    return "configs.qahub_limur is not an object"
+
+
+def _no_n_samples(results):
+    del results["n-samples"]
+    return "no n-samples effective count for samples_qahub_"
+
+
+@pytest.mark.parametrize("damage", [_cut, _a_line_twice, _a_line_in_place_of_another, _not_utf8,
+                                    *map(_results_edit, [_task_entry_null, _versions_a_list, _n_shot_a_string,
+                                                         _config_a_number, _configs_entry_a_list, _no_n_samples])])
+def test_samples_and_results_that_do_not_agree_are_one_line(runs, tmp_path, damage):
+    run = _copy(runs["half"], tmp_path / "run")
+    message = damage(run)
+    out = tmp_path / "out"
+    done = qahub("report", str(run), "--out", str(out), "--jobs", "1", "--resamples", "20")
+    _fails_in_one_line(done, message)
+    assert not out.exists() and [p.name for p in tmp_path.iterdir()] == ["run"]
+
+
+def test_a_predict_only_run_is_one_line(manager, tmp_path):  # noqa: F811
+    lm_eval_run(Oracle(manager), manager, ["qahub_limur"], tmp_path / "run", predict_only=True)
+    done = qahub("report", str(tmp_path / "run"), "--out", str(tmp_path / "out"))
+    _fails_in_one_line(done, "an lm_eval --predict_only run?); rerun lm_eval without --predict_only")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_negative_seed_names_the_option(runs, tmp_path):
+    done = qahub("report", str(runs["half"]), "--out", str(tmp_path / "out"), "--seed", "-1")
+    _fails_in_one_line(done, "--seed -1: must be 0 or more")
+    assert not (tmp_path / "out").exists()
+
+
+def test_runs_of_another_dataset_config_are_reported_but_not_compared(runs, tmp_path):
+    run = _copy(runs["oracle"], tmp_path / "run")
+    path = next(run.rglob("results_*.json"))
+    results = json.loads(path.read_text(encoding="utf-8"))
+    config = results["configs"]["qahub_limur"]
+    config["dataset_name"] = "v1.1"
+    path.write_text(json.dumps(results), encoding="utf-8")
+    out = tmp_path / "out"
+    done = qahub("report", f"a={runs['oracle']}", f"b={run}", "--out", str(out), "--resamples", "20")
+    assert done.returncode == 0, done.stderr
+    data = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    limur = data["tasks"]["qahub_limur"]
+    assert set(limur["scores"]) == {"a", "b"} and limur["comparisons"] == {}
+    assert limur["warnings"] == [f"b: not compared with a: a different dataset, config or split "
+                                 f"({config['dataset_path']}/v1.1/{config['test_split']} against "
+                                 f"{config['dataset_path']}/all/{config['test_split']})"]
+    assert data["tasks"]["qahub_jeopardy"]["comparisons"]["b"]  # the other tasks are still compared
+    assert "not compared with a: a different dataset" in (out / "report.md").read_text(encoding="utf-8")
+
+
+def _metric(kind, binary=False, order=0):
+    return report_runs.Metric("m", kind, binary, order)
+
+
+def _compared(metric, base, other, resamples=200):
+    from qahub.report.build import compare, estimator
+    from qahub.report.stats import bootstrap
+
+    eb, er = estimator(metric, base, "b"), estimator(metric, other, "r")
+    draws = bootstrap({("vs", "r", "m", "b"): (eb, None), ("vs", "r", "m", "r"): (er, None)}, len(base), 12345,
+                      resamples)
+    return compare("r", {"m": metric}, {"m": (eb, er, None)}, len(base), draws, {"confidence": 0.95})["m"]
+
+
+@pytest.mark.parametrize("n", [1, 3, 8])
+def test_a_paired_p_from_differences_that_do_not_vary_is_the_exact_sign_test(n):
+    cell = _compared(_metric("mean"), [0.2] * n, [0.7] * n)
+    assert cell["test"].startswith("sign test") and cell["p"] == pytest.approx(binomtest(n, n, 0.5).pvalue)
+    assert cell["p"] == min(1.0, 2 * 0.5 ** n)  # one document: p 1, as McNemar gives it
+    cell = _compared(_metric("sum"), [float(i) for i in range(n)], [i - 0.5 for i in range(n)])
+    assert cell["test"].startswith("sign test") and cell["p"] == pytest.approx(binomtest(0, n, 0.5).pvalue)
+    cell = _compared(_metric("mean"), [0.2, 0.4, 0.1], [0.7, 0.4, 0.3])  # differences that vary: the bootstrap
+    assert cell["test"] == "paired bootstrap"
+
+
+def test_one_paired_document_of_bleu_or_distinct_is_too_few_documents():
+    from qahub.report.build import holm
+    from qahub.report.render import task_blocks
+
+    for metric, base, other in ((_metric("bleu"), [["a b c d", "a b c d"]], [["x y", "a b c d"]]),
+                                (_metric("distinct", order=1), ["a a a"], ["a b c"])):
+        cell = _compared(metric, base, other)
+        assert cell["p"] is None and cell["test"].startswith("too few documents") and cell["n"] == 1
+    entry = {"scores": {}, "breakdown": {}, "comparisons": {"r": {"m": cell}}, "warnings": [], "notes": [],
+             "main_metric": "m"}
+    holm({"t": entry})
+    assert cell["p_holm"] is None
+    table = task_blocks("t", entry, {"baseline": "b", "confidence": 0.95}, {})[-1]
+    assert table[2][0][3:5] == ["–", "–"] and "*" not in table[2][0][4]
+
+
+def test_run_names_are_shown_as_given(runs, tmp_path):
+    out = tmp_path / "out"
+    done = qahub("report", f"$\\foo$={runs['half']}", f"_x={runs['oracle']}", "--out", str(out),
+                 "--resamples", "20")
+    assert done.returncode == 0, done.stderr
+    markdown = (out / "report.md").read_text(encoding="utf-8")
+    assert "| $\\foo$ |" in markdown and "| _x |" in markdown
+    assert "<td>$\\foo$</td>" in (out / "report.html").read_text(encoding="utf-8")
+
+
+def test_figure_legends_show_every_run_name_as_given(monkeypatch):
+    import matplotlib.figure
+
+    from qahub.report.render import task_figures
+
+    legends, save = [], matplotlib.figure.Figure.savefig
+
+    def saving(figure, *args, **kwargs):
+        save(figure, *args, **kwargs)  # draws: "$\foo$" parsed as TeX would raise here
+        legends.append([text.get_text() for text in figure.axes[0].get_legend().get_texts()])
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", saving)
+    cell = {"value": 0.5, "ci": [0.25, 0.75], "n": 4}
+    names = ["$\\foo$", "_x", "a_b$"]
+    entry = {"main_metric": "m", "scores": {name: {"m": cell} for name in names},
+             "breakdown": {"f": {"$200": {name: {"m": cell} for name in names}, "_y": {}}}}
+    assert set(task_figures("t", entry)) == {"t.png", "t_f.png"}
+    assert legends == [names, names]
+
+
+class NoMatch(Oracle):
+    """A reply that shares no word with any reference."""
+
+    def generate_until(self, requests):
+        return ["qqqq zzzz xxxx wwww vvvv" for _ in requests]
+
+
+@pytest.fixture(scope="module")
+def no_match(manager, tmp_path_factory):  # noqa: F811
+    folder = tmp_path_factory.mktemp("nomatch") / "run"
+    lm_eval_run(NoMatch(manager), manager, ["qahub_doc2dial_response"], folder)
+    return folder
+
+
+def test_the_report_s_doc2dial_bleu_is_the_task_s_own_with_zero_match_replies(runs, no_match, tmp_path):
+    out = tmp_path / "out"
+    done = qahub("report", f"none={no_match}", f"half={runs['half']}", "--out", str(out), "--resamples", "200")
+    assert done.returncode == 0, done.stderr
+    entry = json.loads((out / "report.json").read_text(encoding="utf-8"))["tasks"]["qahub_doc2dial_response"]
+    shown = {}
+    for name, folder in (("none", no_match), ("half", runs["half"])):
+        cell, value = entry["scores"][name]["bleu"], _results(folder)["qahub_doc2dial_response"]["bleu,none"]
+        assert cell["value"] == value and cell["ci"][0] <= value <= cell["ci"][1], (name, cell)
+        shown[name] = value
+    assert 0 < shown["none"] < shown["half"]  # sacreBLEU 1.4.3's zero-match smoothing: not 0
+    assert not entry["warnings"], entry["warnings"]
+    assert entry["comparisons"]["half"]["bleu"]["delta"] == pytest.approx(shown["half"] - shown["none"], abs=1e-12)
+    assert any("task's own BLEU, bleu_of_statistics" in note and "zero-match:sacrebleu-1.4.3-exp-smoothing" in note
+               for note in entry["notes"])
+
+
+def test_a_resample_s_bleu_is_the_task_s_aggregation_of_its_documents():
+    import random
+
+    from qahub.report.build import estimator
+
+    spec = report_runs.qahub_tasks()["qahub_doc2dial_response"]
+    aggregation = spec["metrics"]["bleu"][0]
+    metric = report_runs.task_metrics(spec)["bleu"]
+    rng = random.Random(3)
+    golds = _hostile_lines(rng, 12)
+    for replies in (["qqqq zzzz xxxx wwww vvvv"] * 12, _hostile_lines(rng, 12)):
+        pairs = [[reply, gold] for reply, gold in zip(replies, golds)]
+        est = estimator(metric, pairs, "here")
+        assert est.point() == pytest.approx(aggregation(pairs), abs=1e-9)
+        drawn = np.random.default_rng(5).integers(0, 12, 12)
+        w = np.bincount(drawn, minlength=12)[None, :].astype(float)
+        assert est(w)[0] == pytest.approx(aggregation([pairs[i] for i in drawn]), rel=1e-6)

@@ -14,14 +14,9 @@ def corpus_sacrebleu(predictions, references):
 
     bleu = sacrebleu.metrics.BLEU()  # 13a tokenizer, exponential smoothing, case-sensitive, no effective order
     sys_len, ref_len, counts, totals = corpus_statistics(bleu.tokenizer, predictions, references)
-    result = bleu.compute_bleu(counts, totals, sys_len, ref_len, smooth_method="exp")
-    score, precisions = result.score, list(result.precisions)
+    score, precisions, result, zero_match = _scored(counts, totals, sys_len, ref_len)
     bleu.num_refs = 1  # what corpus_score records; the signature says nrefs:1
-    signature = str(bleu.get_signature())
-    zero_match = counts[0] == 0 and totals[0] > 0
-    if zero_match:
-        score, precisions = smoothed_without_matches(counts, totals, result.sys_len, result.ref_len)
-        signature += ZERO_MATCH_SIGNATURE
+    signature = str(bleu.get_signature()) + (ZERO_MATCH_SIGNATURE if zero_match else "")
     return {
         "score": score,
         "counts": counts,
@@ -33,6 +28,25 @@ def corpus_sacrebleu(predictions, references):
         "signature": signature,
         "zero_match_1_4_3": zero_match,
     }
+
+
+def bleu_of_statistics(stats):
+    """sacreBLEU's corpus BLEU (13a, exp smoothing), with sacreBLEU 1.4.3's smoothing where no unigram matches
+    (signature ...|zero-match:sacrebleu-1.4.3-exp-smoothing). From summed segment statistics ``[sys_len, ref_len,
+    4 matches, 4 totals]`` (sacreBLEU's ``_extract_corpus_statistics`` rows): the score ``corpus_sacrebleu`` gives
+    those segments; what ``qahub report`` scores each resample of the documents with."""
+    return _scored(list(stats[2:6]), list(stats[6:10]), int(stats[0]), int(stats[1]))[0]
+
+
+def _scored(counts, totals, sys_len, ref_len):
+    """(score, precisions, sacreBLEU's result, whether no unigram matched) of corpus statistics."""
+    from sacrebleu.metrics import BLEU
+
+    result = BLEU.compute_bleu(counts, totals, sys_len, ref_len, smooth_method="exp")
+    zero_match = counts[0] == 0 and totals[0] > 0
+    if zero_match:
+        return (*smoothed_without_matches(counts, totals, result.sys_len, result.ref_len), result, True)
+    return result.score, list(result.precisions), result, False
 
 
 def corpus_statistics(tokenizer, predictions, references):

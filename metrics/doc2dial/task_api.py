@@ -15,7 +15,7 @@ import re
 
 import datasets
 
-from .bleu_scoring import corpus_sacrebleu
+from .bleu_scoring import bleu_of_statistics, corpus_sacrebleu
 from .dialogues import agent_turns
 from .replies import NO_ANSWER, bleu_line, one_line, read_reply, span_reply
 from .squad_v2_scoring import span_scores
@@ -206,6 +206,8 @@ TASKS = {
         "max_gen_toks": 128,
         "score": response_score,
         "metrics": {"bleu": (corpus_bleu, True), "unparseable": ("mean", False)},
+        # `qahub report` scores each bootstrap resample with it: corpus_bleu's own BLEU, from summed statistics
+        "bleu_of_statistics": bleu_of_statistics,
         "oracle": {"bleu": 100.0, "unparseable": 0.0},
         "binary": ["unparseable"],
         # breakdowns `qahub report` shows: FIELD -> the category of a logged doc

@@ -5,15 +5,19 @@ report.md, report.html, figures/)."""
 from __future__ import annotations
 
 import json
-import shutil
+import os
 import sys
 import tempfile
 from pathlib import Path
 
-from .runs import ReportError, qahub_tasks, read_runs
+from .runs import ReportError, parse_run_argument, qahub_tasks, read_runs
 
 __all__ = ["ReportError", "write_report"]
 MARKER = "report.json"
+
+
+SCHEMA = "qahub-report/1"  # report.json's "schema": what marks a folder as a report --out may replace
+REPORT_FILES = {"report.json", "report.md", "report.html"}
 
 
 def write_report(arguments, out, baseline=None, resamples=1000, seed=12345, confidence=0.95, overwrite=False,
@@ -22,10 +26,12 @@ def write_report(arguments, out, baseline=None, resamples=1000, seed=12345, conf
 
     if resamples < 1:
         raise ReportError(f"--resamples {resamples}: must be at least 1")
+    if seed < 0:
+        raise ReportError(f"--seed {seed}: must be 0 or more (numpy's seeds are)")
     if not 0 < confidence < 1:
         raise ReportError(f"--confidence {confidence}: must be between 0 and 1")
+    check_out(Path(out), [parse_run_argument(argument)[1] for argument in arguments], overwrite)
     out = Path(out).absolute()
-    check_out(out, overwrite)
     specs = qahub_tasks()
     with gc_paused():  # the samples' items are kept: the collector would walk them again and again
         return _write(arguments, out, specs, baseline, resamples, seed, confidence, progress, jobs)
@@ -50,29 +56,57 @@ def _write(arguments, out, specs, baseline, resamples, seed, confidence, progres
     with tqdm(total=len(tasks), desc="resampling", unit="task", file=sys.stderr,
               disable=None if progress else True) as bar:
         data, images = report_data(runs, skipped, specs, settings, bar, count)
-    write_folder(out, data, images)
+    write_folder(out, {"schema": SCHEMA, **data}, images)
     return data
 
 
-def check_out(out: Path, overwrite: bool):
-    """A missing or empty folder, or an earlier report, is written; any other existing folder needs --overwrite."""
-    if not out.exists() or (out.is_dir() and not any(out.iterdir())) or (out / MARKER).is_file():
-        if out.exists() and not out.is_dir():
-            raise ReportError(f"--out {out}: is a file; name a folder")
+def check_out(out: Path, runs: list, overwrite: bool):
+    """A missing or empty folder, or a complete earlier report, is written; any other folder needs --overwrite;
+    never a symbolic link, the current folder or one holding it, nor a folder that is, holds or is inside a run."""
+    if out.is_symlink():
+        raise ReportError(f"--out {out}: is a symbolic link; name the folder itself")
+    target = Path(os.path.realpath(out))
+    if Path.cwd().is_relative_to(target):
+        raise ReportError(f"--out {out}: is the current folder or holds it; name a new folder for the report")
+    for run in runs:
+        where = Path(os.path.realpath(run))
+        if target.is_relative_to(where) or where.is_relative_to(target):
+            raise ReportError(f"--out {out}: is, holds or is inside the run {run}; name a folder apart from the runs")
+    if target.exists() and not target.is_dir():
+        raise ReportError(f"--out {out}: is a file; name a folder")
+    if not target.exists() or not any(target.iterdir()) or is_report(target):
         return
     if not overwrite:
         raise ReportError(f"--out {out}: exists and is not a qahub report; pass --overwrite to replace it")
-    if not out.is_dir():
-        raise ReportError(f"--out {out}: is a file; name a folder")
+
+
+def is_report(folder: Path) -> bool:
+    """Whether ``folder`` holds a qahub report and nothing else: its report.json (of this schema), report.md,
+    report.html and figures/*.png."""
+    try:
+        marker = json.loads((folder / MARKER).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    if not isinstance(marker, dict) or marker.get("schema") != SCHEMA:
+        return False
+    for path in folder.rglob("*"):
+        name = path.relative_to(folder)
+        if path.is_symlink() or not (str(name) in REPORT_FILES or str(name) == "figures" and path.is_dir()
+                                     or name.parent == Path("figures") and path.suffix == ".png" and path.is_file()):
+            return False
+    return True
 
 
 def write_folder(out: Path, data: dict, figures: dict):
-    """Everything into a temporary folder beside ``out`` (removed on any error), renamed into place when complete;
-    ``figures``: ``{task: {file name: PNG bytes}}``."""
+    """Everything into a temporary folder beside ``out`` (removed on any error), swapped into place when
+    complete (an earlier report moved into the temporary folder, removed with it); ``figures``: ``{task:
+    {file name: PNG bytes}}``."""
+    from qahub.files import made_folder
+
     from .render import blocks, markdown, page
 
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=f".{out.name}.partial-", dir=out.parent) as work:
+    with made_folder(out.parent, out), \
+            tempfile.TemporaryDirectory(prefix=f".{out.name}.partial-", dir=out.parent) as work:
         staging = Path(work) / out.name
         (staging / "figures").mkdir(parents=True)
         images = {name: png for per_task in figures.values() for name, png in per_task.items()}
@@ -84,5 +118,5 @@ def write_folder(out: Path, data: dict, figures: dict):
         (staging / MARKER).write_text(json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n",
                                       encoding="utf-8")
         if out.exists():
-            shutil.rmtree(out)
+            out.rename(Path(work) / "replaced")
         staging.rename(out)

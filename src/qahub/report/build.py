@@ -18,6 +18,7 @@ from .stats import (
     interval,
     mcnemar_p,
     sacrebleu_p,
+    sign_test_p,
 )
 
 NOT_COMPARED = {"unparseable"}  # shown beside every score; not a quality to compare
@@ -26,7 +27,7 @@ NOT_COMPARED = {"unparseable"}  # shown beside every score; not a quality to com
 def estimator(metric, items, where):
     if metric.kind == "bleu":
         try:
-            return Bleu(bleu_statistics(items))
+            return Bleu.scored_by(metric.score)(bleu_statistics(items))
         except (TypeError, ValueError):
             raise ReportError(f"{where}: {metric.name}: a per-document item is not a (reply, reference) pair") from None
     if metric.kind == "distinct":
@@ -85,6 +86,7 @@ def task_report(task, spec, runs, baseline, settings) -> dict:
     metrics = task_metrics(spec)
     entry = {"main_metric": main_metric(spec), "scores": {}, "breakdown": {}, "comparisons": {}, "notes": [],
              "warnings": []}
+    entry["notes"] += [bleu_note(metric) for metric in metrics.values() if metric.kind == "bleu"]
     estimators, jobs = {}, []
     for run in runs:
         tr = run.tasks[task]
@@ -111,6 +113,18 @@ def task_report(task, spec, runs, baseline, settings) -> dict:
     for name, pairs in pairings.items():
         entry["comparisons"][name] = compare(name, metrics, matches[name], len(pairs[0]), draws, settings)
     return entry
+
+
+def bleu_note(metric) -> str:
+    """Which BLEU the intervals and comparisons resample: the task's own, or sacrebleu's defaults."""
+    if metric.score is not None:
+        summary = " ".join(metric.score.__doc__.split()).split(". ")[0]  # its docstring's first sentence
+        return f"{metric.name}: resampled with the task's own BLEU, {metric.score.__name__}: {summary}"
+    from sacrebleu.metrics import BLEU
+
+    bleu = BLEU()
+    bleu.num_refs = 1
+    return f"{metric.name}: resampled with sacrebleu's BLEU() ({bleu.get_signature()}), the task's BLEU"
 
 
 def scores(entry, runs, task, estimators, draws, confidence):
@@ -141,6 +155,10 @@ def pairing(task, base, run, entry):
     b, r = base.tasks.get(task), run.tasks[task]
     if b is None:
         return None
+    if r.dataset != b.dataset:
+        entry["warnings"].append(f"{run.name}: not compared with {base.name}: a different dataset, config or split "
+                                 f"({_dataset(r.dataset)} against {_dataset(b.dataset)})")
+        return None
     for what, mine, theirs in (("task version", r.version, b.version), ("number of shots", r.n_shot, b.n_shot)):
         if mine != theirs:
             entry["warnings"].append(f"{run.name}: {what} {mine} differs from {base.name}'s {theirs}")
@@ -155,6 +173,10 @@ def pairing(task, base, run, entry):
     entry["notes"].append(f"{run.name} vs {base.name}: paired on the {len(pairs)} documents both scored "
                           f"({base.name} {len(b.keys)}, {run.name} {len(r.keys)}: a different --limit?)")
     return tuple(np.array(side) for side in zip(*pairs))
+
+
+def _dataset(dataset):
+    return "/".join(str(part) for part in dataset) or "not recorded"
 
 
 def paired(eb, er):
@@ -189,25 +211,40 @@ def compare(name, metrics, matches, n_pairs, draws, settings) -> dict:
     result = {}
     for m, (eb, er, index) in matches.items():
         db, dr = draws[("vs", name, m, "b")], draws[("vs", name, m, "r")]
-        pb, pr = eb.point(), er.point()
-        delta, diffs = pr - pb, dr - db
-        if metrics[m].kind == "bleu":
-            test, p = "sacrebleu paired bootstrap", sacrebleu_p(db, dr, pb, pr)
-        elif metrics[m].binary:
-            test, p = "McNemar exact", mcnemar_p(eb.x[:, 0], er.x[:, 0])
-        else:
-            test, p = "paired bootstrap", bootstrap_p(diffs, delta)
+        delta, diffs = er.point() - eb.point(), dr - db
         n = n_pairs if index is None else len(index)
+        test, p = paired_test(metrics[m], eb, er, db, dr, n)
         result[m] = {"delta": _number(delta), "ci": interval(diffs, settings["confidence"]), "p": p,
                      "p_holm": None, "test": test, "n": n}
     return result
+
+
+def paired_test(metric, eb, er, db, dr, n):
+    """(test, p): a bootstrap whose differences do not vary (one document, or the same difference on every
+    document) says nothing; the exact sign test over the documents does, or there are too few documents."""
+    pb, pr = eb.point(), er.point()
+    delta = pr - pb
+    if metric.binary:
+        return "McNemar exact", mcnemar_p(eb.x[:, 0], er.x[:, 0])
+    if isinstance(eb, Mean):  # per-document differences (Sum is a Mean)
+        per_doc = er.x[:, 0] - eb.x[:, 0]
+        if np.ptp(per_doc) == 0:
+            return "sign test (exact: the per-document differences are all equal)", sign_test_p(per_doc)
+        return "paired bootstrap", bootstrap_p(dr - db, delta)
+    diffs = (dr - db)[np.isfinite(dr - db)]
+    if delta != 0 and (n < 2 or not len(diffs) or np.ptp(diffs) == 0):
+        return "too few documents (the resampled differences do not vary)", None
+    if metric.kind == "bleu":
+        return "sacrebleu paired bootstrap", sacrebleu_p(db, dr, pb, pr)
+    return "paired bootstrap", bootstrap_p(dr - db, delta)
 
 
 def holm(tasks: dict):
     """Holm-adjusted p of every comparison in the report (statsmodels ``multipletests``)."""
     from statsmodels.stats.multitest import multipletests
 
-    cells = [c for entry in tasks.values() for per_run in entry["comparisons"].values() for c in per_run.values()]
+    cells = [c for entry in tasks.values() for per_run in entry["comparisons"].values() for c in per_run.values()
+             if c["p"] is not None]  # None: too few documents for a test
     if cells:
         adjusted = multipletests([c["p"] for c in cells], method="holm")[1]
         for c, p in zip(cells, adjusted):

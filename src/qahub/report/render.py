@@ -55,8 +55,8 @@ def task_blocks(task, entry, settings, figures):
     if any(entry["comparisons"].values()):
         out.append(("h", 3, f"{task}: paired comparisons with {settings['baseline']}"))
         rows = [[name, m, f"{fmt(c['delta'])} [{fmt(c['ci'][0])}, {fmt(c['ci'][1])}]", fmt(c["p"], 3),
-                 fmt(c["p_holm"], 3) + (" *" if c["p_holm"] < 1 - settings["confidence"] else ""), str(c["n"]),
-                 c["test"]]
+                 fmt(c["p_holm"], 3) + (" *" if (c["p_holm"] or 1) < 1 - settings["confidence"] else ""),
+                 str(c["n"]), c["test"]]
                 for name, per in entry["comparisons"].items() for m, c in per.items()]
         out.append(("table", ["run", "metric", "delta [CI]", "p", "p_holm", "n", "test"], rows))
     return out
@@ -126,26 +126,34 @@ def task_figures(task, entry) -> dict:
 
 def _bars(title, labels, series) -> bytes:
     import matplotlib.pyplot as plt
-    import numpy as np
 
     legend = 0.5 + 0.07 * max([len(str(run)) for run in series] or [0])  # inches beside the bars for the run names
     width_in = max(4, 1.2 * len(labels) * max(1, len(series)) * 0.6 + 2) + legend
-    fig, ax = plt.subplots(figsize=(width_in, 3.2), dpi=80)
+    with plt.rc_context({"text.parse_math": False}):  # run names and categories as given: "$x$" is not TeX
+        fig, ax = plt.subplots(figsize=(width_in, 3.2), dpi=80)
+        _draw(ax, title, labels, series)
+        # fixed margins: tight_layout is slow
+        fig.subplots_adjust(left=0.5 / width_in, right=1 - legend / width_in, top=0.88,
+                            bottom=0.22 if len(labels) > 3 else 0.14)
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", metadata={"Software": None})
+    plt.close(fig)
+    return buffer.getvalue()
+
+
+def _draw(ax, title, labels, series):
+    import numpy as np
+
     width = 0.8 / max(1, len(series))
-    x = np.arange(len(labels))
-    for i, (run, cells) in enumerate(series.items()):
+    x, bars = np.arange(len(labels)), []
+    for i, cells in enumerate(series.values()):
         values = [c["value"] if c and c["value"] is not None else 0.0 for c in cells]
         low = [v - c["ci"][0] if c and c["ci"][0] is not None else 0.0 for v, c in zip(values, cells)]
         high = [c["ci"][1] - v if c and c["ci"][1] is not None else 0.0 for v, c in zip(values, cells)]
-        ax.bar(x + i * width - 0.4 + width / 2, values, width, yerr=[np.maximum(low, 0), np.maximum(high, 0)],
-               capsize=3, label=run)
+        bars.append(ax.bar(x + i * width - 0.4 + width / 2, values, width, capsize=3,
+                           yerr=[np.maximum(low, 0), np.maximum(high, 0)]))
     ax.set_xticks(x, labels, rotation=20 if len(labels) > 3 else 0)
     ax.set_title(title, fontsize=10, y=1.0)  # a fixed place: placing it above the ticks measures them
-    # the legend beside the bars, not over them ("best" tries every place against every bar: slow)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    # fixed margins: tight_layout is slow
-    fig.subplots_adjust(left=0.5 / width_in, right=1 - legend / width_in, top=0.88, bottom=0.22 if len(labels) > 3 else 0.14)
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", metadata={"Software": None})
-    plt.close(fig)
-    return buffer.getvalue()
+    # the legend beside the bars, not over them ("best" tries every place against every bar: slow); the names
+    # given with the handles, as they are: a label= starting with "_" would be left out of the legend
+    ax.legend(bars, [str(run) for run in series], fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))

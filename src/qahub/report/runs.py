@@ -33,6 +33,7 @@ class Metric:
     kind: str
     binary: bool = False
     order: int = 0  # distinct-n's n
+    score: object = None  # BLEU: the task's function of summed sacreBLEU statistics (None: sacrebleu's BLEU())
 
 
 @dataclass
@@ -48,6 +49,7 @@ class TaskRun:
     version: object = None
     n_shot: object = None
     limit: object = None
+    dataset: tuple = ()  # (dataset_path, dataset_name, split) of the results file's task config
 
 
 @dataclass
@@ -84,7 +86,8 @@ def task_metrics(spec: dict) -> dict:
             raise ReportError(f"metric {name}: no resampling known for its aggregation {how!r}")
         kind = KINDS[how]
         # a metric the task declares 0/1 per document (0/100 for doc2dial's exact): McNemar's test compares them
-        metrics[name] = Metric(name, kind, name in spec.get("binary", ()), int(how[-1]) if kind == "distinct" else 0)
+        metrics[name] = Metric(name, kind, name in spec.get("binary", ()), int(how[-1]) if kind == "distinct" else 0,
+                               spec.get("bleu_of_statistics") if kind == "bleu" else None)
     return metrics
 
 
@@ -130,7 +133,18 @@ def read_json(path: Path) -> dict:
         raise ReportError(f"{path}: not a JSON file: {err}") from None
     if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
         raise ReportError(f"{path}: not an lm-eval results file (no \"results\" object)")
+    for key in ("versions", "n-shot", "config", "configs", "n-samples"):
+        if key in data and not isinstance(data[key], dict | None):
+            raise ReportError(f"{path}: {key!r} is not an object; the results file is damaged (rerun lm_eval)")
     return data
+
+
+def task_entry(results: dict, key: str, task: str, path) -> dict:
+    """``results[key][task]``, an object ({} when the file has no such entry)."""
+    entry = (results.get(key) or {}).get(task, {})
+    if not isinstance(entry, dict):
+        raise ReportError(f"{path}: {key}.{task} is not an object; the results file is damaged (rerun lm_eval)")
+    return entry
 
 
 def read_run(name: str | None, path: Path, specs: dict) -> tuple[Run, list[str]]:
@@ -144,6 +158,7 @@ def read_run(name: str | None, path: Path, specs: dict) -> tuple[Run, list[str]]
         if task not in specs:
             skipped.append(task)
             continue
+        task_entry(results, "results", task, chosen)
         samples = chosen.parent / f"samples_{task}_{date}.jsonl"
         if not samples.is_file():
             raise ReportError(f"{chosen}: task {task} has no samples file {samples.name}; "
@@ -157,40 +172,51 @@ def read_run(name: str | None, path: Path, specs: dict) -> tuple[Run, list[str]]
 def read_task(task: str, samples: Path, results: dict, spec: dict, results_name: str) -> TaskRun:
     metrics = task_metrics(spec)
     categories = spec.get("categories", {})
-    present = _metrics_logged(samples, metrics)
+    present = _metrics_logged(samples, task, metrics)
     rows, cats = [], {f: [] for f in categories}
     fields = [(categories[f], column) for f, column in cats.items()]
     number, get = 0, operator.itemgetter("doc_id", "doc_hash", *present)
     with open(samples, "rb") as handle:
         try:
             for number, line in enumerate(handle, 1):  # noqa: B007 - the line an error names
-                sample = load_line(line)
+                sample = _sample(samples, number, line)
                 rows.append(get(sample))
                 doc = sample["doc"]
                 for category, column in fields:
                     column.append(str(category(doc)))
-        except UnicodeDecodeError as err:
-            raise ReportError(f"{samples}: line {number}: not UTF-8 ({err.reason}); the samples file is damaged") from None
-        except json.JSONDecodeError as err:
-            raise ReportError(f"{samples}: line {number}: not JSON ({err.msg}); the samples file is damaged") from None
+        except ReportError:
+            raise
         except (KeyError, TypeError, IndexError, AttributeError, ValueError) as err:
             raise ReportError(f"{samples}: line {number}: not a logged sample of {task} "
                               f"({type(err).__name__}: {err})") from None
-    if not rows:
-        raise ReportError(f"{samples}: no samples")
     columns = [list(column) for column in zip(*rows)]
     keys = list(zip(columns[0], columns[1]))
     items = dict(zip(present, columns[2:]))
     _check_keys(samples, keys)
-    scores = results["results"][task]
+    _check_count(samples, len(rows), task_entry(results, "n-samples", task, results_name), results_name)
+    scores = task_entry(results, "results", task, results_name)
     values = {}
     for metric in present:
         key = f"{metric},none"
         if not isinstance(scores.get(key), int | float) or isinstance(scores.get(key), bool):
             raise ReportError(f"{results_name}: task {task} has no number {key!r}")
         values[metric] = float(scores[key])
+    config = task_entry(results, "configs", task, results_name)
+    dataset = (config.get("dataset_path"), config.get("dataset_name"),
+               config.get("test_split") or config.get("validation_split"))
     return TaskRun(task, str(samples), values, keys, items, cats, (results.get("versions") or {}).get(task),
-                   (results.get("n-shot") or {}).get(task), (results.get("config") or {}).get("limit"))
+                   (results.get("n-shot") or {}).get(task), (results.get("config") or {}).get("limit"), dataset)
+
+
+def _check_count(samples: Path, count: int, n_samples: dict, results_name: str):
+    """As many samples as the results file scored (its ``n-samples`` effective count)."""
+    effective = n_samples.get("effective")
+    if not isinstance(effective, int) or isinstance(effective, bool):
+        raise ReportError(f"{results_name}: no n-samples effective count for {samples.name}; the results file is "
+                          "damaged (rerun lm_eval)")
+    if count != effective:
+        raise ReportError(f"{samples}: {count} samples, but the results file scored {effective} (n-samples); the "
+                          "samples file is cut or from another run")
 
 
 def load_line(line: bytes):
@@ -205,23 +231,39 @@ def load_line(line: bytes):
     return json.loads(line.decode("utf-8"))
 
 
-def _metrics_logged(samples: Path, metrics: dict) -> list:
-    """The task's metrics the first sample has (a judge score only when the run had a judge)."""
-    with open(samples, encoding="utf-8") as handle:
-        first = handle.readline()
+def _sample(samples: Path, number: int, line: bytes):
     try:
-        sample = json.loads(first) if first.strip() else {}
+        return load_line(line)
+    except UnicodeDecodeError as err:
+        raise ReportError(f"{samples}: line {number}: not UTF-8 ({err.reason}); the samples file is damaged") from None
     except json.JSONDecodeError as err:
-        raise ReportError(f"{samples}: line 1: not JSON ({err.msg}); the samples file is damaged") from None
+        raise ReportError(f"{samples}: line {number}: not JSON ({err.msg}); the samples file is damaged") from None
+
+
+def _metrics_logged(samples: Path, task: str, metrics: dict) -> list:
+    """The task's metrics the first sample has (a judge score only when the run had a judge)."""
+    with open(samples, "rb") as handle:
+        first = handle.readline()
+    if not first.strip():
+        raise ReportError(f"{samples}: no samples")
+    sample = _sample(samples, 1, first)
     if not isinstance(sample, dict):
         raise ReportError(f"{samples}: line 1: not a JSON object")
-    return [m for m in metrics if m in sample]
+    present = [m for m in metrics if m in sample]
+    if not present:
+        raise ReportError(f"{samples}: no score of {task} logged (an lm_eval --predict_only run?); rerun lm_eval "
+                          "without --predict_only")
+    return present
 
 
 def _check_keys(samples: Path, keys: list):
+    first = {}
     for number, (doc_id, doc_hash) in enumerate(keys, 1):
         if not isinstance(doc_id, int) or not isinstance(doc_hash, str):
             raise ReportError(f"{samples}: line {number}: doc_id / doc_hash are not an integer and a hash")
+        if first.setdefault(doc_id, number) != number:
+            raise ReportError(f"{samples}: line {number}: doc_id {doc_id} again (first on line {first[doc_id]}); "
+                              "each document is logged once: the samples file is damaged")
 
 
 def numbers(items: list, where: str) -> tuple[np.ndarray, np.ndarray]:

@@ -2,7 +2,8 @@
 (resamples x documents) and a statistic is computed for every row at once (``W @ columns`` for means, sums
 and BLEU's sufficient statistics; n-gram presence for distinct-n). Paired tests: McNemar's exact test
 (statsmodels), sacrebleu's paired bootstrap for BLEU (its algorithm and seed, so ``sacrebleu --paired-bs``
-gives the same p), a paired bootstrap of the difference for the rest."""
+gives the same p), a paired bootstrap of the difference for the rest, or the exact sign test where the
+per-document differences are all equal (a bootstrap of them does not vary)."""
 
 from __future__ import annotations
 
@@ -91,16 +92,24 @@ def bleu_statistics(pairs) -> np.ndarray:
 
 class Bleu(Linear):
     """Corpus BLEU of the resampled documents' summed statistics, scored as sacrebleu's bootstrap scores them
-    (float32 sums into ``_compute_score_from_stats``)."""
+    (float32 sums), by the task's own function of the statistics (``score``; None: sacrebleu's ``BLEU()``)."""
+
+    score = None
+
+    @classmethod
+    def scored_by(cls, score):
+        """The estimator class that scores with ``score`` (``take`` and the bootstrap keep the class)."""
+        return cls if score is None else type(cls.__name__, (cls,), {"score": staticmethod(score)})
+
+    def _one(self, row):
+        return float(self.score(row)) if self.score else _bleu()._compute_score_from_stats(row).score
 
     def point(self):
         sums = [int(v) for v in self.x.sum(0)]
-        return float(_bleu()._compute_score_from_stats(sums).score) if sums[1] else float("nan")
+        return self._one(sums) if sums[1] else float("nan")
 
     def finish(self, sums):
-        metric = _bleu()
-        return np.array([metric._compute_score_from_stats(row).score if row[1] else np.nan
-                         for row in sums.astype(np.float32)])
+        return np.array([self._one(row) if row[1] else np.nan for row in sums.astype(np.float32)])
 
 
 class Distinct:
@@ -219,6 +228,15 @@ def mcnemar_p(base, other) -> float:
     a, b = np.asarray(base) > 0, np.asarray(other) > 0
     table = [[int((a & b).sum()), int((a & ~b).sum())], [int((~a & b).sum()), int((~a & ~b).sum())]]
     return float(mcnemar(table, exact=True).pvalue)
+
+
+def sign_test_p(differences) -> float:
+    """Two-sided exact sign test of per-document differences (scipy ``binomtest``; ties left out, 1 if all tie)."""
+    from scipy.stats import binomtest
+
+    differences = np.asarray(differences, dtype=float)
+    up, down = int((differences > 0).sum()), int((differences < 0).sum())
+    return float(binomtest(up, up + down, 0.5).pvalue) if up + down else 1.0
 
 
 def bootstrap_p(draws, delta: float) -> float:
