@@ -305,10 +305,9 @@ def test_rows_plus_a_reply_column_are_refused_naming_both_fields(sample_exports,
 @pytest.mark.parametrize("corpus", CORPORA)
 def test_reply_field_scores_the_reply_column_of_the_rows(sample_exports, tmp_path, corpus):
     export = sample_exports[corpus]
-    made = write(tmp_path / "rows.jsonl", [{**doc, "model_answer": DONT_KNOW} for doc in docs(export, corpus)])
-    lines = tmp_path / "rows.jsonl"
-    lines.write_text("".join(json.dumps(doc, ensure_ascii=False) + "\n" for doc in json.loads(made.read_text())),
-                     encoding="utf-8")
+    made = [{**doc, "model_answer": DONT_KNOW} for doc in docs(export, corpus)]
+    lines = tmp_path / "rows.jsonl"  # as Dataset.to_json writes it: a record a line
+    lines.write_text("".join(json.dumps(doc, ensure_ascii=False) + "\n" for doc in made), encoding="utf-8")
     replies_only = write(tmp_path / "replies.json", records(export, corpus, reply=lambda _: DONT_KNOW))
     gold = write(tmp_path / "gold.json", records(export, corpus))
     scored = scores(corpus, export, lines, "--reply-field", "model_answer")
