@@ -830,4 +830,4 @@ def _answer_span(row):
 
 PREDICTION_CASE = dict(
     corpus="doc2dial", metric=["doc2dial", "--task", "subtask1"], config="doc2dial_rc", split="validation",
-    reply="prediction_text", items=lambda row: [({"id": row["id"]}, _answer_span(row))])
+    reply="prediction_text", items=lambda row: [({"id": row["id"]}, _answer_span(row))], gold="answers")

@@ -1150,4 +1150,4 @@ def test_oracle_top_on_the_real_data(task_api, relpath):
 # prediction a row of that split gives
 PREDICTION_CASE = dict(
     corpus="jemhopqa", metric=["jemhopqa", "--synonyms", "none"], config="v1.2", split="validation", reply="reply",
-    items=lambda row: [({"qid": row["qid"]}, f"回答: {row['answer']}")])
+    items=lambda row: [({"qid": row["qid"]}, f"回答: {row['answer']}")], gold="answer")

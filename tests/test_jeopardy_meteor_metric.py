@@ -1028,4 +1028,4 @@ def test_the_adapter_has_no_reference_csv_parser():
 # prediction a row of that split gives
 PREDICTION_CASE = dict(
     corpus="jeopardy", metric=["jeopardy_meteor"], config="qa", split="validation", reply="prediction",
-    items=lambda row: [({"question_id": row["question_id"]}, f"Ответ: {row['answer']}")])
+    items=lambda row: [({"question_id": row["question_id"]}, f"Ответ: {row['answer']}")], gold="answer")

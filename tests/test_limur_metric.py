@@ -177,19 +177,68 @@ def test_cli_prediction_errors(tmp_path, content, problem):
         scoring.run(sample_args(predictions=str(path)))
 
 
-def test_cli_closed_test_split(tmp_path):
-    lines = (SAMPLES / "test.jsonl").read_text(encoding="utf-8").splitlines()
-    first = json.loads(lines[0])
-    (tmp_path / "test.jsonl").write_text(json.dumps({**first, "outputs": ""}, ensure_ascii=False) + "\n",
-                                         encoding="utf-8")
+def test_cli_some_closed_answers_score_zero_and_are_counted(tmp_path):
+    _test_split(tmp_path, closed=1)
     with pytest.warns(UserWarning, match="have no gold answer"):
-        result = scoring.run(sample_args(references=str(tmp_path), predictions=str(_one_prediction(tmp_path))))
-    assert (result["count"], result["closed"], result["exact_match"], result["exact_match_mera"]) == (1, 1, 0.0, 0.0)
+        result = scoring.run(sample_args(references=str(tmp_path), predictions=str(_gold_predictions(tmp_path))))
+    assert (result["count"], result["closed"], result["exact_match"], result["exact_match_mera"]) == (2, 1, 0.5, 0.5)
 
 
-def _one_prediction(tmp_path):
-    path = tmp_path / "p.json"
-    path.write_text(json.dumps({"426": "Ответ: Г"}, ensure_ascii=False), encoding="utf-8")
+CLOSED = r"nothing to score: the test answers are closed in this file; score validation, or pass the open answers"
+
+
+def test_cli_a_split_whose_answers_are_all_closed_is_nothing_to_score(tmp_path, capsys):
+    """Issue 27.2: MERA's public test split keeps every answer closed: exact_match 0.0 with exit 0 before."""
+    _test_split(tmp_path, closed=2)
+    code, out, err = run_cli(capsys, "--predictions", str(_gold_predictions(tmp_path)), "--data-dir", str(tmp_path))
+    assert (code, out) == (1, "") and len(err) == 1, err
+    assert re.fullmatch(rf"qahub evaluate: error: {re.escape(str(tmp_path))} \(all, test\): {CLOSED}", err[0]), err
+
+
+def test_cli_closed_answers_of_the_task_type_scored_are_nothing_to_score(tmp_path, capsys):
+    """Only the rows scored count: a split whose rwsd answers are all closed has nothing to score with
+    --task-type rwsd, though its kusdra answers are open."""
+    rows = [json.loads(line) for line in (SAMPLES / "test.jsonl").read_text(encoding="utf-8").splitlines()]
+    kinds = {row["meta"]["task_type"] for row in rows}
+    assert kinds == {"rwsd", "kusdra"}
+    (tmp_path / "test.jsonl").write_text("".join(
+        json.dumps({**row, "outputs": "" if row["meta"]["task_type"] == "rwsd" else row["outputs"]},
+                   ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
+    predictions = tmp_path / "p.json"
+    predictions.write_text(json.dumps({row["meta"]["id"]: "Ответ: А" for row in rows}), encoding="utf-8")
+    argv = ("--predictions", str(predictions), "--data-dir", str(tmp_path))
+    code, out, err = run_cli(capsys, *argv, "--task-type", "rwsd")
+    assert (code, out, len(err)) == (1, "", 1) and re.search(CLOSED, err[0]), err
+    code, out, err = run_cli(capsys, *argv, "--task-type", "kusdra")
+    assert code == 0 and json.loads(out)["closed"] == 0, err
+
+
+def test_metric_on_references_whose_answers_are_all_closed_raises(metric, sample_rows):
+    closed = [{**row, "outputs": "", "label": -1} for row in sample_rows["test"].to_list()]
+    message = (rf"limur: nothing to score: the answers are closed in these {len(closed)} references \(every outputs is \"\", "
+               r"as in MERA's test split\); score validation, or pass the open answers")
+    with pytest.raises(ValueError, match=message):
+        metric.compute(predictions=["Ответ: А"] * len(closed), references=closed)
+    metric.add_batch(predictions=["Ответ: А"] * len(closed), references=closed)
+    with pytest.raises(ValueError, match=message):
+        metric.compute()
+
+
+def _test_split(folder, closed):
+    """A test.jsonl of the first two sample records, the first ``closed`` of them with their answer closed."""
+    rows = [json.loads(line) for line in (SAMPLES / "test.jsonl").read_text(encoding="utf-8").splitlines()[:2]]
+    (folder / "test.jsonl").write_text("".join(
+        json.dumps({**row, "outputs": "" if n < closed else row["outputs"]}, ensure_ascii=False) + "\n"
+        for n, row in enumerate(rows)), encoding="utf-8")
+
+
+def _gold_predictions(folder):
+    """Predictions of the sample's gold letter for the records of ``folder``'s test.jsonl."""
+    rows = [json.loads(line) for line in (SAMPLES / "test.jsonl").read_text(encoding="utf-8").splitlines()]
+    ids = {json.loads(line)["meta"]["id"] for line in (folder / "test.jsonl").read_text(encoding="utf-8").splitlines()}
+    path = folder / "p.json"
+    path.write_text(json.dumps({row["meta"]["id"]: f"Ответ: {row['outputs']}" for row in rows
+                                if row["meta"]["id"] in ids}, ensure_ascii=False), encoding="utf-8")
     return path
 
 
@@ -1487,11 +1536,9 @@ def test_a_file_with_any_name_is_built_as_the_split_asked_for(tmp_path):
 
 
 def test_closed_answers_note_is_a_warning_silenced_by_quiet(tmp_path, capsys):
-    first = json.loads((SAMPLES / "test.jsonl").read_text(encoding="utf-8").splitlines()[0])
-    (tmp_path / "test.jsonl").write_text(json.dumps({**first, "outputs": ""}, ensure_ascii=False) + "\n",
-                                         encoding="utf-8")
-    with pytest.warns(UserWarning, match="1 of 1 record"):
-        scoring.run(sample_args(references=str(tmp_path), predictions=str(_one_prediction(tmp_path))))
+    _test_split(tmp_path, closed=1)
+    with pytest.warns(UserWarning, match="1 of 2 record"):
+        scoring.run(sample_args(references=str(tmp_path), predictions=str(_gold_predictions(tmp_path))))
     code, out, err = run_cli(capsys, "--predictions", str(tmp_path / "p.json"), "--data-dir", str(tmp_path))
     assert (code, err, json.loads(out)["closed"]) == (0, [], 1)
 
@@ -1622,4 +1669,4 @@ def test_ctrl_c_drops_the_queued_judge_requests():
 # prediction a row of that split gives
 PREDICTION_CASE = dict(
     corpus="limur", metric=["limur"], config="all", split="validation", reply="outputs",
-    items=lambda row: [({"id": row["meta"]["id"]}, f"Ответ: {row['outputs']}")])
+    items=lambda row: [({"id": row["meta"]["id"]}, f"Ответ: {row['outputs']}")], gold="outputs")

@@ -31,7 +31,9 @@ ERROR_LINE = r"qahub evaluate: error: [^\n]+\n"
 def _cases():
     """Each corpus's ``PREDICTION_CASE``, declared beside its metric's tests (``tests/test_<metric>_metric.py``):
     the metric command and its options, the config and split read, the reply field, and (id fields, gold reply)
-    of each prediction a row of that split gives."""
+    of each prediction a row of that split gives; ``gold``, the field in which those rows hold the gold answer,
+    and ``docs`` (optional; default: the row itself), the records a row gives the model, which a file of replies
+    made the common way holds with a reply column added (the harness task's docs where they are not the rows)."""
     cases = {}
     for metric in registry.metric_names():
         if importlib.util.find_spec(f"test_{metric}_metric") is not None:
@@ -92,6 +94,12 @@ def records(export, corpus, reply=lambda text: text):
 def write(path, value):
     path.write_text(json.dumps(value, ensure_ascii=False), encoding="utf-8")
     return path
+
+
+def docs(export, corpus):
+    """The records the model is run on, of every row of the scored split, as a file of them holds them."""
+    made = CASES[corpus].get("docs", lambda row: [row])
+    return [doc for row in rows(export, corpus) for doc in made(row)]
 
 
 def reversed_copy(export, corpus, tmp_path):
@@ -274,3 +282,87 @@ def test_help_documents_by_position_and_the_id_field(metric, id_field):
     code, out, _ = qahub("evaluate", metric, "--help")
     assert code == 0 and "--by-position" in out, out
     assert f"by id: each record names its row by {id_field}" in " ".join(out.split())
+
+
+# --- issue 27.1: a predictions record never supplies the gold
+
+DONT_KNOW = "не знаю / わからない / don't know"
+
+
+@pytest.mark.parametrize("output", ["prediction", "model_answer"])
+@pytest.mark.parametrize("corpus", CORPORA)
+def test_rows_plus_a_reply_column_are_refused_naming_both_fields(sample_exports, tmp_path, corpus, output):
+    """The dataset's rows plus the model's output column (``ds.map(...)``, ``to_json``): the gold field was read as
+    the reply (LIMUR rows + "prediction" exact_match 1.0, JEMHopQA 1.0, Jeopardy rows + "model_answer" accuracy
+    1.0, though the model answered "don't know" everywhere)."""
+    export = sample_exports[corpus]
+    made = write(tmp_path / "rows.json", [{**doc, output: DONT_KNOW} for doc in docs(export, corpus)])
+    code, out, err = evaluate(corpus, export, made)
+    assert_one_line(code, out, err, rf"rows\.json: record 0: holds the gold field '{CASES[corpus]['gold']}' and the "
+                                    rf"field '{output}': which is the model's reply\? Name it with --reply-field {output} ")
+
+
+@pytest.mark.parametrize("corpus", CORPORA)
+def test_reply_field_scores_the_reply_column_of_the_rows(sample_exports, tmp_path, corpus):
+    export = sample_exports[corpus]
+    made = [{**doc, "model_answer": DONT_KNOW} for doc in docs(export, corpus)]
+    lines = tmp_path / "rows.jsonl"  # as Dataset.to_json writes it: a record a line
+    lines.write_text("".join(json.dumps(doc, ensure_ascii=False) + "\n" for doc in made), encoding="utf-8")
+    replies_only = write(tmp_path / "replies.json", records(export, corpus, reply=lambda _: DONT_KNOW))
+    gold = write(tmp_path / "gold.json", records(export, corpus))
+    scored = scores(corpus, export, lines, "--reply-field", "model_answer")
+    assert scored == scores(corpus, export, replies_only) != scores(corpus, export, gold)
+
+
+@pytest.mark.parametrize("corpus", CORPORA)
+def test_the_rows_themselves_are_refused_as_rows_without_a_reply(sample_exports, tmp_path, corpus):
+    export = sample_exports[corpus]
+    code, out, err = evaluate(corpus, export, write(tmp_path / "rows.json", docs(export, corpus)))
+    gold = CASES[corpus]["gold"]
+    if gold != CASES[corpus]["reply"]:  # the gold field is not a reply field: the record has no reply at all
+        assert_one_line(code, out, err, r"rows\.json: record 0: (no reply|holds the gold field)")
+        return
+    assert_one_line(code, out, err, rf"rows\.json: record 0: holds the gold field '{gold}' and the dataset's fields "
+                                    r"'\w+'.*: a row of the dataset, no model reply in it; add the reply as a field "
+                                    r"and name it with --reply-field NAME")
+
+
+def test_a_predictions_only_record_with_the_documented_gold_named_field_is_read(sample_exports, tmp_path):
+    """LIMUR's ``outputs`` is also the reply field of predictions-only files (a MERA submission): read as before,
+    with the record's id and nothing else; ``--reply-field outputs`` says the same."""
+    export = sample_exports["limur"]
+    plain = write(tmp_path / "outputs.json", records(export, "limur"))
+    assert scores("limur", export, plain)["exact_match"] == 1.0
+    assert scores("limur", export, plain, "--reply-field", "outputs")["exact_match"] == 1.0
+
+
+@pytest.mark.parametrize("value, problem", [
+    ("id", r"--reply-field id: that is the id field, not a reply"),
+    ("reply", r"record 0: no field 'reply' \(--reply-field\)"),
+])
+def test_a_reply_field_that_is_no_reply_is_one_line(sample_exports, tmp_path, value, problem):
+    export = sample_exports["limur"]
+    code, out, err = evaluate("limur", export, write(tmp_path / "p.json", records(export, "limur")),
+                              "--reply-field", value)
+    assert_one_line(code, out, err, rf"p\.json: {problem}")
+
+
+def test_help_documents_reply_field_and_the_gold_fields():
+    for metric, gold in [("limur", "outputs"), ("jeopardy_meteor", "answer, Answer"), ("topical_chat", "response, target"),
+                         ("jemhopqa", "answer, derivations"), ("doc2dial", "answers, utterance")]:
+        code, out, _ = qahub("evaluate", metric, "--help")
+        assert code == 0 and f"also holds a gold field ({gold})" in " ".join(out.split()), out
+
+
+# --- issue 27.3: a CSV header naming a column twice
+
+@pytest.mark.parametrize("corpus", CORPORA)
+def test_a_csv_header_naming_a_column_twice_is_refused_naming_it(sample_exports, tmp_path, corpus):
+    export = sample_exports[corpus]
+    reply, given = CASES[corpus]["reply"], records(export, corpus)
+    names = [*_id_fields(export, corpus), reply, reply]
+    lines = [",".join(names)] + [",".join(str(record[name]) for name in names[:-1]) + ",x" for record in given]
+    path = tmp_path / "twice.csv"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    code, out, err = evaluate(corpus, export, path)
+    assert_one_line(code, out, err, rf"twice\.csv: record line 1: the header names the column '{reply}' twice")

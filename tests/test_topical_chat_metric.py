@@ -718,4 +718,6 @@ def test_task_and_metric_score_alike(exported, metric):
 PREDICTION_CASE = dict(
     corpus="topical_chat", metric=["topical_chat"], config="conversations", split="test_freq", reply="response",
     items=lambda row: [({"conversation_id": row["conversation_id"], "turn_index": i}, turn["message"])
-                       for i, turn in enumerate(row["turns"]) if i])
+                       for i, turn in enumerate(row["turns"]) if i],
+    # the harness task's docs (one per turn), which a file of replies is made from
+    docs=lambda row: [task_api._flat(example) for example in turn_examples(row)], gold="response")

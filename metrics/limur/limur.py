@@ -30,7 +30,7 @@ from .references import (
     storable,
     task_text,
 )
-from .score import score_reply
+from .score import ALL_CLOSED, all_closed, score_reply
 from .task_api import TASKS
 
 _CITATION = """\
@@ -78,8 +78,8 @@ Returns:
     judge: whether the judge ran, its prompt and counts (judged, unparseable, failed, coverage, requests, cache_hits).
 Raises:
     ValueError naming the record: a reference that lacks a field or holds a wrong value, two references with
-    one id, predictions and references of different lengths; nothing to score (zero examples: "limur: nothing
-    to score"); a judge option out of range, naming it.
+    one id, predictions and references of different lengths; nothing to score (zero examples, or every answer
+    closed: "limur: nothing to score"); a judge option out of range, naming it.
     JudgeConfigError (a RuntimeError): the judge cannot work at all (configuration, judge_model without
     judge_url, HTTP 401/403/404, a redirect).
 Examples:
@@ -141,6 +141,9 @@ class Limur(DirectMetric):
 def score_all(predictions, references, judge=None, judge_name=None, judge_cache=None, **options):
     """The result of checked replies and references (internal records); the judge's options (``judge_<setting>``
     of ``judge_settings.SETTINGS``) checked first."""
+    if all_closed(ref["answer"] for ref in references):
+        raise ValueError("limur: " + ALL_CLOSED.format(
+            answers="the answers", where=f"these {len(references)} references (every outputs is \"\", as in MERA's test split)"))
     given = _judge_options(options)
     check_options(**given)
     endpoint = resolve(given)

@@ -19,8 +19,9 @@ from qahub.evaluate_cli.references import built_rows, export_rows
 
 HELP = "DialDoc21 shared-task scores on doc2dial: subtask1 grounding (SQuAD v2 EM/F1), subtask2 generation (sacreBLEU)"
 CONFIGS = {"subtask1": "doc2dial_rc", "subtask2": "dialogue_domain"}
-FIELDS = {"subtask1": predictions.Fields(id=("id",), reply=("prediction_text",)),
-          "subtask2": predictions.Fields(id=("id",), reply=("utterance",))}
+FIELDS = {"subtask1": predictions.Fields(id=("id",), reply=("prediction_text",), gold=("answers",),
+                                         extra=("no_answer_probability",), corpus="doc2dial"),
+          "subtask2": predictions.Fields(id=("id",), reply=("utterance",), gold=("utterance",), corpus="doc2dial")}
 REFERENCE_FIELDS = predictions.Fields(id=("id",), reply=("answers", "utterance"))
 # a release file given as --references: built from its folder (doc2dial/v1.0.1/ inside the data dir)
 RELEASE_FILES = {"doc2dial_dial_train.json": "train", "doc2dial_dial_validation.json": "validation",
@@ -55,7 +56,7 @@ def add_arguments(parser):
 def run(args) -> dict:
     from qahub import registry
 
-    read = predictions.read(args.predictions, FIELDS[args.task])
+    read = predictions.read(args.predictions, FIELDS[args.task], reply_field=getattr(args, "reply_field", None))
     references, source = load_references(args)
     kwargs = {"ignore_missing": bool(args.ignore_missing)}
     if args.task == "subtask1":

@@ -29,7 +29,8 @@ HELP = "JEMHopQA answer and derivation scores, as the official evaluate.py"
 COLUMNS = ("a_em", "a_score", "e_p", "e_r", "e_f", "r_p", "r_r", "r_f", "er_p", "er_r", "er_f")
 # the reply fields: a model's raw reply; the official JSON's parts; the official TSV's columns
 FIELDS = predictions.Fields(id=("qid",), reply=("reply", "answer", "derivations", "predicted_answer",
-                                                 "predicted_derivations"))
+                                                 "predicted_derivations"),
+                            gold=("answer", "derivations"), corpus="jemhopqa")
 USER_DIC_SHA256 = "f237b567199b50aed4c756677ab4f478d7f1c77e8933c56b1052c7a93e601379"
 _TRIPLE = re.compile(r"[（\(]\s*(.+?)\s*[,，]\s*(.+?)\s*[,，]\s*(.+?)\s*[）\)]")
 
@@ -65,7 +66,8 @@ def add_arguments(parser):
 
 
 def run(args) -> dict:
-    read = predictions.read(args.predictions, FIELDS, unwrap=_from_official)
+    read = predictions.read(args.predictions, FIELDS, unwrap=_from_official,
+                            reply_field=getattr(args, "reply_field", None))
     references, ref_name = load_references(args.references, args.data_dir, args.config, args.split,
                                            getattr(args, "mirror_url", None))
     replies = _metric_predictions(read, references, args, ref_name)

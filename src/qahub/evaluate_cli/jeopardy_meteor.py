@@ -25,7 +25,8 @@ from qahub.evaluate_cli.references import built_file_rows, built_rows, export_ro
 HELP = "Russian QA Jeopardy!: METEOR correctness (official recipe), accuracy and the game score"
 
 ID_KEYS = ("question_id", "id", "QuestionID")
-FIELDS = predictions.Fields(id=ID_KEYS, reply=("prediction", "answer", "Answer"))
+FIELDS = predictions.Fields(id=ID_KEYS, reply=("prediction", "answer", "Answer"), gold=("answer", "Answer"),
+                            extra=("confidence",), corpus="jeopardy")
 REFERENCE_FIELDS = predictions.Fields(id=ID_KEYS, reply=("answer", "Answer"))
 SPLITS = ("validation", "train")  # the split read when none is named
 
@@ -60,7 +61,7 @@ def run(args) -> dict:
 
     where = args.data_dir or args.references
     references = read_references(where, args.config, args.split, build=bool(args.data_dir))
-    read = predictions.read(args.predictions, FIELDS)
+    read = predictions.read(args.predictions, FIELDS, reply_field=getattr(args, "reply_field", None))
     pairs = match(read, references, where, args.missing, getattr(args, "by_position", False))
     ids = [qid for qid, _ in pairs]
     inputs = _inputs(pairs, read, references, args)

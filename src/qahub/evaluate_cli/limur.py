@@ -17,10 +17,11 @@ from qahub import registry
 from qahub.evaluate_cli import predictions
 from qahub.evaluate_cli.references import built_file_rows, built_rows, export_rows
 from qahub.metrics.limur.judge_settings import BY_NAME, SETTINGS
+from qahub.metrics.limur.score import ALL_CLOSED, all_closed
 
 HELP = "LIMUR: exact match of the answer letter (strict, lenient, MERA's recipe) and an optional LLM judge score"
 FIELDS = predictions.Fields(id=("id", "meta.id"), reply=("outputs", "output", "prediction"),
-                            integers=frozenset({"id", "meta.id"}))
+                            integers=frozenset({"id", "meta.id"}), gold=("outputs",), corpus="limur")
 EXPORT = "a LIMUR export, a Hub dataset or a folder of MERA task files"
 
 
@@ -95,7 +96,7 @@ def run(args) -> dict:
     if args.judge_model and not (args.judge_url or os.environ.get(BY_NAME["url"].env)):
         raise ValueError(f"--judge-model needs --judge-url (or ${BY_NAME['url'].env}): the judge is an endpoint")
     references, where = load_references(args)
-    read = load_predictions(args.predictions, args.split)
+    read = load_predictions(args.predictions, args.split, getattr(args, "reply_field", None))
     subset = bool(args.task_type) or args.config != "all"  # predictions of the whole corpus may hold more ids
     replies = match(read, references, allow_extra=subset, by_position=getattr(args, "by_position", False), where=where)
     metric = registry.load_metric("limur")
@@ -117,7 +118,8 @@ def judge_options(args) -> dict:
 def load_references(args) -> tuple[list[dict], str]:
     """``(rows, what they are)``: the split's dataset rows, of ``--task-type`` only when given.
 
-    Closed answers (``outputs`` "") are kept: the metric scores them 0 and counts them (``closed``)."""
+    Closed answers (``outputs`` "") are kept: the metric scores them 0 and counts them (``closed``); when every
+    answer is closed (MERA's public test split) there is nothing to score: an error."""
     from qahub.loaders.limur import TASK_SPLITS
 
     split = TASK_SPLITS.get(args.split, args.split)
@@ -135,6 +137,8 @@ def load_references(args) -> tuple[list[dict], str]:
         rows = [row for row in rows if row["meta"]["task_type"] == args.task_type]
         if not rows:
             raise ValueError(f"{where}: no record of task type {args.task_type!r}: nothing to score")
+    if all_closed(row["outputs"] for row in rows):
+        raise ValueError(f"{where}: " + ALL_CLOSED.format(answers=f"the {split} answers", where="this file"))
     closed = sum(not row["outputs"].strip() for row in rows)
     if closed:
         warnings.warn(f"{where}: {closed} of {len(rows)} record(s) have no gold answer (closed test split?): "
@@ -162,8 +166,9 @@ def _source_name(path: Path, split: str) -> str:
     return {value: name for name, value in SPLIT_FILES.items()}.get(split, f"{split}.jsonl")
 
 
-def load_predictions(path, split="test") -> predictions.Predictions:
-    """The predictions of any of the accepted layouts (a MERA submission: its ``split`` entry)."""
+def load_predictions(path, split="test", reply_field=None) -> predictions.Predictions:
+    """The predictions of any of the accepted layouts (a MERA submission: its ``split`` entry); ``reply_field``:
+    the field holding each reply (``--reply-field``)."""
     def submission(data):
         if isinstance(data, dict) and isinstance(data.get("data"), dict):
             if split not in data["data"]:
@@ -171,7 +176,7 @@ def load_predictions(path, split="test") -> predictions.Predictions:
             return data["data"][split]
         return data
 
-    return predictions.read(path, FIELDS, unwrap=submission)
+    return predictions.read(path, FIELDS, unwrap=submission, reply_field=reply_field)
 
 
 def match(read, references: list[dict], allow_extra=False, by_position=False, where="the references") -> list:

@@ -13,6 +13,14 @@ never bad input: the metric scores what it cannot read as 0). Each problem is on
 
 A bare list of replies has no ids: it is paired with the split's rows by position only with ``--by-position``
 and when it holds one reply per row; else it is refused with a line saying how to add the ids.
+
+A record never supplies the gold. A file made from the dataset's rows plus the model's output column carries the
+gold answer under the dataset's name for it (``Fields.gold``: LIMUR ``outputs``, Jeopardy ``answer``, ...), which
+may also be a reply field of predictions-only files. ``--reply-field NAME`` says which field is the reply (it is
+read as the metric's first reply field; the gold and the other reply fields are dropped). Without it, a record
+holding a gold field is read only when its other fields are ids or the metric's own (``Fields.extra``): one that
+also holds any other field is refused, naming the gold field and the fields that may be the reply (those that are
+not the dataset's), or saying that it is a row of the dataset with no reply.
 """
 
 from __future__ import annotations
@@ -31,11 +39,16 @@ class Fields:
     """What a metric reads from a prediction record. ``id``: the id field, then other spellings accepted (a
     dotted name is inside an object: ``meta.id``; a tuple of names is an id made of several fields). ``reply``:
     the reply field(s); a record holds at least one. ``integers``: id fields whose values are integers (a digit
-    string is read as one); other id fields are text (an integer is read as its digits)."""
+    string is read as one); other id fields are text (an integer is read as its digits). ``gold``: the fields
+    in which the dataset's rows (and its harness tasks' docs) of ``corpus`` hold the gold answer; ``extra``: the
+    metric's other fields of a prediction record (a confidence)."""
 
     id: tuple
     reply: tuple
     integers: frozenset = field(default_factory=frozenset)
+    gold: tuple = ()
+    extra: tuple = ()
+    corpus: str = ""
 
     def shown_id(self):
         first = self.id[0]
@@ -65,6 +78,10 @@ def add_arguments(parser, fields: Fields, *others: Fields):
     parser.add_argument("--by-position", action="store_true",
                         help="accept a bare list of replies (no ids), paired with the split's rows in their order; "
                              "it must hold one reply per row. Without it a prediction names its row by id")
+    parser.add_argument("--reply-field", metavar="NAME",
+                        help="the field of each record that holds the model's reply, e.g. the column added to the "
+                             "dataset's rows; needed when a record also holds a gold field ("
+                             f"{', '.join(dict.fromkeys(name for each in (fields, *others) for name in each.gold))})")
     parser.epilog = (f"Predictions are matched to the reference rows by id: each record names its row by "
                      f"{_fields_shown(fields)} and gives the reply as {' or '.join(map(repr, replies))}. "
                      f"Read: JSON ({mapping}a list of records), JSON Lines (a record a line) or "
@@ -81,9 +98,10 @@ def max_bytes() -> int:
         raise ValueError(f"${MAX_BYTES_ENV}={value!r}: not a number of bytes") from None
 
 
-def read(path, fields: Fields, unwrap=None) -> Predictions:
+def read(path, fields: Fields, unwrap=None, reply_field=None) -> Predictions:
     """The predictions in ``path``. ``unwrap(value)``: a JSON file's value as the object or list to read (a
-    metric's own envelope, e.g. a MERA submission); its ``ValueError`` says what is wrong, and the file is named."""
+    metric's own envelope, e.g. a MERA submission); its ``ValueError`` says what is wrong, and the file is named.
+    ``reply_field``: the field each record gives its reply in (``--reply-field``)."""
     from qahub.loaders._sources import decode_utf8, jsonl_records, parse_json
 
     path = str(path)
@@ -108,7 +126,7 @@ def read(path, fields: Fields, unwrap=None) -> Predictions:
         else:
             shapes = "a list of records" if isinstance(fields.id[0], tuple) else "an object {id: reply} or a list"
             raise _error(path, None, f"expected {shapes}, got {_type(value)}")
-    return _predictions(path, fields, items)
+    return _predictions(path, fields, items, reply_field)
 
 
 def read_references(path, fields: Fields, id_name: str) -> Predictions:
@@ -158,6 +176,9 @@ def _csv_items(path, text, fields):
     known = set(_names(fields.id)) | set(fields.reply)
     if rows and known.intersection(name.strip() for name in rows[0][1]):
         header = [name.strip() for name in rows[0][1]]
+        twice = next((name for n, name in enumerate(header) if name in header[:n]), None)
+        if twice is not None:
+            raise _error(path, f"line {rows[0][0]}", f"the header names the column {twice!r} twice")
         for line, row in rows[1:]:
             if len(row) > len(header):
                 raise _error(path, f"line {line}", f"{len(row)} cells, but the header has {len(header)} columns "
@@ -174,24 +195,63 @@ def _csv_items(path, text, fields):
     return items
 
 
-def _predictions(path, fields, items) -> Predictions:
+def _predictions(path, fields, items, reply_field=None) -> Predictions:
     out = Predictions(path, fields)
     if not items:
         raise _error(path, None, "holds no predictions: nothing to score")
     if not any(isinstance(value, dict) for _, value in items):
+        if reply_field is not None:
+            raise _error(path, None, f"--reply-field {reply_field}: a list of replies has no records, no fields")
         out.replies = [value for _, value in items]
         return out
+    if reply_field in set(_names(fields.id)):
+        raise _error(path, None, f"--reply-field {reply_field}: that is the id field, not a reply")
     for where, record in items:
         if not isinstance(record, dict):
             raise _error(path, where, f"expected a record with the id field {fields.shown_id()!r}, "
                                             f"got {_type(record)} (a list of replies has no record at all)")
         key = _record_id(path, where, record, fields)
+        record = _with_reply(path, where, record, fields, reply_field)
         if not any(name in record for name in fields.reply):
             raise _error(path, where, f"no reply (a field {' or '.join(map(repr, fields.reply))})")
         if key in out.records:
             raise _error(path, where, f"the id {_shown(key)} is given twice (first in record {out.where[key]})")
         out.records[key], out.where[key] = record, where
     return out
+
+
+def _with_reply(path, where, record, fields, reply_field):
+    """``record`` as the metric reads it: with ``reply_field``, its value under the metric's first reply field
+    (the gold and the other reply fields dropped); else ``record``, once no gold field in it can be the reply."""
+    if reply_field is not None:
+        if reply_field not in record:
+            raise _error(path, where, f"no field {reply_field!r} (--reply-field)")
+        kept = {name: value for name, value in record.items() if name not in (*fields.reply, *fields.gold)}
+        return {**kept, _reply_key(fields): record[reply_field]}
+    gold = [name for name in record if name in fields.gold]
+    own = {name.split(".")[0] for name in _names(fields.id)} | set(fields.gold) | set(fields.extra)
+    others = [name for name in record if name not in own]
+    if gold and others:
+        raise _error(path, where, _gold_problem(gold[0], others, fields))
+    return record
+
+
+def _gold_problem(gold, others, fields):
+    """Why a record holding the gold field ``gold`` and the fields ``others`` is refused."""
+    from qahub.evaluate_cli.references import dataset_fields
+
+    candidates = [name for name in others if name not in dataset_fields(fields.corpus)]
+    if candidates:
+        return (f"holds the gold field {gold!r} and the {_listed(candidates)}: which is the model's reply? Name it "
+                f"with --reply-field {candidates[0] if len(candidates) == 1 else 'NAME'} (the dataset's rows plus "
+                f"a reply column carry the gold; a predictions-only record gives the reply alone)")
+    return (f"holds the gold field {gold!r} and the dataset's {_listed(others)}: a row of the dataset, no model "
+            "reply in it; add the reply as a field and name it with --reply-field NAME")
+
+
+def _listed(names):
+    shown = ", ".join(map(repr, names[:5])) + (f" ... ({len(names)} in all)" if len(names) > 5 else "")
+    return f"field{'s' if len(names) > 1 else ''} {shown}"
 
 
 def _record_id(path, where, record, fields):

@@ -15,6 +15,7 @@ there is read. ``no_split`` is the message when it is not there; ``{found}`` in 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import tempfile
 import warnings
@@ -197,16 +198,32 @@ def check_builder_features(readme, corpus, config, features):
     """Every field qahub's ``corpus`` builder writes for ``config`` is in ``features``, with the builder's type."""
     from qahub import registry
 
-    builder = registry.builder_class(corpus)
-    if config not in [c.name for c in builder.BUILDER_CONFIGS]:
+    if config not in registry.config_names(corpus):
         raise ValueError(f"{readme}: config {config!r} is not a {corpus} config "
                          f"({', '.join(registry.config_names(corpus))})")
-    with tempfile.TemporaryDirectory(prefix=f"qahub-{corpus}-") as cache:  # the builder only looks at its cache
-        expected = builder(config_name=config, cache_dir=cache).info.features
+    expected = builder_features(corpus, config)
     problem = _feature_problem(expected, features)
     if problem:
         raise ValueError(f"{readme}: config {config}: {problem}, unlike what qahub's {corpus} builder writes: "
                          "not a qahub export of this corpus, or an old one (rebuild it with `qahub build`)")
+
+
+def builder_features(corpus, config):
+    """The features qahub's ``corpus`` builder writes for ``config``."""
+    from qahub import registry
+
+    with tempfile.TemporaryDirectory(prefix=f"qahub-{corpus}-") as cache:  # the builder only looks at its cache
+        return registry.builder_class(corpus)(config_name=config, cache_dir=cache).info.features
+
+
+@functools.lru_cache(maxsize=None)
+def dataset_fields(corpus) -> frozenset:
+    """The names of the fields of ``corpus``'s rows (every config of its builder) and of its harness tasks' docs
+    (a task_api's ``DOC_FEATURES``): what a file made from the dataset holds besides a model's output."""
+    from qahub import harness, registry
+
+    names = {name for config in registry.config_names(corpus) for name in builder_features(corpus, config)}
+    return frozenset(names | set(getattr(harness.task_api(corpus), "DOC_FEATURES", ())))
 
 
 def _feature_problem(expected, found, prefix="") -> str | None:

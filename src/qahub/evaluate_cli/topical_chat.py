@@ -51,7 +51,8 @@ def add_arguments(parser):
 def run(args) -> dict:
     source = Source.of(args)
     conversations, reading = source.rows()
-    records = read_predictions(args.predictions, conversations, getattr(args, "by_position", False))
+    records = read_predictions(args.predictions, conversations, getattr(args, "by_position", False),
+                               getattr(args, "reply_field", None))
     metric = registry.load_metric(CORPUS)
     try:
         result = metric.compute(predictions=records, references=conversations, reading_sets=reading,
@@ -71,15 +72,16 @@ def shown(path) -> str:
 
 
 FIELDS = predictions.Fields(id=(("conversation_id", "turn_index"),), reply=("response",),
-                            integers=frozenset({"turn_index"}))
+                            integers=frozenset({"turn_index"}), gold=("response", "target"), corpus="topical_chat")
 
 
-def read_predictions(path, conversations=None, by_position=False) -> list:
+def read_predictions(path, conversations=None, by_position=False, reply_field=None) -> list:
     """The prediction records ``{conversation_id, turn_index, response}``, in file order; the metric pairs each
     with its turn and names the unknown ones. A response that is not a string (or is not valid Unicode) is kept:
     the metric counts it as unparseable. A bare list of responses is paired with the turns of
-    ``conversations`` (turn 1 on, of each row in order) with ``by_position``."""
-    read = predictions.read(path, FIELDS)
+    ``conversations`` (turn 1 on, of each row in order) with ``by_position``; ``reply_field``: the field
+    holding each response (``--reply-field``)."""
+    read = predictions.read(path, FIELDS, reply_field=reply_field)
     if read.replies is not None:
         turns = [(row["conversation_id"], index) for row in conversations or []
                  for index in range(1, len(row["turns"]))]
