@@ -72,7 +72,7 @@ def _judge_module():
 
 
 JUDGE = _judge_module()
-PRECEDENCE = importlib.import_module("qahub.metrics.limur.judge_settings").PRECEDENCE
+PRECEDENCE = "--judge-* flags (compute's judge_* keywords) > $QAHUB_JUDGE_* > $LM_EVAL_JUDGE_*"  # as documented
 
 
 @pytest.mark.parametrize("reply, grade, why", MERA_REPLIES, ids=[row[2] for row in MERA_REPLIES])
