@@ -2,9 +2,11 @@
 answering in prose, through the metric's ``compute``, the installed ``qahub evaluate limur`` and lm-eval's own
 machinery (a ``qahub harness-tasks --judge`` folder)."""
 
+import base64
 import functools
 import gzip
 import http.server
+import importlib
 import json
 import logging
 import os
@@ -70,6 +72,7 @@ def _judge_module():
 
 
 JUDGE = _judge_module()
+PRECEDENCE = "--judge-* flags (compute's judge_* keywords) > $QAHUB_JUDGE_* > $LM_EVAL_JUDGE_*"  # as documented
 
 
 @pytest.mark.parametrize("reply, grade, why", MERA_REPLIES, ids=[row[2] for row in MERA_REPLIES])
@@ -84,7 +87,7 @@ class ProseJudge:
 
     def __init__(self, delay=0.0):
         self.lock = threading.Lock()
-        self.bodies, self.paths = [], []
+        self.bodies, self.paths, self.auths = [], [], []
         self.delay = delay
         self.inflight = self.max_inflight = 0
         self.url = None
@@ -117,6 +120,7 @@ class ProseHandler(http.server.BaseHTTPRequestHandler):
         with server.lock:
             server.bodies.append(body)
             server.paths.append(self.path)
+            server.auths.append(self.headers.get("Authorization"))
             server.inflight += 1
             server.max_inflight = max(server.max_inflight, server.inflight)
         try:
@@ -232,14 +236,17 @@ def judge_tasks(tmp_path_factory):
     return root / "tasks"
 
 
-def _lm_eval_run(tasks, replies):
-    """``qahub_limur`` through lm-eval's simple_evaluate; the model answers document k with ``replies[k]``."""
+def _lm_eval_run(tasks, replies, asked=None):
+    """``qahub_limur`` through lm-eval's simple_evaluate; the model answers document k with ``replies[k]``
+    (``asked``: the requests it was given)."""
     from lm_eval import simple_evaluate
     from lm_eval.api.model import LM
     from lm_eval.tasks import TaskManager
 
     class Scripted(LM):
         def generate_until(self, requests):
+            if asked is not None:
+                asked.extend(requests)
             order = sorted({r.doc["meta"]["id"] for r in requests})
             return [replies[order.index(r.doc["meta"]["id"]) % len(replies)] for r in requests]
 
@@ -460,3 +467,226 @@ def test_the_lm_eval_task_reads_the_same_declaration(monkeypatch):
     settings = task_api.judge_settings()
     assert (settings["prompt"], settings["concurrency"], settings["backoff"]) == ("seed", 3, 0.0)
     assert task_api.configured_judge().backoff == 0.0
+
+
+# ---------------------------------------------------------------- which judge, from where, with what credentials (issue 27)
+
+USER, PASSWORD = "judge-user", "pw-Secret-77"
+BASIC = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
+
+
+def _with_credentials(url):
+    return url.replace("http://", f"http://{USER}:{PASSWORD}@")
+
+
+def _no_credentials_in(text):
+    for form in (PASSWORD, BASIC, _escaped(PASSWORD), _escaped(BASIC), f"{USER}:"):
+        assert form not in text, form
+
+
+def _record(url, model, prompt="mera"):
+    """What a judge score is recorded with: the URL without credentials, model, prompt, max tokens."""
+    return {"url": url, "model": model, "prompt": prompt, "prompt_id": JUDGE.PROMPT_IDS[prompt],
+            "max_tokens": {"mera": 256, "seed": 16}[prompt]}
+
+
+@pytest.mark.parametrize("env, first, second", [
+    ({"QAHUB_JUDGE_URL": "http://127.0.0.1:8001", "LM_EVAL_JUDGE_API_BASE": "http://mera.example:8000",
+      "LM_EVAL_JUDGE_MODEL": "mera-model"}, "$QAHUB_JUDGE_URL", "$LM_EVAL_JUDGE_MODEL"),
+    ({"LM_EVAL_JUDGE_API_BASE": "http://mera.example:8000", "QAHUB_JUDGE_MODEL": "qahub-model"},
+     "$LM_EVAL_JUDGE_API_BASE", "$QAHUB_JUDGE_MODEL"),
+])
+def test_the_lm_eval_task_refuses_a_url_and_a_model_from_two_places(monkeypatch, env, first, second):
+    """Before: every request went to the first URL with the second's model, without a word."""
+    task_api = importlib.import_module("qahub.metrics.limur.task_api")
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    for call in (task_api.judge_settings, task_api.judge_record):
+        with pytest.raises(ValueError) as err:
+            call()
+        assert str(err.value) == (f"the judge URL comes from {first} and its model from {second}, two places (two "
+                                  f"judges?): set both in one place (precedence: {PRECEDENCE})")
+
+
+def test_an_lm_eval_run_with_a_mixed_judge_stops_before_generating(judge_tasks, prose_judge, monkeypatch):
+    server = prose_judge()
+    monkeypatch.setenv("QAHUB_JUDGE_URL", server.url)
+    monkeypatch.setenv("LM_EVAL_JUDGE_API_BASE", "http://127.0.0.1:9")
+    monkeypatch.setenv("LM_EVAL_JUDGE_MODEL", "mera-judge")
+    asked = []
+    with pytest.raises(ValueError, match=re.escape("from $QAHUB_JUDGE_URL and its model from $LM_EVAL_JUDGE_MODEL")):
+        _lm_eval_run(judge_tasks, ["Ответ: Б"], asked=asked)
+    assert asked == [] and server.bodies == []
+
+
+@pytest.mark.parametrize("flags, env, first, second", [
+    (["--judge-url", "URL"], {"QAHUB_JUDGE_MODEL": "env-model"}, "--judge-url", "$QAHUB_JUDGE_MODEL"),
+    (["--judge-model", "m"], {"QAHUB_JUDGE_URL": "URL"}, "$QAHUB_JUDGE_URL", "--judge-model"),
+])
+def test_qahub_evaluate_refuses_a_url_and_a_model_from_two_places(prose_judge, tmp_path, capsys, monkeypatch,
+                                                                  flags, env, first, second):
+    server = prose_judge()
+    for name, value in env.items():
+        monkeypatch.setenv(name, value.replace("URL", server.url))
+    predictions = tmp_path / "p.json"
+    predictions.write_text(json.dumps({9000: "R0"}), encoding="utf-8")
+    argv = ["--quiet", "evaluate", "limur", "--predictions", str(predictions), "--references",
+            str(_references_file(tmp_path, 1)), *[flag.replace("URL", server.url) for flag in flags]]
+    assert cli.main(argv) == 1
+    [line] = capsys.readouterr().err.splitlines()
+    assert line == (f"qahub evaluate: error: the judge URL comes from {first} and its model from {second}, two "
+                    f"places (two judges?): set both in one place (precedence: {PRECEDENCE})")
+    assert server.bodies == []
+
+
+def test_compute_refuses_a_keyword_url_with_a_variable_model(metric, prose_judge, monkeypatch):
+    server = prose_judge()
+    monkeypatch.setenv("QAHUB_JUDGE_MODEL", "env-model")
+    with pytest.raises(ValueError, match=re.escape("comes from judge_url and its model from $QAHUB_JUDGE_MODEL")):
+        metric.compute(predictions=["R0"], references=[ref(1)], judge_url=server.url)
+    assert server.bodies == []
+
+
+def test_flags_win_over_qahub_variables_and_the_precedence_is_documented(metric, prose_judge, tmp_path, monkeypatch):
+    server = prose_judge()
+    monkeypatch.setenv("QAHUB_JUDGE_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("QAHUB_JUDGE_MODEL", "env-model")
+    predictions = tmp_path / "p.json"
+    predictions.write_text(json.dumps({9000: "R0"}), encoding="utf-8")
+    done = _qahub("evaluate", "limur", "--predictions", str(predictions), "--references",
+                  str(_references_file(tmp_path, 1)), "--judge-url", server.url, "--judge-model", "flag-model", "--judge-prompt", "mera")
+    assert done.returncode == 0, done.stderr
+    assert [body["model"] for body in server.bodies] == ["flag-model"]
+    assert json.loads(done.stdout)["judge"]["model"] == "flag-model"
+    readme = " ".join((registry.metric_dir("limur") / "README.md").read_text(encoding="utf-8").split())
+    help_text = " ".join(_qahub("evaluate", "limur", "--help").stdout.split())
+    assert PRECEDENCE in readme and PRECEDENCE in help_text
+    assert PRECEDENCE in " ".join(metric.inputs_description.split())
+
+
+def test_credentials_in_the_url_are_sent_but_never_shown_or_stored(prose_judge, tmp_path):
+    """Before: the Basic token the server echoed landed in the cache, stdout and stderr as it was."""
+    server = prose_judge()
+    refs = _references_file(tmp_path, 2)
+    predictions = tmp_path / "p.json"
+    predictions.write_text(json.dumps({9000: "ECHO", 9001: "ECHO-500"}), encoding="utf-8")
+    cache = tmp_path / "cache.jsonl"
+    done = _qahub("evaluate", "limur", "--predictions", str(predictions), "--references", str(refs),
+                  "--judge-url", _with_credentials(server.url) + "/v1", "--judge-model", "m", "--judge-prompt",
+                  "mera", "--judge-retries", "0", "--judge-cache", str(cache))
+    assert done.returncode == 1, done.stderr  # the ECHO-500 judgement failed
+    assert set(server.auths) == {f"Basic {BASIC}"}  # the server got them, in the header
+    result = json.loads(done.stdout)
+    assert (result["judge"]["judged"], result["judge"]["failed"]) == (1, 1)
+    assert "Оценка 2" in cache.read_text(encoding="utf-8") and "***" in cache.read_text(encoding="utf-8")
+    _no_credentials_in(done.stdout + done.stderr + cache.read_text(encoding="utf-8"))
+    assert {k: result["judge"][k] for k in ("url", "model", "prompt", "prompt_id", "max_tokens")} == \
+        _record(server.url + "/v1/chat/completions", "m")
+
+
+def test_the_cache_is_keyed_without_the_credentials(metric, prose_judge, tmp_path):
+    """The same judge with and without a user and password is the same judge: its replies are reused."""
+    server = prose_judge()
+    cache = tmp_path / "cache.jsonl"
+    for url in (_with_credentials(server.url), server.url):
+        result = metric.compute(predictions=["R0"], references=[ref(1)], judge_url=url, judge_model="m",
+                                judge_cache_file=str(cache))
+    assert result["judge"]["cache_hits"] == 1 and len(server.bodies) == 1
+    assert result["judge"]["url"] == server.url + "/v1/chat/completions"
+
+
+@pytest.mark.parametrize("url, key, problem", [
+    (f"http://{USER}:{PASSWORD}@judge.example.invalid/v1", None, "refusing to send the URL's user and password over "
+     "plain http to judge.example.invalid: use https, or pass judge_allow_insecure_http=True "
+     "(--judge-allow-insecure-http)"),
+    (f"http://{USER}@judge.example.invalid/v1", None, "refusing to send the URL's user and password over plain http "
+     "to judge.example.invalid"),
+    (f"https://{USER}:{PASSWORD}@judge.example.invalid/v1", KEY, "the judge URL holds a user and password and an "
+     "API key is given too: pass one"),
+])
+def test_credentials_are_refused_where_the_key_would_be(metric, url, key, problem):
+    with pytest.raises(RuntimeError) as err:
+        metric.compute(predictions=["Ответ: Б"], references=[ref(1)], judge_url=url, judge_model="m",
+                       judge_api_key=key, judge_retries=0)
+    assert str(err.value).startswith(problem)
+    _no_credentials_in(str(err.value))
+
+
+def test_the_lm_eval_results_record_the_judge(judge_tasks, prose_judge, monkeypatch):
+    server = prose_judge()
+    monkeypatch.setenv("QAHUB_JUDGE_URL", _with_credentials(server.url))
+    monkeypatch.setenv("QAHUB_JUDGE_MODEL", "qahub-judge")
+    monkeypatch.setenv("QAHUB_JUDGE_RETRIES", "0")
+    result = _lm_eval_run(judge_tasks, ["ECHO"])
+    assert result["configs"]["qahub_limur"]["metadata"]["judge"] == \
+        _record(server.url + "/v1/chat/completions", "qahub-judge")
+    assert result["results"]["qahub_limur"]["judge_score,none"] > 0
+    assert set(server.auths) == {f"Basic {BASIC}"}
+    _no_credentials_in(json.dumps(result, ensure_ascii=False, default=str))
+    _mera_env(monkeypatch, server)
+    result = _lm_eval_run(judge_tasks, ["R0"])
+    assert result["configs"]["qahub_limur"]["metadata"]["judge"] == \
+        _record(server.url + "/v1/chat/completions", "mera-judge")
+    for name in ("LM_EVAL_JUDGE_API_BASE", "LM_EVAL_JUDGE_MODEL"):
+        monkeypatch.delenv(name)
+    assert _lm_eval_run(judge_tasks, ["R0"])["configs"]["qahub_limur"]["metadata"]["judge"] is None
+
+
+@pytest.mark.parametrize("made", ["by inspect, the role bound", "before the eval"])
+def test_the_inspect_log_records_the_grader(sample_exports, tmp_path, made):
+    """The task's metadata names the grader when inspect makes the task with the role bound (``inspect eval
+    qahub/limur --model-role grader=...``); each judged sample's score names it always."""
+    pytest.importorskip("inspect_ai", reason="inspect-ai is the [inspect] extra")
+    import inspect_models  # noqa: F401 - registers the scripted model (mockllm downloads a tokenizer file)
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.model import get_model
+
+    from qahub import inspect_tasks
+
+    grader = get_model("qahub_script/grader", base_url=_with_credentials("http://127.0.0.1:9") + "/v1",
+                       reply=lambda prompt: "2", memoize=False)
+    task, args = inspect_tasks.TASKS["limur"], {"dataset": str(sample_exports["limur"])}
+    if made == "before the eval":
+        task, args = task(**args), {}
+    (log,) = inspect_eval(task, task_args=args, model=get_model("qahub_script/scripted", memoize=False),
+                          model_roles={"grader": grader}, log_dir=str(tmp_path / "logs"), display="none", limit=2)
+    assert log.status == "success", log.error
+    record = _record("http://127.0.0.1:9/v1", "qahub_script/grader")
+    assert log.eval.metadata["qahub"]["judge"] == (record if made.startswith("by inspect") else None)
+    assert [next(iter(s.scores.values())).metadata["judge"] for s in log.samples] == [record, record]
+    _no_credentials_in(json.dumps([log.eval.metadata, [s.scores for s in log.samples]], default=str))
+
+
+def _save_run(judge_tasks, replies, out):
+    """``lm_eval --output_path out --log_samples`` of qahub_limur (lm-eval's own tracker)."""
+    from lm_eval.loggers import EvaluationTracker
+
+    result = _lm_eval_run(judge_tasks, replies)
+    tracker = EvaluationTracker(output_path=str(out))
+    samples = result.pop("samples")
+    tracker.save_results_aggregated(results=result, samples=samples)
+    tracker.save_results_samples(task_name="qahub_limur", samples=samples["qahub_limur"])
+    return out
+
+
+def test_the_report_compares_judge_scores_of_one_judge_only(judge_tasks, prose_judge, monkeypatch, tmp_path):
+    from qahub.report import write_report
+
+    server = prose_judge()
+    monkeypatch.setenv("QAHUB_JUDGE_URL", server.url)
+    monkeypatch.setenv("QAHUB_JUDGE_RETRIES", "0")
+    runs = []
+    for name, model, replies in (("a", "judge-a", ["R0", "R1"]), ("again", "judge-a", ["R1", "R2"]),
+                                 ("b", "judge-b", ["R0", "R1"])):
+        monkeypatch.setenv("QAHUB_JUDGE_MODEL", model)
+        runs.append(f"{name}={_save_run(judge_tasks, replies, tmp_path / name)}")
+    data = write_report(runs, tmp_path / "report", resamples=50, progress=False, jobs=1)
+    entry = data["tasks"]["qahub_limur"]
+    assert "judge_score" in entry["comparisons"]["again"] and "judge_coverage" in entry["comparisons"]["again"]
+    assert "judge_score" not in entry["comparisons"]["b"] and "exact_match" in entry["comparisons"]["b"]
+    assert {run: cells["judge_score"]["value"] is not None for run, cells in entry["scores"].items()} == \
+        {"a": True, "again": True, "b": True}
+    judge = {m: f"{m} at {server.url}/v1/chat/completions (prompt mera, max_tokens 256)" for m in ("judge-a", "judge-b")}
+    assert f"again vs a: judge scores compared, both by {judge['judge-a']}" in entry["notes"]
+    assert f"b vs a: judge scores not compared: b was judged by {judge['judge-b']}, a by {judge['judge-a']}" \
+        in entry["notes"]

@@ -1452,7 +1452,7 @@ def test_judge_options_are_checked_on_the_command_line(capsys, argv, problem):
 def test_judge_model_without_url_on_the_command_line(capsys):
     code, out, err = run_cli(capsys, *sample_cli_args(None, "--judge-model", "m"))
     assert (code, out) == (1, "")
-    assert err == ["qahub evaluate: error: --judge-model needs --judge-url (or $QAHUB_JUDGE_URL): the judge is an endpoint"]
+    assert err == ["qahub evaluate: error: --judge-model needs --judge-url: the judge is an endpoint"]
 
 
 @pytest.mark.parametrize("content, problem", [

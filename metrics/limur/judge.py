@@ -12,6 +12,7 @@ message this module produces and in every reply it returns (so the cache never h
 JSON text can spell it too (``\\u0073k-…``, ``\\/``).
 """
 
+import base64
 import hashlib
 import ipaddress
 import json
@@ -192,11 +193,11 @@ def chat_completions_url(base_url):
 
 
 def public_url(url):
-    """The URL without user:password@ and without its query string, fit for messages."""
+    """The URL without user:password@ and without its query string, fit for messages and records."""
     parts = urllib.parse.urlsplit(url)
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    if not parts.netloc and "@" in url:  # no scheme: «user:pw@host» would read as a path
+        return url.rpartition("@")[2].partition("?")[0].partition("#")[0]
+    return urllib.parse.urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", ""))
 
 
 def is_loopback(host):
@@ -225,8 +226,12 @@ class Endpoint:
         if parts.query or parts.fragment or base_url.rstrip().endswith(("?", "#")):
             raise JudgeConfigError(f"judge URL {public_url(base_url)!r} is followed by a query string or fragment "
                                    "(?… or #…), which would move the request path: give the address alone")
-        if api_key and parts.scheme == "http" and not is_loopback(parts.hostname) and not allow_insecure_http:
-            raise JudgeConfigError(f"refusing to send the API key over plain http to {parts.hostname}: use https, "
+        credentials = "@" in parts.netloc
+        if api_key and credentials:
+            raise JudgeConfigError("the judge URL holds a user and password and an API key is given too: pass one")
+        secret = "the API key" if api_key else "the URL's user and password" if credentials else None
+        if secret and parts.scheme == "http" and not is_loopback(parts.hostname) and not allow_insecure_http:
+            raise JudgeConfigError(f"refusing to send {secret} over plain http to {parts.hostname}: use https, "
                                    "or pass judge_allow_insecure_http=True (--judge-allow-insecure-http)")
         if api_key and not (api_key.isascii() and api_key.isprintable()):
             raise JudgeConfigError("the judge API key holds characters an HTTP header cannot carry "
@@ -234,10 +239,10 @@ class Endpoint:
         check_options(timeout=timeout, retries=retries, backoff=backoff)
         self.prompt = check_prompt(prompt)
         self.template = check_template(template) if prompt == "mera" else None
-        self.url = chat_completions_url(base_url)
+        self.url = chat_completions_url(public_url(base_url))  # the credentials go in a header, never elsewhere
         self.model = model
-        self._api_key = api_key or None
-        self._key_pattern = _key_pattern(self._api_key) if self._api_key else None
+        self._authorization = f"Bearer {api_key}" if api_key else basic_authorization(parts)
+        self._key_pattern = _key_pattern(secrets(api_key, parts))
         self.timeout = float(timeout)
         self.retries = retries
         self.backoff = float(backoff)
@@ -246,6 +251,9 @@ class Endpoint:
         self.name = f"{model} at {public_url(self.url)}"
         prompt_id = PROMPT_IDS[self.prompt] if self.template is None else hashlib.sha256(self.template.encode()).hexdigest()[:16]
         self.identity = json.dumps(["endpoint", self.url, model, self.max_tokens, prompt_id])
+        # which judge gave a score, recorded beside it (results, lm-eval's task metadata): no credentials
+        self.record = {"url": self.url, "model": model, "prompt": self.prompt, "prompt_id": prompt_id,
+                       "max_tokens": self.max_tokens}
         self._client = httpx.Client(timeout=self.timeout, follow_redirects=False, trust_env=False,
                                     limits=httpx.Limits(max_keepalive_connections=0))
 
@@ -307,8 +315,8 @@ class Endpoint:
     def _headers(self):
         headers = {"Content-Type": "application/json", "Accept": "application/json",
                    "Accept-Encoding": "gzip, deflate"}
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
+        if self._authorization:
+            headers["Authorization"] = self._authorization
         return headers
 
     def _content(self, payload):
@@ -346,11 +354,32 @@ def _shut(sockets):
             pass
 
 
-def _key_pattern(key):
-    """The key as written or as a JSON text spells it, once or nested: each character itself, ``\\uXXXX`` or
-    ``\\c``, behind any number of backslashes."""
-    parts = (rf"(?:\\*{re.escape(c)}|\\+u{ord(c):04x})" for c in key)
-    return re.compile("".join(parts), re.IGNORECASE)
+def basic_authorization(parts):
+    """``Basic …`` of a URL's ``user:password@`` (percent-decoded, as httpx would send it), or None."""
+    if "@" not in parts.netloc:
+        return None
+    pair = f"{urllib.parse.unquote(parts.username or '')}:{urllib.parse.unquote(parts.password or '')}"
+    return f"Basic {base64.b64encode(pair.encode()).decode()}"
+
+
+def secrets(api_key, parts):
+    """What must never be shown or stored: the key; a URL's password, as written and decoded, and the Basic
+    token made of it (a server may echo the header)."""
+    found = [api_key] if api_key else []
+    if parts.password:
+        found += [parts.password, urllib.parse.unquote(parts.password)]
+    if "@" in parts.netloc:
+        found.append(basic_authorization(parts).removeprefix("Basic "))
+    return sorted({text for text in found if text}, key=len, reverse=True)
+
+
+def _key_pattern(keys):
+    """Each key as written or as a JSON text spells it, once or nested: each character itself, ``\\uXXXX`` or
+    ``\\c``, behind any number of backslashes; None without keys."""
+    if not keys:
+        return None
+    spelled = ("".join(rf"(?:\\*{re.escape(c)}|\\+u{ord(c):04x})" for c in key) for key in keys)
+    return re.compile("|".join(spelled), re.IGNORECASE)
 
 
 def _read_body(response, deadline):

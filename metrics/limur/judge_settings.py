@@ -83,8 +83,16 @@ class Setting:
         return f"${self.env}, else {default}" if self.env else default
 
 
+# MERA's variables (its lm-eval fork, benchmark_tasks/mera_judge.py), read by the lm-eval task only, last
+MERA_ENV = {"url": "LM_EVAL_JUDGE_API_BASE", "model": "LM_EVAL_JUDGE_MODEL"}
+MERA_KEYS = ("OPENAI_API_KEY", "LM_EVAL_JUDGE_API_KEY")  # compute_llm_judge's order; sent to MERA's address only
+PRECEDENCE = "--judge-* flags (compute's judge_* keywords) > $QAHUB_JUDGE_* > $LM_EVAL_JUDGE_*"
+
+
 SETTINGS = (
-    Setting("url", "text", None, "OpenAI-compatible endpoint: http://host:port, .../v1 or .../v1/chat/completions"),
+    Setting("url", "text", None, "OpenAI-compatible endpoint: http://host:port, .../v1 or .../v1/chat/completions; "
+            "a user:password@ in it is sent as Basic auth, masked everywhere and never cached; the URL and the "
+            f"model come from one place (precedence: {PRECEDENCE})"),
     Setting("model", "text", None, "judge model name; needs a judge URL"),
     Setting("prompt", "choice", "seed", "seed: qahub's prompt, grades 1/0.5/0; mera: MERA's judge exactly (its "
             "prompt as one user message, temperature 0, max_tokens 256, the last number of the reply divided by 2 "
@@ -92,7 +100,7 @@ SETTINGS = (
             "candidates)", choices=("seed", "mera")),
     Setting("api_key", "secret", None, "sent as a bearer token; never over plain http to a host that is not "
             "loopback unless judge_allow_insecure_http"),
-    Setting("allow_insecure_http", "switch", False, "allow sending the API key over plain http to a host that is "
+    Setting("allow_insecure_http", "switch", False, "allow sending the API key or the URL's user and password over plain http to a host that is "
             "not loopback", env=False),
     Setting("concurrency", "integer", 4, "requests at a time", least=1),
     Setting("timeout", "seconds", 60.0, "seconds a whole request may take", strict=True),
@@ -104,24 +112,53 @@ SETTINGS = (
 BY_NAME = {setting.name: setting for setting in SETTINGS}
 
 
-def resolve(given=None, fallback=None, environ=None):
-    """``{name: value}`` of every setting: ``given[name]`` when not None, else ``QAHUB_JUDGE_<NAME>`` when set,
-    else ``fallback[name]`` when not None, else the declared default. A variable's bad value is a ValueError
-    naming it."""
+def resolve(given=None, fallback=None, environ=None, mera=False, flags=False):
+    """``{name: value}`` of every setting, each from the first of: ``given[name]`` when not None,
+    ``QAHUB_JUDGE_<NAME>`` when set, MERA's ``LM_EVAL_JUDGE_*`` when ``mera`` (the lm-eval task), ``fallback[name]``
+    when not None, the declared default. The URL and the model must come from one of the first three (else a
+    ValueError naming both: a URL of one judge with the model of another); a variable's bad value is a
+    ValueError naming it. ``flags``: ``given`` are command-line flags (named so in messages), else keywords."""
     given, fallback = given or {}, fallback or {}
     environ = os.environ if environ is None else environ
-    values = {}
+    values, sources = {}, {}
     for setting in SETTINGS:
-        value = given.get(setting.name)
+        value, source = given.get(setting.name), setting.flag if flags else setting.keyword
         if value is None and setting.env and environ.get(setting.env):
-            try:
-                value = setting.parse(environ[setting.env])
-            except ValueError as err:
-                raise ValueError(f"${setting.env}: {err}") from None
+            value, source = _parse_variable(setting, environ[setting.env]), f"${setting.env}"
+        if value is None and mera and environ.get(MERA_ENV.get(setting.name, "")):
+            value, source = environ[MERA_ENV[setting.name]], f"${MERA_ENV[setting.name]}"
         if value is None:
-            value = fallback.get(setting.name)
+            value, source = fallback.get(setting.name), None
         values[setting.name] = setting.default if value is None else value
+        sources[setting.name] = source if value is not None else None
+    check_one_source(sources["url"], sources["model"])
+    if sources["url"] == f"${MERA_ENV['url']}":  # as compute_llm_judge posts it; MERA's key with it
+        values["url"] = f"{values['url'].rstrip('/')}/v1/chat/completions"
+        if sources["api_key"] is None:
+            values["api_key"] = next((environ[name] for name in MERA_KEYS if environ.get(name)), None)
     return values
+
+
+def _parse_variable(setting, text):
+    try:
+        return setting.parse(text)
+    except ValueError as err:
+        raise ValueError(f"${setting.env}: {err}") from None
+
+
+class MixedJudgeError(ValueError):
+    """The judge's URL and model come from two places (two different judges, likely)."""
+
+
+def check_one_source(url, model):
+    """The URL's and the model's sources (a keyword, flag or ``$VARIABLE``; None when unset) must be one place."""
+    if url and model and _level(url) != _level(model):
+        raise MixedJudgeError(f"the judge URL comes from {url} and its model from {model}, two places (two "
+                              f"judges?): set both in one place (precedence: {PRECEDENCE})")
+
+
+def _level(source):
+    return 1 if source.startswith("$QAHUB_") else 2 if source.startswith("$LM_EVAL_") else 0
 
 
 def check_options(**values):

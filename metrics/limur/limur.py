@@ -97,6 +97,7 @@ Examples:
 """
 _KWARGS_DESCRIPTION = _KWARGS_DESCRIPTION.replace("{judge_settings}", keyword_docs(indent="    "))
 
+CALLABLE_RECORD = {"url": None, "model": None, "max_tokens": None}  # a callable judge: only its name and prompt
 _NO_JUDGE = ("no judge configured: pass judge=<callable>, or judge_url and judge_model "
              "(or set QAHUB_JUDGE_URL and QAHUB_JUDGE_MODEL)")
 
@@ -164,6 +165,7 @@ def score_all(predictions, references, judge=None, judge_name=None, judge_cache=
         identity = f"{identity}|{judge_prompt}" if judge_prompt != "seed" else identity
         judge_info = _run_judge(rows, predictions, references, judge, (name, identity, judge_prompt),
                                 endpoint["concurrency"], judge_cache, endpoint["cache_file"])
+        judge_info.update(judge.record if isinstance(judge, Endpoint) else CALLABLE_RECORD)
     result = _summaries(rows, references)
     result.pop("judged", None)  # in judge_info
     result["judge"] = judge_info

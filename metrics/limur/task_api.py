@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 from .judge import (
     MERA_MAX_TOKENS,
+    PROMPT_IDS,
     Endpoint,
     JudgeConfigError,
     cache_key,
@@ -16,9 +17,9 @@ from .judge import (
     judge_all,
     mera_prompt,
     parse_mera_grade,
+    public_url,
 )
-from .judge_settings import BY_NAME as SETTING
-from .judge_settings import resolve
+from .judge_settings import MixedJudgeError, resolve
 from .mera import answer_candidates
 from .score import score_reply
 
@@ -68,9 +69,7 @@ def score(reply, doc):
             "unparseable": int(row["strict_letter"] is None)}
 
 
-# MERA's variables (benchmark_tasks/mera_judge.py), read where the QAHUB_JUDGE_ one is unset
-MERA_ENV = {"url": "LM_EVAL_JUDGE_API_BASE", "model": "LM_EVAL_JUDGE_MODEL", "template": "LM_EVAL_JUDGE_PROMPT",
-            "api_key": ("OPENAI_API_KEY", "LM_EVAL_JUDGE_API_KEY")}
+MERA_TEMPLATE = "LM_EVAL_JUDGE_PROMPT"  # replaces MERA's prompt, as in MERA
 # where this task's judge differs from the metric's defaults: MERA's prompt, and a run's replies 8 at a time
 TASK_DEFAULTS = {"prompt": "mera", "concurrency": 8}
 # the judge's replies and failures in this process, by cache key: the parallel filter fills them for a whole
@@ -88,21 +87,15 @@ def _endpoint(url, model, api_key, prompt_name, template, timeout, retries, back
 def judge_settings():
     """Every judge setting (``judge_settings.SETTINGS``) and ``template``, or None when no judge is configured.
 
-    Each QAHUB_JUDGE_<NAME> variable wins; an unset one falls back to MERA's variable: LM_EVAL_JUDGE_API_BASE
-    (+ ``/v1/chat/completions``, as compute_llm_judge posts), LM_EVAL_JUDGE_MODEL, and the key OPENAI_API_KEY or
-    LM_EVAL_JUDGE_API_KEY, sent only to MERA's address; then to TASK_DEFAULTS, then to the declared defaults.
-    LM_EVAL_JUDGE_PROMPT replaces MERA's prompt template, as in MERA. A bad value is a ValueError naming its
-    variable."""
-    env = os.environ.get
-    fallback = {**TASK_DEFAULTS, "model": env(MERA_ENV["model"])}
-    mera_base = env(MERA_ENV["url"])
-    if mera_base and not env(SETTING["url"].env):
-        fallback["url"] = f"{mera_base.rstrip('/')}/v1/chat/completions"
-        fallback["api_key"] = next((env(name) for name in MERA_ENV["api_key"] if env(name)), None)
-    settings = resolve(fallback=fallback)
+    ``judge_settings.resolve`` with MERA's variables last: each QAHUB_JUDGE_<NAME> wins; where the URL and model
+    are unset, MERA's LM_EVAL_JUDGE_API_BASE (+ ``/v1/chat/completions``, as compute_llm_judge posts) and
+    LM_EVAL_JUDGE_MODEL, with the key OPENAI_API_KEY or LM_EVAL_JUDGE_API_KEY sent only to MERA's address; then
+    TASK_DEFAULTS, then the declared defaults. A URL and a model from two places, or a bad value, is a
+    ValueError naming them. LM_EVAL_JUDGE_PROMPT replaces MERA's prompt template, as in MERA."""
+    settings = resolve(fallback=TASK_DEFAULTS, mera=True)
     if not settings["url"] or not settings["model"]:
         return None
-    return {**settings, "template": env(MERA_ENV["template"]) or None}
+    return {**settings, "template": os.environ.get(MERA_TEMPLATE) or None}
 
 
 def configured_judge():
@@ -113,6 +106,29 @@ def configured_judge():
     return _endpoint(settings["url"], settings["model"], settings["api_key"] or None,
                      check_prompt(settings["prompt"]), settings["template"], settings["timeout"],
                      settings["retries"], settings["backoff"])
+
+
+def judge_record():
+    """Which judge an lm-eval run uses (``Endpoint.record``: URL without credentials, model, prompt, max tokens),
+    None without one, ``{"error": ...}`` when it cannot work (every judge_score 0.0). The generated task's
+    metadata holds it (read when lm-eval loads the task, from the variables the judge then reads), so the
+    results file says which judge gave its judge_score. A URL and a model from two places raise here, before
+    any generation."""
+    try:
+        judge = configured_judge()
+    except MixedJudgeError:
+        raise
+    except (JudgeConfigError, ValueError) as err:
+        return {"error": str(err)}
+    return None if judge is None else judge.record
+
+
+def grader_record(model):
+    """Which judge an inspect run uses: its grader role's model and base URL (without credentials), MERA's
+    prompt and max tokens."""
+    base = getattr(getattr(model, "api", None), "base_url", None)
+    return {"url": public_url(base) if base else None, "model": str(model), "prompt": "mera",
+            "prompt_id": PROMPT_IDS["mera"], "max_tokens": MERA_MAX_TOKENS}
 
 
 def _usable_judge():
@@ -245,10 +261,11 @@ TASKS = {
         "judge": judge,
         "judge_filter": judge_filter,  # judges a whole run concurrently before process_results
         "judge_configured": judge_configured,
+        "judge_record": judge_record,  # the lm-eval task's metadata records it
         # a harness's own grader model (inspect's grader role): MERA's prompts, at temperature 0 with this many
         # tokens, MERA's reading of each reply, the best grade kept
         "grader": {"prompts": mera_judge_prompts, "max_tokens": MERA_MAX_TOKENS, "grade": parse_mera_grade,
-                   "reduce": best_grade},
+                   "reduce": best_grade, "record": grader_record},
         "doc_id": doc_id,  # the document's id: MERA's meta.id, unique within a split
         # breakdowns `qahub report` shows: FIELD -> the category of a logged doc
         "categories": {"task_type": task_type, "context_type": context_type},

@@ -290,6 +290,8 @@ def task_yaml(name: str, entry: dict, spec: dict, judge: bool) -> str:
     lines += judge_filter_yaml(spec, judge)
     # no num_fewshot: lm-eval ignores --num_fewshot for a task whose YAML sets it (0 when neither does)
     lines += ["metadata:", "  version: 1.0"]
+    if judge and spec.get("judge_record"):  # the judge lm-eval's run uses, read when lm-eval loads the task
+        lines.append("  judge: !function utils.judge_record")
     if spec.get("configuration"):  # what the scorer runs with here (e.g. which tokenizer dictionary)
         lines.append(f"  scorer: {q(spec['configuration'](), ensure_ascii=False)}")
     return "\n".join(lines) + "\n"
@@ -327,6 +329,9 @@ def utils_py(name: str, entry: dict, spec: dict, judge: bool) -> str:
     lines += [f"aggregate_{m} = _task.aggregate[{m!r}]" for m in aggregates]
     if judge and spec.get("judge_filter"):
         lines.append("judge_filter = _task.judge_filter")
+    if judge and spec.get("judge_record"):  # the YAML's metadata: computed at each load (lm-eval keeps the module)
+        lines += ["", "", "def __getattr__(name):", '    if name == "judge_record":', "        return _task.judge_record()",
+                  "    raise AttributeError(name)"]
     return "\n".join(lines) + "\n"
 
 
@@ -361,7 +366,8 @@ def task_functions(corpus: str, name: str, location: str, judge: bool = False, c
     aggregate = {m: _finite(a) for m, (a, _) in metrics.items() if not isinstance(a, str)}
     return SimpleNamespace(doc_to_text=spec["prompt"], doc_to_target=spec["target"], process_docs=process_docs,
                            process_results=process_results, aggregate=aggregate, dataset=dataset,
-                           judge_filter=spec.get("judge_filter"))
+                           judge_filter=spec.get("judge_filter"),
+                           judge_record=spec.get("judge_record") if judge else None)
 
 
 def _finite(aggregation):

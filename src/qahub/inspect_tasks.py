@@ -21,7 +21,7 @@ import random
 from inspect_ai import Epochs, Task, task
 from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.dataset import MemoryDataset, Sample
-from inspect_ai.model import GenerateConfig, get_model, model_roles
+from inspect_ai.model import GenerateConfig, Model, get_model, model_roles
 from inspect_ai.scorer import SampleScore, Score, grouped, mean_score, metric, score_reducer, scorer
 from inspect_ai.solver import generate
 
@@ -68,7 +68,7 @@ def build_task(corpus: str, name: str, dataset: str, config: str | None = None, 
         epochs=Epochs(1, per_document()),
         config=GenerateConfig(stop_seqs=list(spec["until"]), max_tokens=int(spec.get("max_gen_toks", 256)),
                               temperature=0.0),
-        metadata={"qahub": {**entry, "lm_eval_task": name, "fewshot": int(fewshot)}},
+        metadata={"qahub": {**entry, "lm_eval_task": name, "fewshot": int(fewshot), "judge": _judge_record(spec)}},
     )
 
 
@@ -154,13 +154,17 @@ def task_scorer(name: str, spec: dict, docs: dict, aggregate: dict):
             reply = state.output.completion
             values = spec["score"](reply, doc)
             grader = model_roles().get(GRADER) and get_model(role=GRADER)
-            if spec.get("grader") and grader:
+            judged = spec.get("grader") and grader
+            if judged:
                 values.update(await _judge(spec["grader"], grader, reply, doc))
             values = {key: values[key] for key in declared if key in values}
             encoded = sorted(key for key, value in values.items() if not isinstance(value, SCALARS))
             for key in encoded:  # e.g. corpus BLEU's (reply, gold) pair
                 values[key] = json.dumps(values[key])
-            return Score(value=values, metadata={"json": encoded} if encoded else None)
+            metadata = {"json": encoded} if encoded else {}
+            if judged:  # which judge gave this judge_score (the task's metadata too, when the role was bound)
+                metadata["judge"] = spec["grader"]["record"](grader)
+            return Score(value=values, metadata=metadata or None)
 
         return score
 
@@ -223,6 +227,12 @@ def document_values(score: Score) -> dict:
     """Every per-document value of a sample's Score (as the lm-eval task's process_results gives them)."""
     carried = (score.metadata or {}).get("json", ())
     return {key: json.loads(value) if key in carried else value for key, value in score.value.items()}
+
+
+def _judge_record(spec: dict):
+    """Which judge grades this eval (the task's record of the grader role's model), None without one."""
+    grader = model_roles().get(GRADER)  # bound by `inspect eval --model-role` before the task is made
+    return spec["grader"]["record"](grader) if spec.get("grader") and isinstance(grader, Model) else None
 
 
 async def _judge(grader_spec: dict, grader, reply, doc) -> dict:

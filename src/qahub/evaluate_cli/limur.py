@@ -16,7 +16,7 @@ from pathlib import Path
 from qahub import registry
 from qahub.evaluate_cli import predictions
 from qahub.evaluate_cli.references import built_file_rows, built_rows, export_rows
-from qahub.metrics.limur.judge_settings import BY_NAME, SETTINGS
+from qahub.metrics.limur.judge_settings import SETTINGS, resolve
 from qahub.metrics.limur.score import ALL_CLOSED, all_closed
 
 HELP = "LIMUR: exact match of the answer letter (strict, lenient, MERA's recipe) and an optional LLM judge score"
@@ -93,8 +93,9 @@ def _argument_type(setting):
 
 
 def run(args) -> dict:
-    if args.judge_model and not (args.judge_url or os.environ.get(BY_NAME["url"].env)):
-        raise ValueError(f"--judge-model needs --judge-url (or ${BY_NAME['url'].env}): the judge is an endpoint")
+    resolve({"url": args.judge_url, "model": args.judge_model}, flags=True)  # a URL and a model from two places
+    if args.judge_model and not args.judge_url:
+        raise ValueError("--judge-model needs --judge-url: the judge is an endpoint")
     references, where = load_references(args)
     read = load_predictions(args.predictions, args.split, getattr(args, "reply_field", None))
     subset = bool(args.task_type) or args.config != "all"  # predictions of the whole corpus may hold more ids

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from .judges import same_judge_only
 from .runs import ReportError, numbers, task_metrics
 from .stats import (
     Bleu,
@@ -101,6 +102,7 @@ def task_report(task, spec, runs, baseline, settings) -> dict:
     pairings = {run.name: pairing(task, base, run, entry) for run in runs if base is not None and run is not base}
     pairings = {name: pairs for name, pairs in pairings.items() if pairs is not None}
     matches = {name: matched(name, baseline, pairs, estimators) for name, pairs in pairings.items()}
+    same_judge_only(task, base, matches, runs, entry)
     for name, pairs in pairings.items():
         jobs.append((len(pairs[0]), comparison_estimators(name, matches[name])))
     by_size = {}  # resamples depend on the document count only: one pass per count
