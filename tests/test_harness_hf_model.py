@@ -47,11 +47,11 @@ def tiny_model(tmp_path_factory) -> Path:
     return folder
 
 
-def _readme_block() -> list[str]:
-    """The commands of the README's lm-eval block that runs `--model hf`, continuation lines joined."""
+def _readme_block(section: str = "## Evaluate a language model", holding: str = "lm_eval --model hf") -> list[str]:
+    """The commands of the README's block in ``section`` that holds ``holding``, continuation lines joined."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("## Evaluate a language model"):]
-    block = next(b for b in re.findall(r"^```bash\n(.*?)^```", section, re.M | re.S) if "lm_eval --model hf" in b)
+    section = text[text.index(section):]
+    block = next(b for b in re.findall(r"^```bash\n(.*?)^```", section, re.M | re.S) if holding in b)
     return [line for line in block.replace("\\\n", " ").splitlines() if line.strip()]
 
 
@@ -61,7 +61,8 @@ def _command(argv: list[str]) -> list[str]:
     script = BIN / argv[0]
     if script.exists():
         return [str(script), *argv[1:]]
-    return [sys.executable, "-m", {"qahub": "qahub.cli", "lm_eval": "lm_eval"}[argv[0]], *argv[1:]]
+    return [sys.executable, "-m", {"qahub": "qahub.cli", "lm_eval": "lm_eval", "inspect": "inspect_ai"}[argv[0]],
+            *argv[1:]]
 
 
 def _extra(name: str) -> list[Requirement]:
@@ -105,3 +106,32 @@ def test_the_readme_lm_eval_block_runs_model_hf_on_a_tiny_local_model(tiny_model
     for metric in ("exact_match", "char_f1", "unparseable"):
         value = scores[f"{metric},none"]
         assert isinstance(value, float | int) and math.isfinite(value) and 0 <= value <= 1, (metric, scores)
+
+
+def test_the_readme_inspect_block_runs_offline_on_a_tiny_local_model(tiny_model, tmp_path):
+    """inspect's hf/ provider on a local model folder, HF_HUB_OFFLINE=1 as the README sets it: every sample is
+    generated (greedy: the provider refuses temperature 0 while it samples) and scored."""
+    pytest.importorskip("inspect_ai", reason="inspect-ai is the [inspect] extra")
+    from inspect_ai.log import read_eval_log
+
+    env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "TOKENIZERS_PARALLELISM": "false"}
+    env.pop("HF_HUB_OFFLINE", None)
+    samples = f"{registry.samples_dir()}/"
+    lines = _readme_block("## Evaluate with inspect-ai", "--model hf/")
+    assert any(line.startswith("HF_HUB_OFFLINE=1 inspect eval") for line in lines)
+    for line in lines:
+        words = [w.replace("src/qahub/samples/", samples).replace("MODEL_DIR", str(tiny_model))
+                 for w in shlex.split(line, comments=True)]
+        settings = dict(w.split("=", 1) for w in words[:next(i for i, w in enumerate(words) if "=" not in w)])
+        argv = words[len(settings):]
+        done = subprocess.run(_command(argv), cwd=tmp_path, env={**env, **settings}, capture_output=True, text=True,
+                              timeout=900)
+        assert done.returncode == 0, (line, done.stderr[-3000:])
+    [path] = list((tmp_path / "logs").glob("*.eval"))
+    log = read_eval_log(str(path))
+    assert log.status == "success", log.error and log.error.message
+    assert log.eval.model == f"hf/{tiny_model}" and len(log.samples) == 2
+    assert all(sample.error is None and sample.scores for sample in log.samples)
+    scores = {score.name: next(iter(score.metrics.values())).value for score in log.results.scores}
+    assert set(scores) == {"exact_match", "char_f1", "unparseable"}
+    assert all(math.isfinite(v) and 0 <= v <= 1 for v in scores.values()), scores

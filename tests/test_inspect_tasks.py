@@ -4,6 +4,7 @@ lm-eval tasks, run offline through inspect's own ``eval`` with a scripted model 
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -94,9 +95,9 @@ def test_oracle_gets_the_top_of_every_gold_metric_with_ids_and_categories(locati
                     {f"{field}_{g}" for g in groups}, (short, score.name)
 
 
-def _documents(locations, short):
+def _documents(locations, short, entry=None):
     corpus, name = inspect_tasks.task_names()[short]
-    entry = harness.plan_tasks(corpus, locations[corpus])[name]
+    entry = entry or harness.plan_tasks(corpus, locations[corpus])[name]
     functions = harness.task_functions(corpus, name, entry["location"], config=entry["config"],
                                        splits=(entry["split"],))
     return inspect_tasks._docs(harness.task_api(corpus).TASKS[name], functions, functions.dataset()[entry["split"]])
@@ -296,3 +297,190 @@ def test_several_epochs_keep_the_texts_and_pairs_corpus_metrics_read(locations, 
     (once,) = run([task], targets.__getitem__, tmp_path / "once")
     (twice,) = run([task], targets.__getitem__, tmp_path / "twice", epochs=2)
     assert aggregates(twice) == aggregates(once) and aggregates(once)["bleu"] == 100.0
+
+
+# --- issue 27: few-shot outside the document's conversation, parameters, epochs, closed answers, offline runs
+
+
+def _on_fewshot_split(locations):
+    """``{task: plan entry}`` of every task evaluated on its own few-shot split (the pool is the evaluated split,
+    as on the real Topical-Chat, which has no train split)."""
+    plan = {}
+    for corpus, location in locations.items():
+        for name, entry in harness.plan_tasks(corpus, location).items():
+            plan[name] = {**entry, "split": entry["fewshot_split"]}
+    return plan
+
+
+def _leaks(spec, pool, doc, context):
+    """The demonstrations shown before ``doc``'s prompt in ``context`` that share its cluster (or are it), and
+    those whose prompt holds its gold reply (a gold that every prompt holds, e.g. NO ANSWER, aside); asserts that
+    exactly two demonstrations are shown."""
+    head = context[:-len(spec["prompt"](doc))]
+    between, after = spec.get("target_delimiter", " "), spec.get("fewshot_delimiter", "\n\n")
+    shown = [d for d in pool if spec["prompt"](d) + between + spec["target"](d) + after in head]
+    assert len(shown) == 2, context[:500]
+    cluster = spec.get("cluster") or (lambda d: None)
+    same = [d for d in shown if d == doc or (cluster(doc) is not None and cluster(d) == cluster(doc))]
+    gold = spec["target"](doc)
+    told = [] if all(gold in spec["prompt"](d) for d in pool) else [d for d in shown if gold in spec["prompt"](d)]
+    return same, told
+
+
+def test_fewshot_never_from_the_documents_own_conversation_in_lm_eval_and_inspect(locations, tmp_path):
+    """Every task, 2-shot, evaluated on its own few-shot split: no demonstration is a turn of the document's
+    conversation (Topical-Chat), dialogue (doc2dial) or theme (Jeopardy), or the document itself, and the
+    document's gold reply shows in no demonstration; lm-eval (its generated sampler) builds the same prompts."""
+    plan = _on_fewshot_split(locations)
+    out = tmp_path / "tasks"
+    for name, entry in plan.items():
+        harness._write_task(out / name, name, entry, judge=False)
+    from lm_eval.tasks import TaskManager
+
+    manager = TaskManager(include_path=str(out))
+    contexts = {}
+
+    class Recorder(Oracle):
+        def generate_until(self, requests):
+            for request in requests:
+                contexts.setdefault(request.task_name, {})[request.args[0]] = request.doc
+            return ["" for _ in requests]
+
+    _evaluate(Recorder(manager), manager, sorted(plan), num_fewshot=2)
+    for name, entry in sorted(plan.items()):
+        corpus = entry["corpus"]
+        spec = harness.task_api(corpus).TASKS[name]
+        short = name.removeprefix("qahub_")
+        task = build(short, locations, config=entry["config"], split=entry["split"], fewshot=2)
+        docs = _documents(locations, short, entry)
+        assert [s.input for s in task.dataset] == list(contexts[name]), name  # the same prompts, in order
+        for sample, doc in zip(task.dataset, docs, strict=True):
+            assert _leaks(spec, docs, doc, sample.input) == ([], []), (name, sample.id)
+        assert bool(spec.get("cluster")) == (corpus in ("topical_chat", "doc2dial", "jeopardy")), name
+
+
+def test_fewshot_more_demonstrations_than_outside_the_conversation_is_refused(locations):
+    # train of the sample: 3 conversations of 3, 2 and 2 turn docs; 5 demonstrations leave a 3-turn one short
+    with pytest.raises(harness.HarnessError, match=r"fewshot=5: document 0: the few-shot split has only 4 "
+                                                   r"document\(s\) besides the document's cluster 't_"):
+        build("topical_chat_freq", locations, split="train", fewshot=5)
+
+
+BAD_PARAMETERS = [
+    ({"fewshot": -1}, "-T fewshot=-1: must be a whole number of demonstrations, 0 or more"),
+    ({"fewshot": "abc"}, "-T fewshot='abc': must be a whole number of demonstrations, 0 or more"),
+    ({"fewshot": [1]}, "-T fewshot=[1]: must be a whole number of demonstrations, 0 or more"),
+    ({"fewshot": 1.5}, "-T fewshot=1.5: must be a whole number of demonstrations, 0 or more"),
+    ({"fewshot": True}, "-T fewshot=True: must be a whole number of demonstrations, 0 or more"),
+    ({"fewshot_seed": "x"}, "-T fewshot_seed='x': must be a whole number"),
+    ({"config": 1.1}, "-T config=1.1: must be text, not a float"),
+    ({"split": ["a", "b"]}, "-T split=['a', 'b']: must be text, not a list"),
+    ({"dataset": None}, "-T dataset=LOCATION is required: an export folder or a Hub dataset id"),
+]
+
+
+@pytest.mark.parametrize(("params", "message"), BAD_PARAMETERS)
+def test_task_parameters_are_checked_before_anything_is_read(locations, params, message):
+    corpus, _ = inspect_tasks.task_names()["jeopardy"]
+    arguments = {"dataset": locations[corpus], **params}
+    with pytest.raises(inspect_tasks.TaskInputError) as raised:
+        inspect_tasks.TASKS["jeopardy"](**arguments)
+    assert str(raised.value).startswith(f"qahub/jeopardy: {message}"), str(raised.value)
+
+
+@pytest.mark.parametrize("args", [["-T", "fewshot=-1"], ["-T", "fewshot=abc"], ["-T", "fewshot=[1]"],
+                                  ["-T", "fewshot=1.5"], ["-T", "fewshot=true"], ["-T", "config=1.1"], []])
+def test_inspect_command_refuses_bad_parameters_in_one_line(locations, tmp_path, args):
+    dataset = [] if not args else ["-T", f"dataset={locations['jeopardy']}"]
+    done = inspect_cli("eval", "qahub/jeopardy", *dataset, *args, "--model", "qahub_script/x",
+                       "--log-dir", str(tmp_path / "logs"), cwd=tmp_path)
+    output = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode != 0 and "Traceback" not in output and "ExceptionGroup" not in output, output[-2000:]
+    key = args[1].split("=")[0] if args else "dataset"
+    assert f"qahub/jeopardy: -T {key}" in output, output[-2000:]
+    assert not (tmp_path / "logs").exists() or not list((tmp_path / "logs").iterdir())  # nothing generated
+
+
+REDUCERS = ["mean", "median", "mode", "max", "at_least_2", "pass_at_2", "majority"]
+
+
+def test_every_epochs_reducer_works_on_every_task(locations, tmp_path):
+    """``--epochs 2 --epochs-reducer R`` for each reducer inspect offers: the corpus metrics (BLEU pairs,
+    distinct-n texts) come from the first epoch, the numeric ones are reduced; with the same reply in both
+    epochs, mean, median, mode, max and majority give the one-epoch aggregates."""
+    from inspect_ai import Epochs
+
+    tasks = [build(short, locations) for short in sorted(inspect_tasks.TASKS)]
+    script = {}
+    for task in tasks:
+        for index, sample in enumerate(task.dataset):
+            script[sample.input] = sample.target if index % 2 == 0 else GARBAGE[index % len(GARBAGE)]
+    once = run(tasks, script.__getitem__, tmp_path / "once")
+    twice = run(tasks, script.__getitem__, tmp_path / "twice", epochs=Epochs(2, REDUCERS))
+    for short, one, two in zip(sorted(inspect_tasks.TASKS), once, twice, strict=True):
+        expected = aggregates(one)
+        by_reducer = {}
+        for score in two.results.scores:
+            by_reducer.setdefault(score.reducer, {})[score.name] = next(iter(score.metrics.values())).value
+        assert set(by_reducer) == set(REDUCERS), short
+        for reducer, scores in by_reducer.items():
+            assert set(scores) == set(expected) and all(math.isfinite(v) for v in scores.values()), (short, reducer)
+            if not reducer.startswith(("at_least", "pass_at")):
+                assert scores == pytest.approx(expected), (short, reducer, scores, expected)
+        for metric in {"bleu", "distinct_1", "distinct_2"} & set(expected):
+            assert by_reducer["pass_at_2"][metric] == pytest.approx(expected[metric]), (short, metric)
+
+
+def test_epochs_reducer_on_the_command_line(locations, tmp_path):
+    done = inspect_cli("eval", "qahub/doc2dial_response", "-T", f"dataset={locations['doc2dial']}",
+                       "--epochs", "2", "--epochs-reducer", "mean", "--model", "qahub_script/Yes",
+                       "--log-dir", str(tmp_path / "logs"), "--log-format", "json", "--display", "none",
+                       cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (path,) = (tmp_path / "logs").glob("*.json")
+    log = json.loads(path.read_text(encoding="utf-8"))
+    assert log["status"] == "success", log.get("error")
+    scores = {s["name"]: {k.rsplit("/", 1)[-1]: m["value"] for k, m in s["metrics"].items()}
+              for s in log["results"]["scores"]}
+    assert {s["reducer"] for s in log["results"]["scores"]} == {"mean"}
+    assert set(scores) == {"bleu", "unparseable"} and scores["unparseable"]["mean"] == 0.0
+    assert scores["bleu"]["corpus_bleu"] == 0.0  # "Yes" shares no word with any gold turn
+
+
+def _closed_limur(tmp_path):
+    """The LIMUR sample exported with its test answers closed (``outputs`` "", as in MERA's public files)."""
+    from qahub.export import export
+
+    data = tmp_path / "limur-data"
+    shutil.copytree(registry.samples_dir("limur"), data)
+    rows = [json.loads(line) for line in (data / "test.jsonl").read_text(encoding="utf-8").splitlines()]
+    (data / "test.jsonl").write_text("".join(json.dumps({**r, "outputs": ""}, ensure_ascii=False) + "\n"
+                                             for r in rows), encoding="utf-8")
+    export("limur", tmp_path / "limur", data_dir=data, cache_dir=tmp_path / "cache")
+    return tmp_path / "limur"
+
+
+def test_limur_split_with_closed_answers_is_refused_before_generating(tmp_path):
+    folder = _closed_limur(tmp_path)
+    with pytest.raises(inspect_tasks.TaskInputError) as raised:
+        inspect_tasks.TASKS["limur"](dataset=str(folder), split="test")
+    assert str(raised.value) == ("qahub/limur: nothing to score: the test answers are closed in this file; "
+                                 "score validation, or pass the open answers")
+    task = inspect_tasks.TASKS["limur"](dataset=str(folder))  # the default: the split with open answers
+    assert task.metadata["qahub"]["split"] == "validation"
+    done = inspect_cli("eval", "qahub/limur", "-T", f"dataset={folder}", "-T", "split=test", "--model",
+                       "qahub_script/x", "--log-dir", str(tmp_path / "logs"), cwd=tmp_path)
+    output = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode != 0 and "Traceback" not in output
+    assert "nothing to score: the test answers are closed in this file" in output, output[-2000:]
+
+
+def test_a_task_whose_samples_all_failed_is_an_error_naming_the_cause(locations, tmp_path):
+    def down(prompt):
+        raise RuntimeError("the model server is down")
+
+    model = get_model("qahub_script/down", reply=down, memoize=False)
+    (log,) = inspect_eval([build("jeopardy", locations)], model=model, log_dir=str(tmp_path / "logs"),
+                          display="none")
+    assert log.status == "error" and "the model server is down" in log.error.message
+    assert log.results is None  # no score at all, never a 0.0

@@ -133,6 +133,17 @@ def doc_id(doc):
     return doc["id"]
 
 
+def grounding_dialogue(doc):
+    """A grounding doc's cluster: its dialogue (``id`` is ``{dial_id}_{turn_id}``; a later turn's history holds
+    this turn's reply)."""
+    return doc["id"].rsplit("_", 1)[0]
+
+
+def response_dialogue(doc):
+    """A response doc's cluster: its dialogue."""
+    return doc["dial_id"]
+
+
 # --- subtask 2 docs: agent turns of the dialogue rows, with their document
 
 
@@ -194,6 +205,8 @@ TASKS = {
         # breakdowns `qahub report` shows: FIELD -> the category of a logged doc
         "categories": {"domain": domain},
         "doc_id": doc_id,
+        # few-shot demonstrations never come from the document's own dialogue (qahub.harness.Demonstrations)
+        "cluster": grounding_dialogue,
     },
     "qahub_doc2dial_response": {
         "configs": ["dialogue_domain"],
@@ -213,5 +226,6 @@ TASKS = {
         # breakdowns `qahub report` shows: FIELD -> the category of a logged doc
         "categories": {"domain": domain},
         "doc_id": doc_id,
+        "cluster": response_dialogue,
     },
 }

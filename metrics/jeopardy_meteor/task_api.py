@@ -81,6 +81,12 @@ def value_category(doc):
     return str(value(doc))
 
 
+def theme(doc):
+    """A question's cluster: its theme within its tour (config ``extended``: the questions of a theme may answer
+    each other); None for a ``qa`` row, which has no theme (the question alone)."""
+    return (doc.get("tour_name"), doc["topic"]) if doc.get("topic") else None
+
+
 def meteor():
     """The process-wide scorer: tokenizer, pymorphy3 analyzer and caches are built once (russian_meteor.shared)."""
     return shared(TOKENIZER)
@@ -141,6 +147,8 @@ TASKS = {
         "categories": {"question_number": value_category},
         # the question id of config extended; a `qa` row has none (None: the document's position)
         "doc_id": lambda doc: doc.get("question_id"),
+        # few-shot demonstrations never come from the question's own theme (qahub.harness.Demonstrations)
+        "cluster": theme,
     },
 }
 

@@ -85,6 +85,11 @@ def doc_id(doc):
     return f"{doc['conversation_id']}:{doc['turn_index']}"
 
 
+def conversation(doc):
+    """A turn doc's cluster: its conversation (a later turn's history holds this turn's reply)."""
+    return doc["conversation_id"]
+
+
 def _task(splits):
     return {
         "configs": ["conversations"],
@@ -97,6 +102,8 @@ def _task(splits):
         "max_gen_toks": 64,
         "score": score,
         "doc_id": doc_id,
+        # few-shot demonstrations never come from the document's own cluster (qahub.harness.Demonstrations)
+        "cluster": conversation,
         "metrics": {
             "f1": ("mean", True),
             "knowledge_f1": (mean_or_zero, True),

@@ -13,6 +13,7 @@ import logging
 import math
 import shutil
 import tempfile
+from collections import Counter
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -267,6 +268,8 @@ def task_yaml(name: str, entry: dict, spec: dict, judge: bool) -> str:
         f"test_split: {q(entry['split'])}",
         f"fewshot_split: {q(entry['fewshot_split'])}",
     ]
+    if spec.get("cluster"):  # demonstrations from outside the document's conversation (utils.sampler)
+        lines += ["fewshot_config:", "  sampler: !function utils.sampler"]
     lines.append("output_type: generate_until")
     for key in ("target_delimiter", "fewshot_delimiter"):  # e.g. llm-jp-eval puts the answer right after its header
         if key in spec:
@@ -326,6 +329,8 @@ def utils_py(name: str, entry: dict, spec: dict, judge: bool) -> str:
     ]
     if spec.get("docs"):
         lines.append("process_docs = _task.process_docs")
+    if spec.get("cluster"):
+        lines.append("sampler = _task.sampler()")
     lines += [f"aggregate_{m} = _task.aggregate[{m!r}]" for m in aggregates]
     if judge and spec.get("judge_filter"):
         lines.append("judge_filter = _task.judge_filter")
@@ -367,7 +372,61 @@ def task_functions(corpus: str, name: str, location: str, judge: bool = False, c
     return SimpleNamespace(doc_to_text=spec["prompt"], doc_to_target=spec["target"], process_docs=process_docs,
                            process_results=process_results, aggregate=aggregate, dataset=dataset,
                            judge_filter=spec.get("judge_filter"),
-                           judge_record=spec.get("judge_record") if judge else None)
+                           judge_record=spec.get("judge_record") if judge else None,
+                           sampler=lambda: lm_eval_sampler(spec.get("cluster")))
+
+
+class Demonstrations:
+    """The few-shot demonstrations of each document, drawn from ``pool`` as lm-eval's default ``ContextSampler``
+    draws them (``rnd.sample`` of n; of n + 1 with the document left out when the pool is the evaluated split),
+    except that with a ``cluster`` (a task's ``cluster``: the conversation a turn belongs to) every document of
+    the document's cluster is left out: a later turn of the same conversation holds the document's gold reply in
+    its history. lm-eval (``lm_eval_sampler``) and inspect draw with this one class, so one seed gives one draw."""
+
+    def __init__(self, pool, cluster=None):
+        self.pool = list(pool)
+        self.cluster = cluster
+        self.clusters = [cluster(doc) for doc in self.pool] if cluster else [None] * len(self.pool)
+        self.sizes = Counter(self.clusters)
+
+    def draw(self, rnd, n: int, doc=None) -> list:
+        """``n`` demonstrations; ``doc``: the evaluated document when the pool is its own split, else None."""
+        if n == 0:
+            return []
+        if doc is None:
+            return rnd.sample(self.pool, n)
+        own = self.cluster(doc) if self.cluster else None
+
+        def allowed(index):
+            return (own is None or self.clusters[index] != own) and self.pool[index] != doc
+
+        extra = 1 + (self.sizes[own] if own is not None else 0)  # room for the document and its cluster
+        picks = [i for i in rnd.sample(range(len(self.pool)), min(n + extra, len(self.pool))) if allowed(i)][:n]
+        if len(picks) < n:  # copies of the document beyond its cluster: draw again without them (as lm-eval)
+            rest = [i for i in range(len(self.pool)) if allowed(i)]
+            if len(rest) < n:
+                beside = "the document" if own is None else f"the document's cluster {own!r}"
+                raise HarnessError(f"the few-shot split has only {len(rest)} document(s) besides {beside}")
+            picks = rnd.sample(rest, n)
+        return [self.pool[i] for i in picks]
+
+
+def lm_eval_sampler(cluster):
+    """lm-eval's ``ContextSampler`` drawing with ``Demonstrations`` (a task YAML's ``fewshot_config.sampler``)."""
+    from lm_eval.api.samplers import ContextSampler
+
+    class ClusterSampler(ContextSampler):
+        demonstrations = None
+
+        def sample(self, n, eval_doc=None, df=None, **kwargs):
+            if df:
+                self.replace_df(df)
+                self.demonstrations = None
+            if self.demonstrations is None:
+                self.demonstrations = Demonstrations(self.fewshot_docs(), cluster)
+            return self.demonstrations.draw(self.rnd, n, eval_doc)
+
+    return ClusterSampler
 
 
 def _finite(aggregation):

@@ -4,26 +4,27 @@ declaration (the ``TASKS`` table of the corpus's metric ``task_api``) and the sa
 ``inspect eval qahub/limur -T dataset=LOCATION [-T config=C -T split=S -T fewshot=N] --model ...``: LOCATION is
 an export folder or a Hub dataset id, resolved as ``qahub harness-tasks`` resolves it (``harness.plan_tasks``)
 and read fresh from its files (``harness.task_functions``). A sample's input is the lm-eval context as plain
-text (its few-shot demonstrations drawn from the task's few-shot split as lm-eval's default sampler draws them,
-never the document itself), its target the task's target, its id the document's id; the generation stops at
-the task's stop sequences within its token limit, at temperature 0. The scorer gives every per-document value of
-the task; each metric aggregates over all documents as the lm-eval task does (corpus BLEU over every pair), and
+text (its few-shot demonstrations drawn from the task's few-shot split by ``harness.Demonstrations``, as the
+lm-eval task draws them: never the document itself, nor a turn of its conversation), its target the task's
+target, its id the document's id; the generation stops at the task's stop sequences within its token limit,
+greedily (``greedy_generate``). The scorer gives every per-document value of the task; each metric aggregates
+over all documents as the lm-eval task does (corpus BLEU over every pair), and
 is broken down by each declared category (the samples' metadata) with inspect's ``grouped()``. A task declaring
 a ``grader`` (LIMUR) is also judged by inspect's grader role (``--model-role grader=...``) when one is given.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 
-from inspect_ai import Epochs, Task, task
+from inspect_ai import Task, task
 from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import GenerateConfig, Model, get_model, model_roles
-from inspect_ai.scorer import SampleScore, Score, grouped, mean_score, metric, score_reducer, scorer
-from inspect_ai.solver import generate
+from inspect_ai.model._generate_config import active_generate_config
+from inspect_ai.scorer import SampleScore, Score, grouped, metric, scorer
+from inspect_ai.solver import solver
 
 from qahub import harness, tasks
 
@@ -31,7 +32,7 @@ PREFIX = "qahub_"  # lm-eval's task qahub_limur is inspect's qahub/limur
 FEWSHOT_SEED = 1234  # lm-eval's default fewshot_random_seed
 GRADER = "grader"  # inspect's model role the judge runs on
 logger = logging.getLogger(__name__)
-SCALARS = (str, int, float, bool, type(None))  # what a Score's dict value may hold; others go as JSON text
+CARRIED = "qahub_values"  # a Score's metadata key: the per-document values that are not numbers
 
 
 class TaskInputError(PrerequisiteError, harness.HarnessError):
@@ -57,19 +58,30 @@ def build_task(corpus: str, name: str, dataset: str, config: str | None = None, 
                                        splits=(entry["split"], entry["fewshot_split"]))
     read = functions.dataset()
     docs = _docs(spec, functions, read[entry["split"]])
+    _refuse_closed(spec, docs, entry)
     shots = _docs(spec, functions, read[entry["fewshot_split"]]) if fewshot else []
-    samples, by_id = _samples(spec, docs, shots, int(fewshot), random.Random(fewshot_seed),
+    samples, by_id = _samples(spec, docs, shots, fewshot, random.Random(fewshot_seed),
                               entry["fewshot_split"] == entry["split"])
     where = f"{entry['location']} config {entry['config']} split {entry['split']}"
     return Task(
         dataset=MemoryDataset(samples, name=f"{name}: {where}", location=entry["location"]),
-        solver=generate(),
+        solver=greedy_generate(),
         scorer=task_scorer(name, spec, by_id, functions.aggregate),
-        epochs=Epochs(1, per_document()),
         config=GenerateConfig(stop_seqs=list(spec["until"]), max_tokens=int(spec.get("max_gen_toks", 256)),
                               temperature=0.0),
-        metadata={"qahub": {**entry, "lm_eval_task": name, "fewshot": int(fewshot), "judge": _judge_record(spec)}},
+        metadata={"qahub": {**entry, "lm_eval_task": name, "fewshot": fewshot, "judge": _judge_record(spec)}},
     )
+
+
+def _refuse_closed(spec: dict, docs: list, entry: dict):
+    """A split none of whose documents has its gold (``usable``; MERA's public LIMUR test) has nothing to score."""
+    usable = spec.get("usable")
+    if usable is None or any(usable(doc) for doc in docs):
+        return
+    others = [s for s in spec["splits"] if s != entry["split"]]
+    advice = f"score {others[0]}" if others else "score another split"
+    raise harness.HarnessError(f"nothing to score: the {entry['split']} answers are closed in this file; "
+                               f"{advice}, or pass the open answers")
 
 
 def task_entry(corpus: str, name: str, dataset: str, config: str | None, split: str | None) -> dict:
@@ -101,11 +113,15 @@ def _docs(spec: dict, functions, rows) -> list[dict]:
 
 def _samples(spec: dict, docs: list, shots: list, fewshot: int, rnd: random.Random, same_split: bool):
     """The Samples, in document order, and ``{sample id: document}``."""
-    if fewshot and len(shots) < fewshot + int(same_split):
+    if fewshot and len(shots) < fewshot:
         raise harness.HarnessError(f"fewshot={fewshot}: the few-shot split has only {len(shots)} document(s)")
+    demonstrations = harness.Demonstrations(shots, spec.get("cluster"))
     samples, by_id = [], {}
     for index, doc in enumerate(docs):
-        shown = _demonstrations(shots, doc, fewshot, rnd, same_split) if fewshot else []
+        try:
+            shown = demonstrations.draw(rnd, fewshot, doc if same_split else None)
+        except harness.HarnessError as err:
+            raise harness.HarnessError(f"fewshot={fewshot}: document {index}: {err}") from None
         sample_id = _doc_id(spec, doc, index)
         if sample_id in by_id:
             raise harness.HarnessError(f"document {index}: id {sample_id!r} is also document "
@@ -121,15 +137,6 @@ def _doc_id(spec: dict, doc: dict, index: int):
     """The id the task declares for the document, or its position when it declares none (or the doc has none)."""
     value = spec["doc_id"](doc) if spec.get("doc_id") else None
     return index if value is None else value
-
-
-def _demonstrations(pool: list, doc: dict, n: int, rnd: random.Random, same_split: bool) -> list:
-    """lm-eval's default ``ContextSampler.sample``: n documents drawn from the pool, one more when the pool is the
-    evaluated split, the document itself left out."""
-    if not same_split:
-        return rnd.sample(pool, n)
-    shown = [shot for shot in rnd.sample(pool, n + 1) if shot != doc][:n]
-    return shown if len(shown) == n else rnd.sample([shot for shot in pool if shot != doc], n)
 
 
 def context(spec: dict, shots: list, doc: dict) -> str:
@@ -158,13 +165,14 @@ def task_scorer(name: str, spec: dict, docs: dict, aggregate: dict):
             if judged:
                 values.update(await _judge(spec["grader"], grader, reply, doc))
             values = {key: values[key] for key in declared if key in values}
-            encoded = sorted(key for key, value in values.items() if not isinstance(value, SCALARS))
-            for key in encoded:  # e.g. corpus BLEU's (reply, gold) pair
-                values[key] = json.dumps(values[key])
-            metadata = {"json": encoded} if encoded else {}
+            carried = {key: value for key, value in values.items() if not _number(value)}
+            # every reducer inspect offers (--epochs-reducer) reduces numbers: what is not one (a corpus BLEU
+            # pair, a distinct-n text, a None) goes in the metadata, which reducers keep from the first epoch
+            metadata = {CARRIED: carried} if carried else {}
             if judged:  # which judge gave this judge_score (the task's metadata too, when the role was bound)
                 metadata["judge"] = spec["grader"]["record"](grader)
-            return Score(value=values, metadata=metadata or None)
+            return Score(value={key: 0 if key in carried else value for key, value in values.items()},
+                         metadata=metadata or None)
 
         return score
 
@@ -220,13 +228,17 @@ def _mean(values) -> float:
 
 def _value(key: str, score: Score):
     """One per-document value of ``key`` (``score.value`` is that value alone, as inspect hands it to a metric)."""
-    return json.loads(score.value) if key in (score.metadata or {}).get("json", ()) else score.value
+    carried = (score.metadata or {}).get(CARRIED, {})
+    return carried[key] if key in carried else score.value
 
 
 def document_values(score: Score) -> dict:
     """Every per-document value of a sample's Score (as the lm-eval task's process_results gives them)."""
-    carried = (score.metadata or {}).get("json", ())
-    return {key: json.loads(value) if key in carried else value for key, value in score.value.items()}
+    return {**score.value, **(score.metadata or {}).get(CARRIED, {})}
+
+
+def _number(value) -> bool:
+    return isinstance(value, int | float)
 
 
 def _judge_record(spec: dict):
@@ -251,30 +263,25 @@ async def _judge(grader_spec: dict, grader, reply, doc) -> dict:
     return grader_spec["reduce"](grades)
 
 
-@score_reducer(name="per_document")
-def per_document():
-    """One epoch's Score as the scorer gave it (inspect's default reducer would turn a text, a JSON pair or a
-    None into a float); over several epochs, the mean of each numeric value and the first epoch's other values."""
-    mean = mean_score()
+@solver
+def greedy_generate():
+    """inspect's ``generate`` at the task's settings (temperature 0: greedy, as lm-eval). inspect's ``hf/``
+    provider samples (``do_sample``) unless given ``-M do_sample=false`` and then refuses temperature 0; there
+    greedy is sampling from the top token alone (``top_k=1``), at a temperature it accepts."""
 
-    def reduce(scores: list[Score]) -> Score:
-        if len(scores) == 1:
-            return scores[0]
-        first, averaged = scores[0], mean(scores).value
-        value = {key: averaged[key] if _number(item) else item for key, item in first.value.items()}
-        return first.model_copy(update={"value": value})
+    async def solve(state, generate):
+        if state.model.api == "hf" and active_generate_config().temperature == 0:
+            return await generate(state, temperature=1.0, top_k=1)
+        return await generate(state)
 
-    return reduce
-
-
-def _number(value) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+    return solve
 
 
 def _register(short: str, corpus: str, name: str):
-    def run(dataset: str, config: str | None = None, split: str | None = None, fewshot: int = 0,
+    def run(dataset: str | None = None, config: str | None = None, split: str | None = None, fewshot: int = 0,
             fewshot_seed: int = FEWSHOT_SEED) -> Task:
         try:
+            check_parameters(dataset=dataset, config=config, split=split, fewshot=fewshot, fewshot_seed=fewshot_seed)
             return build_task(corpus, name, dataset, config, split, fewshot, fewshot_seed)
         except harness.HarnessError as err:
             raise TaskInputError(f"qahub/{short}: {err}") from None
@@ -282,6 +289,22 @@ def _register(short: str, corpus: str, name: str):
     run.__name__ = short
     run.__doc__ = f"lm-eval's {name} as an inspect task (qahub.inspect_tasks); dataset: export folder or Hub id."
     return task(name=short)(run)
+
+
+def check_parameters(dataset, config, split, fewshot, fewshot_seed):
+    """The task parameters (``-T NAME=VALUE``, which inspect reads as YAML: ``1.5`` a number, ``[1]`` a list)."""
+    if dataset is None:
+        raise harness.HarnessError("-T dataset=LOCATION is required: an export folder or a Hub dataset id")
+    for key, value in (("dataset", dataset), ("config", config), ("split", split)):
+        if value is not None and not isinstance(value, str):
+            raise harness.HarnessError(f"-T {key}={value!r}: must be text, not a {type(value).__name__} "
+                                       f"(inspect reads -T values as YAML); quote it: -T {key}='\"{value}\"'")
+        if value is not None and not value.strip():
+            raise harness.HarnessError(f"-T {key}={value!r}: is empty")
+    if isinstance(fewshot, bool) or not isinstance(fewshot, int) or fewshot < 0:
+        raise harness.HarnessError(f"-T fewshot={fewshot!r}: must be a whole number of demonstrations, 0 or more")
+    if isinstance(fewshot_seed, bool) or not isinstance(fewshot_seed, int):
+        raise harness.HarnessError(f"-T fewshot_seed={fewshot_seed!r}: must be a whole number")
 
 
 TASKS = {short: _register(short, corpus, name) for short, (corpus, name) in task_names().items()}
