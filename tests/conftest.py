@@ -86,3 +86,23 @@ def sample_exports(tmp_path_factory):
     for corpus in harness.corpora():
         export(corpus, root / corpus, data_dir=registry.samples_dir(corpus), cache_dir=root / "cache", sample=True)
     return {corpus: root / corpus for corpus in harness.corpora()}
+
+
+
+# `python -m pytest -m quick`: a subset of a few minutes that touches every corpus. Each corpus's own test files
+# mark theirs (`@pytest.mark.quick`: a sample exported and loaded back, the metric's official or hand-worked
+# numbers, `qahub evaluate` on the sample, its task's scoring); the shared tests below run every corpus's task
+# folder through lm-eval and check the registry. The full suite stays the proof.
+QUICK = (
+    "tests/test_harness.py::test_oracle_scores_the_top_on_every_gold_matching_metric",
+    "tests/test_metric_modules.py::test_evaluate_loads_the_metric_not_the_shared_base",
+    "tests/test_one_declaration.py::test_each_task_declares_its_oracle_scores_and_its_binary_metrics_among_its_metrics",
+    "tests/test_first_hour.py::test_list_prints_each_builders_configs_and_splits",
+)
+
+
+def pytest_collection_modifyitems(items):
+    """Marks the shared QUICK tests (a test id without its parameters marks each of its cases)."""
+    for item in items:
+        if item.nodeid.split("[")[0] in QUICK:
+            item.add_marker(pytest.mark.quick)

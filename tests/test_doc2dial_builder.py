@@ -147,6 +147,7 @@ def test_rc_question_keeps_the_first_100_tokens_newest_first(rc):
     assert len(question.split()) == loader.MAX_QUESTION_TOKENS
 
 
+@pytest.mark.quick
 def test_export_roundtrip(tmp_path):
     loaded = assert_export_roundtrip("doc2dial", SAMPLES, tmp_path)
     assert loaded == {

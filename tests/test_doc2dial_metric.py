@@ -147,11 +147,13 @@ OFFICIAL_SUBTASK1 = {
 OFFICIAL_SUBTASK2_BLEU = 55.588889824977684
 
 
+@pytest.mark.quick
 def test_cli_subtask1_matches_the_official_scorer(tmp_path):
     result = scoring.run(cli_args(tmp_path))
     assert result == {"task": "subtask1", "references": "doc2dial validation split", **OFFICIAL_SUBTASK1}
 
 
+@pytest.mark.quick
 def test_cli_subtask2_matches_the_official_scorer(tmp_path):
     result = scoring.run(cli_args(tmp_path, task="subtask2", predictions=str(SAMPLES / "sample_prediction_subtask2.json")))
     assert result["score"] == OFFICIAL_SUBTASK2_BLEU and result["total"] == 8
@@ -359,11 +361,9 @@ UNREADABLE = 5
 
 
 @pytest.fixture(scope="module")
-def exported(tmp_path_factory):
-    """The sample release exported as `qahub export` writes it (the folder load_dataset reads)."""
-    root = tmp_path_factory.mktemp("doc2dial_export")
-    export.export("doc2dial", root / "doc2dial", data_dir=SAMPLES, cache_dir=str(root / "cache"), sample=True)
-    return str(root / "doc2dial")
+def exported(sample_exports):
+    """The sample release exported as `qahub export` writes it (the folder load_dataset reads; the session's)."""
+    return str(sample_exports["doc2dial"])
 
 
 def rows_of(location, config, split="validation"):
@@ -612,6 +612,7 @@ def test_response_target_is_one_line_and_tokenizes_as_the_gold():
     assert task_api.corpus_bleu([RESPONSE["score"](target, doc)["bleu"]]) == pytest.approx(100.0, rel=1e-12)
 
 
+@pytest.mark.quick
 def test_cli_scores_the_sample_harness_replies(tmp_path):
     """The demo's third command: replies as the grounding task asks for them (no probabilities, NO ANSWER)."""
     args = cli_args(tmp_path, predictions=str(SAMPLES / "sample_replies_subtask1.json"), no_answer_text="NO ANSWER")

@@ -75,6 +75,7 @@ def test_to_upstream_derivations_accepts_dict_of_lists():
     assert jemhopqa.to_upstream_derivations(columns) == [["a", "r", ["x", "y"]]]
 
 
+@pytest.mark.quick
 def test_export_round_trip_every_config(tmp_path):
     counts = assert_export_roundtrip("jemhopqa", SAMPLE, tmp_path)
     assert counts == {c: {"train": 4, "validation": 3} for c in ("v1.0", "v1.1", "v1.2")}

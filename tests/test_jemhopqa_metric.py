@@ -88,6 +88,7 @@ def test_dictionary_version_is_the_one_the_official_numbers_were_made_with():
     )
 
 
+@pytest.mark.quick
 @pytest.mark.parametrize("case", sorted(OFFICIAL["cases"]))
 def test_matches_official_scores(metric, case):
     spec = OFFICIAL["cases"][case]
@@ -423,13 +424,10 @@ def test_cli_formats_and_references_agree(metric, tmp_path):
     assert cli.run(cli_args(references=None, data_dir=str(SAMPLE))) == expected  # the default config: v1.2
 
 
-def test_cli_references_come_from_rows_only(metric, tmp_path, monkeypatch):
+def test_cli_references_come_from_rows_only(metric, sample_exports, tmp_path, monkeypatch):
     """Issue 14.2: an export (load_dataset), a build (--data-dir) or an upstream file's folder; never parsed here."""
-    from qahub.export import export
-
     real_read = cli.predictions.read
-    folder = tmp_path / "export" / "jemhopqa"
-    export("jemhopqa", folder, configs=["v1.2"], data_dir=SAMPLE, cache_dir=str(tmp_path / "cache"))
+    folder = sample_exports["jemhopqa"]
     expected = cli.run(cli_args(references=None, data_dir=str(SAMPLE), config="v1.2"))
     assert cli.run(cli_args(references=str(folder), config="v1.2")) == expected
     assert cli.run(cli_args(references=str(folder), config="v1.2", split="validation")) == expected
@@ -1083,6 +1081,7 @@ def test_garbage_replies_score_low_and_are_counted(task_api, sample_splits, name
     assert unreadable == (10 / 16 if name == "qahub_jemhopqa" else 1.0)
 
 
+@pytest.mark.quick
 def test_harness_and_metric_give_the_same_numbers(metric, task_api, sample_splits):
     docs = sample_splits["v1.2"]["validation"]
     replies = ['回答: 星の歌\n導出: [["星の歌", "発売日", ["2001年4月1日"]], ["月の歌", "発売", ["2003年"]]]',
@@ -1117,14 +1116,10 @@ def test_cli_reads_a_json_list_of_replies(metric, tmp_path):
     assert result["llm_jp_eval"] == {"exact_match": pytest.approx(1 / 3), "char_f1": pytest.approx((first + 1) / 3)}
 
 
-def test_references_straight_from_load_dataset_of_an_export(metric, tmp_path):
+def test_references_straight_from_load_dataset_of_an_export(metric, sample_exports, tmp_path):
     import datasets
 
-    from qahub.export import export
-
-    folder = tmp_path / "export" / "jemhopqa"
-    export("jemhopqa", folder, configs=["v1.2"], data_dir=SAMPLE, cache_dir=str(tmp_path / "cache"))
-    dev = datasets.load_dataset(str(folder), "v1.2", cache_dir=str(tmp_path / "hf"))["validation"]
+    dev = datasets.load_dataset(str(sample_exports["jemhopqa"]), "v1.2", cache_dir=str(tmp_path / "hf"))["validation"]
     assert isinstance(dev, datasets.Dataset) and isinstance(dev[0]["derivations"][0], dict)
     preds = records(json.loads((SAMPLE / "predictions.json").read_text(encoding="utf-8")))
     assert metric.compute(predictions=preds, references=dev, **CORE) == metric.compute(

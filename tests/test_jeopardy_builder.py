@@ -201,6 +201,7 @@ def test_missing_file_names_it(tmp_path):
         build("jeopardy", "qa", data_dir, tmp_path / "cache")
 
 
+@pytest.mark.quick
 def test_export_round_trip_every_config(tmp_path):
     counts = assert_export_roundtrip("jeopardy", SAMPLE, tmp_path)
     assert counts == {"extended": {"train": 10}, "qa": {"train": 5, "validation": 4}}

@@ -74,6 +74,7 @@ def by_hand(matches, hyp_len, ref_len, chunks, alpha=0.9, beta=3.0, gamma=0.5):
         ("знаменитый бульвар большого города", "Бульвар", by_hand(1, 1, 4, 1), False),  # 0.1351...
     ],
 )
+@pytest.mark.quick
 @pytest.mark.parametrize("tokenizer", TOKENIZERS)
 def test_hand_worked_values_official_order(metric, prediction, gold, expected, correct, tokenizer):
     result = metric.compute(predictions=[prediction], references=[gold], tokenizer=tokenizer)
@@ -333,6 +334,7 @@ def test_garbage_replies_give_finite_results_and_count_the_unparseable(metric):
     assert numbers and all(math.isfinite(v) for v in numbers)
 
 
+@pytest.mark.quick
 def test_the_harness_scores_each_reply_as_the_metric_does(metric):
     rows = _garbage_rows()
     replies = [*GARBAGE, "бульвара Сансет"]
@@ -603,6 +605,7 @@ def _run(**overrides):
     return scoring.run(parser.parse_args(argv))
 
 
+@pytest.mark.quick
 def test_cli_scores_the_bundled_sample():
     result = _run(predictions=SAMPLE / "predictions.json", references=SAMPLE / EXTENDED, confidence_threshold=0.3,
                   per_example=True)
@@ -771,11 +774,8 @@ def test_cli_replies_of_any_json_type_are_counted_not_refused(tmp_path):
     assert (result["score"], result["num_unparseable"], result["examples"][1]["answer"]) == (3, 2, "Лима")
 
 
-def test_cli_reads_an_exported_folder_and_a_folder_of_upstream_files(tmp_path):
-    from qahub.export import export
-
-    out = tmp_path / "export"
-    export("jeopardy", out, data_dir=SAMPLE, cache_dir=str(tmp_path / "cache"))
+def test_cli_reads_an_exported_folder_and_a_folder_of_upstream_files(sample_exports, tmp_path):
+    out = sample_exports["jeopardy"]
     preds = tmp_path / "p.json"
     preds.write_text(json.dumps({"0": "Париж", "2": "Ответ: бульвара Сансет"}, ensure_ascii=False), encoding="utf-8")
     for folder in (out, SAMPLE):  # qa validation: Париж, Канберра, Бульвар Сансет, "Бейкер-стрит, Лондон"

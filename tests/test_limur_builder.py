@@ -121,6 +121,7 @@ def test_features(tmp_path):
     assert list(features["inputs"]) == ["question", "context", "reference", *[f"option_{c}" for c in "abcdefghi"]]
 
 
+@pytest.mark.quick
 def test_export_roundtrip(tmp_path):
     rows = testing.assert_export_roundtrip("limur", SAMPLES, tmp_path)
     assert rows == {config: sample_counts(task) for config, task in

@@ -125,6 +125,7 @@ def sample_args(**overrides):
 # 207 «ответ: в» (gold Б): ??
 # MERA (best of the whole reply and the text after the last «Ответ:», SQuAD-normalised): 426 ✓ · 429 «** В» ✓
 # 103 Latin «A» is the article "a": ✗ · 104 ✓ · 202 ✓ · 204 ✗ · 205 no «Ответ:» («Ответ -»), «ответ д» ✗ · 207 ✗
+@pytest.mark.quick
 def test_cli_on_samples():
     result = scoring.run(sample_args())
     assert (result["exact_match"], result["exact_match_lenient"], result["exact_match_mera"]) == (5 / 8, 6 / 8, 4 / 8)
@@ -969,6 +970,7 @@ def test_exact_match_mera_table(metric, reply, gold, expected, why):
     assert TASK_API.score(reply, mera_doc(gold))["exact_match_mera"] == expected, why
 
 
+@pytest.mark.quick
 def test_exact_match_mera_table_as_one_batch(metric):
     result = metric.compute(predictions=[r[0] for r in MERA_TABLE], references=[ref(r[1], 7) for r in MERA_TABLE])
     assert result["exact_match_mera"] == sum(r[2] for r in MERA_TABLE) / len(MERA_TABLE)
@@ -1198,6 +1200,7 @@ def test_task_entry():
     assert task["until"] == ["\n\n"]
 
 
+@pytest.mark.quick
 def test_task_on_sample_rows_oracle_and_garbage(sample_rows):
     task = TASK_API.TASKS["qahub_limur"]
     docs = [doc for split in ("validation", "test", "shots") for doc in sample_rows[split].to_list()]
@@ -1316,19 +1319,16 @@ def doc_to_text(doc):
 """
 
 
-def test_meras_task_runs_on_a_qahub_export(tmp_path):
+def test_meras_task_runs_on_a_qahub_export(sample_exports, tmp_path):
     """MERA's limur.yaml with only dataset_path changed (stock lm-eval, see MERA_UTILS): the export's default
     config, test split, shots split and ``{{ outputs.strip() }}`` work, and the numbers are exact_match_mera's."""
     lm_eval = pytest.importorskip("lm_eval")
     from lm_eval.api.model import LM
     from lm_eval.tasks import TaskManager
 
-    from qahub.export import export
-
-    export("limur", tmp_path / "limur", data_dir=SAMPLES, cache_dir=tmp_path / "cache")
     folder = tmp_path / "tasks" / "mera_limur"
     folder.mkdir(parents=True)
-    (folder / "limur.yaml").write_text(MERA_YAML.format(location=tmp_path / "limur"), encoding="utf-8")
+    (folder / "limur.yaml").write_text(MERA_YAML.format(location=sample_exports["limur"]), encoding="utf-8")
     (folder / "utils.py").write_text(MERA_UTILS, encoding="utf-8")
     manager = TaskManager(include_path=str(tmp_path / "tasks"))
     replies = json.loads((SAMPLES / "predictions.json").read_text(encoding="utf-8"))
@@ -1507,12 +1507,9 @@ def test_task_type_matching_nothing_is_an_error(tmp_path, capsys):
     assert err == [f"qahub evaluate: error: {tmp_path} (all, test): no record of task type 'rwsd': nothing to score"]
 
 
-def test_references_from_an_export_a_build_and_a_file_agree(tmp_path, capsys):
-    from qahub.export import export
-
-    export("limur", tmp_path / "limur", data_dir=SAMPLES, cache_dir=tmp_path / "cache")
+def test_references_from_an_export_a_build_and_a_file_agree(sample_exports, capsys):
     results = []
-    for refs in (["--references", str(tmp_path / "limur")], ["--data-dir", str(SAMPLES)],
+    for refs in (["--references", str(sample_exports["limur"])], ["--data-dir", str(SAMPLES)],
                  ["--references", str(SAMPLES / "test.jsonl")], ["--references", str(SAMPLES)]):
         code, out, err = run_cli(capsys, "--predictions", str(SAMPLES / "predictions.json"), *refs)
         assert (code, err) == (0, [])
@@ -1521,7 +1518,7 @@ def test_references_from_an_export_a_build_and_a_file_agree(tmp_path, capsys):
     assert all(result == results[0] for result in results)
     assert (results[0]["exact_match"], results[0]["exact_match_mera"], results[0]["count"]) == (5 / 8, 4 / 8, 8)
     code, out, err = run_cli(capsys, "--predictions", str(SAMPLES / "predictions.json"),
-                             "--references", str(tmp_path / "limur"), "--config", "rwsd")
+                             "--references", str(sample_exports["limur"]), "--config", "rwsd")
     assert (code, json.loads(out)["count"], json.loads(out)["exact_match"]) == (0, 3, 2 / 3)
 
 

@@ -113,6 +113,7 @@ def test_sample_asr(tmp_path):
     assert plain == {key: value for key, value in conversations["test_freq"][0].items() if key != "turns"}
 
 
+@pytest.mark.quick
 def test_sample_export_roundtrip(tmp_path):
     counts = assert_export_roundtrip("topical_chat", SAMPLE, tmp_path)
     assert counts["conversations"]["train"] == 3

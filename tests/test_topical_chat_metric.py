@@ -350,6 +350,7 @@ def cli(capsys, *argv):
     return code, out, err
 
 
+@pytest.mark.quick
 def test_scoring_sample_hand_worked():
     result = scoring.run(args(per_example=True))
     third = result["per_example"][2]
@@ -671,6 +672,7 @@ def test_targets_are_one_line():
     assert task_api.score("one two\nthree", doc)["f1"] == 1.0
 
 
+@pytest.mark.quick
 def test_task_oracle_gets_the_top_scores(exported):
     for split in ("test_freq", "train"):
         docs = task_docs(exported[0], split)

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Set-up: a venv .venv with qahub (editable) and its test extras, used by the README and by .ci/run.
+# The harness extra needs torch (lm_eval --model hf). PyPI's Linux torch is the CUDA build (~5 GB more and
+# minutes longer); PyTorch's CPU index serves 2.13.0+cpu, which pip prefers to PyPI's 2.13.0 when both are
+# there. When that index cannot be reached, pip says so and goes on with its other sources at once
+# (--retries 0, a short --timeout): a CPU wheel found there (e.g. a local --find-links) is used, else PyPI's.
+set -euo pipefail
+cd "$(dirname "$0")"
+python3 -m venv .venv
+. .venv/bin/activate
+python -m pip install --quiet --upgrade pip
+python -m pip install --quiet --timeout 15 --retries 0 \
+    --extra-index-url https://download.pytorch.org/whl/cpu "torch==2.13.0"
+python -m pip install --quiet -e ".[test]"
