@@ -378,3 +378,79 @@ def test_a_build_of_local_files_reads_them_as_they_are_now(tmp_path):
     dev.write_text(json.dumps(records, ensure_ascii=False), encoding="utf-8")
     after = built_rows("jemhopqa", "v1.2", "validation", folder)
     assert after[0]["answer"] == "edited" != before[0]["answer"] and after[1:] == before[1:]
+
+
+# --- qahub evaluate scores through the metric's direct_score: evaluate (and torch) are not imported for a CLI score
+
+SCORE_IN_A_FRESH_PROCESS = textwrap.dedent(
+    """
+    import json, sys
+    from qahub import cli
+
+    status = cli.main(["--quiet", "evaluate", *json.loads(sys.argv[1])])
+    heavy = sorted(name for name in ("evaluate", "transformers", "torch", "datasets") if name in sys.modules)
+    print(json.dumps({"status": status, "imported": heavy}))
+    """
+)
+
+
+def _evaluate_in_a_fresh_process(argv):
+    """``(the printed result, exit status, which of evaluate, transformers, torch, datasets were imported)``."""
+    import json
+
+    done = subprocess.run([sys.executable, "-c", SCORE_IN_A_FRESH_PROCESS, json.dumps([str(a) for a in argv])],
+                          capture_output=True, text=True, timeout=300)
+    *result, last = done.stdout.strip().splitlines() or [""]
+    about = json.loads(last)
+    return "\n".join(result), about["status"], about["imported"], done.stderr
+
+
+def _demo_lines():
+    from qahub.demo import demo_evaluations
+
+    return [argv for corpus in registry.corpus_names() for argv in demo_evaluations(registry.samples_dir(corpus))]
+
+
+@pytest.mark.parametrize("argv", _demo_lines(), ids=lambda argv: " ".join(a.rsplit("/", 1)[-1] for a in argv))
+def test_a_cli_score_is_the_evaluate_modules_own_without_importing_evaluate(argv, monkeypatch, capsys):
+    """Each demo.json evaluation: its scores in a fresh process, which never imports evaluate, transformers or
+    torch, are those of ``evaluate.load(metric_dir).compute(...)`` given the same inputs."""
+    printed, status, imported, stderr = _evaluate_in_a_fresh_process(argv)
+    assert (status, imported) == (0, ["datasets"]), stderr[-2000:]
+
+    adapter = cli.scoring_modules()[argv[0]].ADAPTER
+
+    def through_evaluate(self, args, **inputs):
+        config = {"config_name": args.task} if hasattr(args, "task") else {}
+        return evaluate.load(str(registry.metric_dir(self.metric)), **config).compute(**inputs)
+
+    monkeypatch.setattr(type(adapter), "score", through_evaluate)
+    assert cli.main(["--quiet", "evaluate", *argv]) == 0
+    assert capsys.readouterr().out.strip() == printed
+
+
+@pytest.mark.parametrize("metric", sorted(EVALUATE))
+def test_a_missing_predictions_file_is_said_before_anything_heavy_is_imported(metric, tmp_path):
+    _, needed = EVALUATE[metric]
+    absent = tmp_path / "absent.json"
+    printed, status, imported, stderr = _evaluate_in_a_fresh_process(
+        [metric, "--predictions", absent, *needed, "--data-dir", registry.samples_dir(_corpus_of(metric))])
+    assert (printed, status, imported) == ("", 1, [])
+    assert stderr == f"qahub evaluate: error: {absent}: cannot be read (No such file or directory)\n"
+
+
+def _corpus_of(metric):
+    return next(corpus for corpus in registry.corpus_names() if _first_evaluation(corpus)[0] == metric)
+
+
+@pytest.mark.parametrize("metric", sorted(EVALUATE))
+def test_a_split_that_the_config_never_has_is_refused_before_any_build(metric, monkeypatch, capsys):
+    import qahub
+
+    monkeypatch.setattr(qahub, "prepare", lambda *a, **k: pytest.fail("built before the split was checked"))
+    predictions, needed = EVALUATE[metric]
+    needed = [arg for arg, before in zip(needed, [None, *needed]) if "--split" not in (arg, before)]
+    code = cli.main(["--quiet", "evaluate", metric, "--predictions", predictions, *needed, "--split", "tset",
+                     "--data-dir", str(registry.samples_dir(_corpus_of(metric)))])
+    err = capsys.readouterr().err
+    assert code == 1 and err.startswith("qahub evaluate: error: ") and "tset" in err, err

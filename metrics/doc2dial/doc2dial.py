@@ -6,14 +6,15 @@ import evaluate
 from .bleu_scoring import corpus_sacrebleu
 from .dialogues import agent_turns
 from .direct_metric import DirectMetric
-from .inputs import check_options, checked_inputs, clean_predictions, clean_references, joined
+from .direct_score import _result, score
+from .inputs import check_options, clean_predictions, clean_references, joined
 from .replies import span_reply
 from .scores import RESULTS
 from .squad_v2_scoring import squad_v2_scores
 from .task_api import TASKS
 
 # evaluate copies only the helper modules this file imports: the scorers' and task_api's own helpers too
-_HELPERS = (TASKS, agent_turns, corpus_sacrebleu, span_reply, squad_v2_scores)
+_HELPERS = (TASKS, agent_turns, corpus_sacrebleu, span_reply, squad_v2_scores, RESULTS)
 
 _CITATION = """\
 @inproceedings{feng-etal-2020-doc2dial,
@@ -187,8 +188,8 @@ class Doc2dial(DirectMetric):
     def _check_options(self, options):
         check_options(self._task, options)
 
-    def _score_direct(self, predictions, references, ignore_missing=False, **options):
-        return _result(self._task, *checked_inputs(self._task, predictions, references, ignore_missing), options)
+    def _score_direct(self, predictions, references, **options):
+        return score(self._task, predictions, references, **options)
 
     def add_batch(self, *, predictions=None, references=None, **kwargs):
         """Add a batch of predictions and references (their fields checked)."""
@@ -212,8 +213,3 @@ class Doc2dial(DirectMetric):
 
     def _compute(self, predictions, references, ignore_missing=False, **options):
         return _result(self._task, predictions, *joined(predictions, references, ignore_missing), options)
-
-
-def _result(task, predictions, references, missing_ignored, options):
-    result = RESULTS[task](predictions, references, **options)
-    return result if missing_ignored is None else {**result, "missing_ignored": missing_ignored}

@@ -6,14 +6,15 @@ import evaluate
 
 # evaluate copies only the helpers imported here: so also replies (used by records) and task_api (harness tasks)
 from .direct_metric import JSON_TEXT, DirectMetric
-from .llm_jp_eval import aggregate, example_scores
-from .records import JemhopqaInputError, check_solver, checked, pair
+from .direct_score import score, score_checked
+from .llm_jp_eval import aggregate
+from .records import JemhopqaInputError, check_solver, checked
 from .replies import parse_reply
-from .scoring import Similarity, score_questions, summarize
+from .scoring import Similarity
 from .task_api import TASKS
 from .tokens import get_tokenizer
 
-__all__ = ["Jemhopqa", "JemhopqaInputError", "TASKS", "parse_reply"]
+__all__ = ["Jemhopqa", "JemhopqaInputError", "Similarity", "TASKS", "aggregate", "get_tokenizer", "parse_reply", "score"]
 
 _CITATION = """\
 @inproceedings{ishii-etal-2024-jemhopqa-dataset,
@@ -100,7 +101,7 @@ class Jemhopqa(DirectMetric):
         check_solver(options.get("solver", "assignment"))
 
     def _score_direct(self, predictions, references, **options):
-        return score(*checked(predictions, references), **options)
+        return score(predictions, references, **options)
 
     def add_batch(self, *, predictions=None, references=None, **kwargs):
         """Check and add a batch of predictions (records or replies) and reference rows (their numbers may
@@ -119,35 +120,4 @@ class Jemhopqa(DirectMetric):
         """The batches add_batch checked and stored, scored."""
         preds = [record for batch in predictions for record in json.loads(batch)]
         refs = [record for batch in references for record in json.loads(batch)]
-        return score(preds, refs, **options)
-
-
-def score(preds, refs, ignore_missing=False, per_question=False, dictionary=None, synonyms="auto", user_dic=None,
-          solver="assignment", cache=True) -> dict:
-    """The result (see the kwargs docs) of checked predictions and references."""
-    questions = pair(preds, refs, ignore_missing)
-    tokenizer = get_tokenizer(dictionary, synonyms, user_dic, cache)
-    rows = score_questions(questions, Similarity(tokenizer, cache), solver)
-    for row, (_, gold, pred) in zip(rows, questions, strict=True):
-        row.update(_llm_jp_eval_row(pred, gold))
-    out = summarize(rows)
-    answered = [row for row in rows if row["exact_match"] is not None]
-    if answered:
-        out["llm_jp_eval"] = aggregate(answered)
-    replies = [pred for _, _, pred in questions if "reply" in pred]
-    out.update({"replies": len(replies), "unparseable": sum(p["unparseable"] for p in replies),
-                "derivations_unreadable": sum(p["derivations_unreadable"] for p in replies),
-                "dictionary": tokenizer.dictionary, "synonyms": tokenizer.synonyms.description,
-                "official_configuration": tokenizer.official})
-    if per_question:
-        out["per_question"] = rows
-    return out
-
-
-def _llm_jp_eval_row(pred: dict, gold: dict) -> dict:
-    """llm-jp-eval's scores of a reply as a model output, or of a record's answer; None when not predicted."""
-    if "reply" in pred:
-        return example_scores(pred["reply"], gold["answer"])
-    if "answer" in pred:
-        return example_scores(pred["answer"], gold["answer"])
-    return {"exact_match": None, "char_f1": None}
+        return score_checked(preds, refs, **options)

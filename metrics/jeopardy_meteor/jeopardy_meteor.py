@@ -2,15 +2,17 @@
 
 import evaluate
 
+# evaluate copies only the helpers this file imports: direct_score's are imported here as well
 from .direct_metric import JSON_TEXT, DirectMetric
+from .direct_score import _scored, score_answers
 from .examples import score_questions
-from .inputs import check_options, decode_pairs, encode_pairs, read_pairs, values_and_skips
+from .inputs import check_options, decode_pairs, encode_pairs, read_pairs
 from .replies import parse_reply
-from .russian_meteor import THRESHOLD, shared
+from .russian_meteor import THRESHOLD
 from .spacy_like import TOKENIZERS
 from .task_api import TASKS
 
-__all__ = ["TASKS", "TOKENIZERS", "JeopardyMeteor", "parse_reply", "score_answers"]
+__all__ = ["TASKS", "TOKENIZERS", "JeopardyMeteor", "parse_reply", "score_answers", "score_questions"]
 
 _CITATION = """\
 @inproceedings{mikhalkova-khlyupin-2022-russian,
@@ -126,18 +128,3 @@ class JeopardyMeteor(DirectMetric):
     def _compute(self, predictions, references, **options):
         """The stored replies and references, decoded; the options were checked by `compute`."""
         return _scored(*decode_pairs(predictions, references), **options)
-
-
-def score_answers(predictions, references, question_numbers=None, confidences=None, confidence_threshold=None,
-                  order="official", threshold=THRESHOLD, value_multiplier=1, tokenizer="auto"):
-    """The metric without `evaluate` around it (same arguments, result and errors as `compute`)."""
-    check_options(order, threshold, tokenizer)
-    return _scored(*read_pairs(predictions, references), question_numbers, confidences, confidence_threshold,
-                   order, threshold, value_multiplier, tokenizer)
-
-
-def _scored(replies, answers, row_numbers, question_numbers=None, confidences=None, confidence_threshold=None,
-            order="official", threshold=THRESHOLD, value_multiplier=1, tokenizer="auto"):
-    values, skip = values_and_skips(len(replies), row_numbers, question_numbers, confidences, confidence_threshold,
-                                    value_multiplier)
-    return score_questions(replies, answers, values, skip, shared(tokenizer), order, threshold)

@@ -5,6 +5,7 @@ import json
 import evaluate
 
 from .direct_metric import JSON_TEXT, DirectMetric
+from .direct_score import _score, score
 from .inputs import check_options, encode, examples
 from .replies import summary
 from .responses import unigram_f1
@@ -97,7 +98,7 @@ Examples:
 """
 
 # evaluate copies only the helper modules this file imports: each is imported here, and these names exported
-__all__ = ["TASKS", "TopicalChat", "turn_examples", "unigram_f1"]
+__all__ = ["TASKS", "TopicalChat", "examples", "score", "summary", "turn_examples", "unigram_f1"]
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
@@ -112,9 +113,7 @@ class TopicalChat(DirectMetric):
             "reference_urls": ["https://arxiv.org/abs/2308.11995"]}
 
     def _score_direct(self, predictions, references, **options):
-        options = check_options(options)
-        kind, preds, refs = encode(predictions, references)
-        return _score(kind, preds, refs, options)
+        return score(predictions, references, **options)
 
     def add_batch(self, *, predictions=None, references=None, **kwargs):
         """Check and add a batch of predictions and references (their numbers may differ for conversation rows)."""
@@ -136,8 +135,3 @@ class TopicalChat(DirectMetric):
         preds = [p for batch in predictions for p in json.loads(batch)]
         refs = [r for batch in batches for r in batch["items"]]
         return _score(kinds.pop(), preds, refs, options)
-
-
-def _score(kind, preds, refs, options):
-    found, replies, reference_turns = examples(kind, preds, refs, options["knowledge"], options["reading_sets"])
-    return summary(found, replies, reference_turns, options["per_example"])

@@ -11,11 +11,12 @@ restricted to the predicted ids, as the official scorer does (``missing_ignored`
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from qahub.evaluate_cli import predictions
+from qahub.evaluate_cli.adapter import Adapter, direct_score
 from qahub.evaluate_cli.references import built_rows, export_rows
+from qahub.metrics.doc2dial.dialogues import agent_turns
 
 HELP = "DialDoc21 shared-task scores on doc2dial: subtask1 grounding (SQuAD v2 EM/F1), subtask2 generation (sacreBLEU)"
 CONFIGS = {"subtask1": "doc2dial_rc", "subtask2": "dialogue_domain"}
@@ -28,58 +29,70 @@ RELEASE_FILES = {"doc2dial_dial_train.json": "train", "doc2dial_dial_validation.
                  "doc2dial_doc.json": None}
 
 
-def add_arguments(parser):
-    parser.add_argument("--task", choices=sorted(CONFIGS), required=True,
-                        help="subtask1: grounding span of the next agent turn; subtask2: the next agent turn")
-    parser.add_argument("--predictions", required=True, help="JSON list in the shared task's prediction format")
-    refs = parser.add_mutually_exclusive_group()
-    refs.add_argument("--references", help="an exported folder or hub id (with --split), or a JSON list of "
-                                           "{id, answers} (subtask1) / {id, utterance} (subtask2)")
-    refs.add_argument("--data-dir", help="build the references from the unpacked release zip (doc2dial/v1.0.1/...); "
-                                         "without --references or --data-dir the release is downloaded")
-    parser.add_argument("--config", choices=sorted(set(CONFIGS.values())),
-                        help="the references' config (default: doc2dial_rc for subtask1, dialogue_domain for subtask2)")
-    parser.add_argument("--split", help="the split scored (train or validation)")
-    parser.add_argument("--mirror-url", help="when building: download the zip from <mirror>/doc2dial/ instead")
-    parser.add_argument("--cache-dir", help="datasets cache folder")
-    parser.add_argument("--ignore-missing", action="store_true",
-                        help="score only the references that have a prediction (the official scorer's behaviour); "
-                             "the output's missing_ignored counts the others. Default: a missing prediction is an error")
-    parser.add_argument("--no-answer-threshold", type=float, default=1.0,
-                        help="subtask1: predictions with a larger no_answer_probability count as empty (default 1.0)")
-    parser.add_argument("--no-answer-text", default=None,
-                        help="subtask1: a prediction_text that SQuAD-normalises to this text counts as empty "
-                             "(the harness task's replies: --no-answer-text 'NO ANSWER'); default: none")
-    predictions.add_arguments(parser, *FIELDS.values())
+class Doc2dial(Adapter):
+    metric, help, fields = "doc2dial", HELP, tuple(FIELDS.values())
+    predictions_help = "JSON list in the shared task's prediction format"
+    references = {"help": "an exported folder or hub id (with --split), or a JSON list of {id, answers} (subtask1) / "
+                          "{id, utterance} (subtask2)"}
+    data_dir = {"help": "build the references from the unpacked release zip (doc2dial/v1.0.1/...); without "
+                        "--references or --data-dir the release is downloaded"}
+    config = {"choices": sorted(set(CONFIGS.values())),
+              "help": "the references' config (default: doc2dial_rc for subtask1, dialogue_domain for subtask2)"}
+    split = {"help": "the split scored (train or validation)"}
+    references_required, predictions_first, input_errors = False, True, (ValueError,)
 
+    def add_options(self, parser):
+        parser.add_argument("--task", choices=sorted(CONFIGS), required=True,
+                            help="subtask1: grounding span of the next agent turn; subtask2: the next agent turn")
+        parser.add_argument("--mirror-url", help="when building: download the zip from <mirror>/doc2dial/ instead")
+        parser.add_argument("--cache-dir", help="datasets cache folder")
+        parser.add_argument("--ignore-missing", action="store_true",
+                            help="score only the references that have a prediction (the official scorer's "
+                                 "behaviour); the output's missing_ignored counts the others. Default: a missing "
+                                 "prediction is an error")
+        parser.add_argument("--no-answer-threshold", type=float, default=1.0,
+                            help="subtask1: predictions with a larger no_answer_probability count as empty "
+                                 "(default 1.0)")
+        parser.add_argument("--no-answer-text", default=None,
+                            help="subtask1: a prediction_text that SQuAD-normalises to this text counts as empty "
+                                 "(the harness task's replies: --no-answer-text 'NO ANSWER'); default: none")
 
-def run(args) -> dict:
-    from qahub import registry
+    def load_references(self, args):
+        return load_references(args)
 
-    read = predictions.read(args.predictions, FIELDS[args.task], reply_field=getattr(args, "reply_field", None))
-    references, source = load_references(args)
-    kwargs = {"ignore_missing": bool(args.ignore_missing)}
-    if args.task == "subtask1":
-        kwargs.update(no_answer_threshold=args.no_answer_threshold, no_answer_text=getattr(args, "no_answer_text", None))
-    metric = registry.load_metric("doc2dial", config_name=args.task)
-    records = _records(read, references, args, sys.modules[type(metric).__module__], source)
-    try:
-        scores = metric.compute(predictions=records, references=references, **kwargs)
-    except ValueError as err:
+    def read(self, args):
+        return predictions.read(args.predictions, FIELDS[args.task], reply_field=getattr(args, "reply_field", None))
+
+    def match(self, read, references, args, where):
+        return _records(read, references, args, where)
+
+    def options(self, args):
+        options = {"ignore_missing": bool(args.ignore_missing)}
+        if args.task == "subtask1":
+            options.update(no_answer_threshold=args.no_answer_threshold,
+                           no_answer_text=getattr(args, "no_answer_text", None))
+        return options
+
+    def score(self, args, **inputs):
+        return direct_score(self.metric).score(args.task, **inputs)
+
+    def scoring_error(self, err, args, where):
         hint = " (--ignore-missing scores only the predicted ids)" if "references without a prediction" in str(err) else ""
-        raise ValueError(f"scoring {args.predictions} against {source}: {err}{hint}") from None
-    # a path that is not UTF-8 (a lone surrogate in argv) is shown escaped: the result must print as UTF-8
-    return {"task": args.task, "references": source.encode("utf-8", "backslashreplace").decode("utf-8"), **scores}
+        return ValueError(f"scoring {args.predictions} against {where}: {err}{hint}")
+
+    def result(self, result, args, where, matched, references):
+        # a path that is not UTF-8 (a lone surrogate in argv) is shown escaped: the result must print as UTF-8
+        return {"task": args.task, "references": where.encode("utf-8", "backslashreplace").decode("utf-8"), **result}
 
 
-def _records(read, references, args, metric_module, source):
+def _records(read, references, args, source):
     """The prediction records, each with its id; the metric joins them to the references by id. A bare list of
     replies gets the references' ids in their order (``--by-position``)."""
     if read.replies is None:
         return _with_ids(read.records.items())
     ids = []
     for row in references:  # subtask2's dialogue rows stand for their agent turns
-        turns = metric_module.agent_turns(row) if args.task == "subtask2" and "turns" in row else [row]
+        turns = agent_turns(row) if args.task == "subtask2" and "turns" in row else [row]
         ids += [turn["id"] for turn in turns]
     return _with_ids(predictions.matched(read, ids, by_position=getattr(args, "by_position", False),
                                          references=source))
@@ -115,3 +128,7 @@ def load_references(args):
     rows = built_rows("doc2dial", config, split, data_dir, cache_dir=args.cache_dir, mirror_url=args.mirror_url,
                       no_split=no_split)
     return rows, f"doc2dial {split} split"
+
+
+ADAPTER = Doc2dial()
+add_arguments, run = ADAPTER.add_arguments, ADAPTER.run

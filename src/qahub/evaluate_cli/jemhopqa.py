@@ -16,14 +16,15 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import re
-import sys
 import warnings
 from pathlib import Path
 
 from qahub import registry
 from qahub.evaluate_cli import predictions
+from qahub.evaluate_cli.adapter import Adapter
 from qahub.evaluate_cli.references import built_rows, export_rows
 from qahub.files import write_output
+from qahub.metrics.jemhopqa.records import JemhopqaInputError
 
 HELP = "JEMHopQA answer and derivation scores, as the official evaluate.py"
 COLUMNS = ("a_em", "a_score", "e_p", "e_r", "e_f", "r_p", "r_r", "r_f", "er_p", "er_r", "er_f")
@@ -35,59 +36,63 @@ USER_DIC_SHA256 = "f237b567199b50aed4c756677ab4f478d7f1c77e8933c56b1052c7a93e601
 _TRIPLE = re.compile(r"[（\(]\s*(.+?)\s*[,，]\s*(.+?)\s*[,，]\s*(.+?)\s*[）\)]")
 
 
-def add_arguments(parser):
-    parser.add_argument("--predictions", required=True,
-                        help="official prediction JSON ({answer: {qid: ...}, derivations: {qid: ...}}), its TSV "
-                             "form, model replies by qid ({qid: reply}, or records {qid, reply}), or records "
-                             "{qid, answer, derivations}; a bare list of replies needs --by-position")
-    refs = parser.add_mutually_exclusive_group()
-    refs.add_argument("--references", metavar="FOLDER_OR_HUB_ID",
-                      help="an export of the corpus (folder or Hub id), loaded with datasets.load_dataset "
-                           "(an upstream file such as DIR/corpus_ver1.2/dev_ver1.2.json is built from DIR)")
-    refs.add_argument("--data-dir", help="build the references from a local copy of the upstream files")
-    parser.add_argument("--config", help="corpus config, e.g. v1.2 (default: the export's or builder's default; "
-                                         "alone, without --references or --data-dir: build it by downloading)")
-    parser.add_argument("--split", help="split of the references (default: validation)")
-    parser.add_argument("--ignore-missing", action="store_true", help="score only the predicted questions")
-    predictions.add_arguments(parser, FIELDS)
-    parser.add_argument("--per-question", metavar="OUT_TSV", help="write the per-question scores (official -o columns)")
-    parser.add_argument("--dictionary", choices=("full", "core", "small"), help="Sudachi dictionary (default: best installed)")
-    parser.add_argument("--synonyms", default="auto",
-                        help="auto (chikkarpy + user.dic, downloaded unless --user-dic is given, when chikkarpy "
-                             "is installed; else none), chikkarpy, none, a synonym source CSV file, "
-                             "or a JSON file {word: [synonyms]} (default: auto)")
-    parser.add_argument("--user-dic", help="JEMHopQA's compiled user.dic, for chikkarpy; 'download' fetches the one "
-                                           "of the pinned upstream commit (or from --mirror-url) and checks its sha256")
-    parser.add_argument("--mirror-url", help="base URL serving jemhopqa/ files: user.dic (--user-dic download) and "
-                                             "the corpus when it is built by downloading (default: "
-                                             "$QAHUB_MIRROR_URL, else upstream)")
-    parser.add_argument("--solver", choices=("assignment", "ilp"), default="assignment",
-                        help="alignment solver (default: exact assignment; ilp = pulp/CBC as the official script)")
+class Jemhopqa(Adapter):
+    metric, help, fields = "jemhopqa", HELP, (FIELDS,)
+    predictions_help = ("official prediction JSON ({answer: {qid: ...}, derivations: {qid: ...}}), its TSV form, "
+                        "model replies by qid ({qid: reply}, or records {qid, reply}), or records "
+                        "{qid, answer, derivations}; a bare list of replies needs --by-position")
+    references = {"metavar": "FOLDER_OR_HUB_ID",
+                  "help": "an export of the corpus (folder or Hub id), loaded with datasets.load_dataset "
+                          "(an upstream file such as DIR/corpus_ver1.2/dev_ver1.2.json is built from DIR)"}
+    data_dir = {"help": "build the references from a local copy of the upstream files"}
+    config = {"help": "corpus config, e.g. v1.2 (default: the export's or builder's default; alone, without "
+                      "--references or --data-dir: build it by downloading)"}
+    split = {"help": "split of the references (default: validation)"}
+    references_required, predictions_first, input_errors = False, True, (JemhopqaInputError,)
 
+    def add_options(self, parser):
+        parser.add_argument("--ignore-missing", action="store_true", help="score only the predicted questions")
+        parser.add_argument("--per-question", metavar="OUT_TSV",
+                            help="write the per-question scores (official -o columns)")
+        parser.add_argument("--dictionary", choices=("full", "core", "small"),
+                            help="Sudachi dictionary (default: best installed)")
+        parser.add_argument("--synonyms", default="auto",
+                            help="auto (chikkarpy + user.dic, downloaded unless --user-dic is given, when chikkarpy "
+                                 "is installed; else none), chikkarpy, none, a synonym source CSV file, "
+                                 "or a JSON file {word: [synonyms]} (default: auto)")
+        parser.add_argument("--user-dic", help="JEMHopQA's compiled user.dic, for chikkarpy; 'download' fetches the "
+                                               "one of the pinned upstream commit (or from --mirror-url) and checks "
+                                               "its sha256")
+        parser.add_argument("--mirror-url", help="base URL serving jemhopqa/ files: user.dic (--user-dic download) "
+                                                 "and the corpus when it is built by downloading (default: "
+                                                 "$QAHUB_MIRROR_URL, else upstream)")
+        parser.add_argument("--solver", choices=("assignment", "ilp"), default="assignment",
+                            help="alignment solver (default: exact assignment; ilp = pulp/CBC as the official "
+                                 "script)")
 
-def run(args) -> dict:
-    read = predictions.read(args.predictions, FIELDS, unwrap=_from_official,
-                            reply_field=getattr(args, "reply_field", None))
-    references, ref_name = load_references(args.references, args.data_dir, args.config, args.split,
-                                           getattr(args, "mirror_url", None))
-    replies = _metric_predictions(read, references, args, ref_name)
-    synonyms = _synonyms(args.synonyms)
-    user_dic, note = _user_dic(args)
-    metric = registry.load_metric("jemhopqa")
-    input_error = sys.modules[type(metric).__module__].JemhopqaInputError
-    try:
-        result = metric.compute(
-            predictions=replies, references=references, ignore_missing=args.ignore_missing,
-            per_question=bool(args.per_question), dictionary=args.dictionary, synonyms=synonyms,
-            user_dic=user_dic, solver=args.solver,
-        )
-    except input_error as err:  # a problem of the data: name the predictions and the references
-        raise ValueError(f"scoring {args.predictions} against {ref_name}: {err}") from None
-    if note:
-        result["synonyms"] += f" ({note})"
-    if args.per_question:  # written by write_outputs, once the scores are printed
-        args.per_question_rows = result.pop("per_question")
-    return result
+    def read(self, args):
+        return predictions.read(args.predictions, FIELDS, unwrap=_from_official,
+                                reply_field=getattr(args, "reply_field", None))
+
+    def load_references(self, args):
+        return load_references(args.references, args.data_dir, args.config, args.split,
+                               getattr(args, "mirror_url", None))
+
+    def match(self, read, references, args, where):
+        return _metric_predictions(read, references, args, where)
+
+    def options(self, args):
+        synonyms = _synonyms(args.synonyms)
+        user_dic, args.user_dic_note = _user_dic(args)
+        return {"ignore_missing": args.ignore_missing, "per_question": bool(args.per_question),
+                "dictionary": args.dictionary, "synonyms": synonyms, "user_dic": user_dic, "solver": args.solver}
+
+    def result(self, result, args, where, matched, references):
+        if args.user_dic_note:
+            result["synonyms"] += f" ({args.user_dic_note})"
+        if args.per_question:  # written by write_outputs, once the scores are printed
+            args.per_question_rows = result.pop("per_question")
+        return result
 
 
 def write_outputs(args):
@@ -277,3 +282,7 @@ def write_per_question(path: Path, rows: list[dict], overwrite: bool = False):
     for row in rows:
         lines.append("\t".join([row["qid"]] + ["" if row[c] is None else str(row[c]) for c in COLUMNS]))
     write_output(path, "\n".join(lines) + "\n", overwrite, option="--per-question")
+
+
+ADAPTER = Jemhopqa()
+add_arguments, run = ADAPTER.add_arguments, ADAPTER.run

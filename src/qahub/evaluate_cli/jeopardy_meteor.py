@@ -20,6 +20,7 @@ import math
 from pathlib import Path
 
 from qahub.evaluate_cli import predictions
+from qahub.evaluate_cli.adapter import Adapter
 from qahub.evaluate_cli.references import built_file_rows, built_rows, export_rows
 
 HELP = "Russian QA Jeopardy!: METEOR correctness (official recipe), accuracy and the game score"
@@ -31,51 +32,52 @@ REFERENCE_FIELDS = predictions.Fields(id=ID_KEYS, reply=("answer", "Answer"))
 SPLITS = ("validation", "train")  # the split read when none is named
 
 
-def add_arguments(parser):
-    parser.add_argument("--predictions", required=True, help="predictions file (.csv, .json or .jsonl)")
-    refs = parser.add_mutually_exclusive_group(required=True)
-    refs.add_argument("--references",
-                      help="gold answers: an export folder or Hub dataset id (qahub build --out), with --config and "
-                           "--split; also an upstream .csv/.tsv file or .json/.jsonl rows")
-    refs.add_argument("--data-dir", help="folder of upstream files: the corpus is built from it (with --config, --split)")
-    parser.add_argument("--config", choices=["extended", "qa"], help="config of the references (default extended)")
-    parser.add_argument("--split", help="split of the references (default: validation, else train)")
-    parser.add_argument("--order", choices=["official", "standard"], default="official",
-                        help="official: meteor_score([prediction], gold) as the notebook; standard: the reverse")
-    parser.add_argument("--threshold", type=finite_float, default=0.227743,
-                        help="METEOR above which an answer is correct")
-    parser.add_argument("--confidence-threshold", type=finite_float,
-                        help="abstain on predictions whose confidence is below this")
-    parser.add_argument("--value-multiplier", type=positive_float, default=1,
-                        help="question value = question number x this (10 for TV-style 10-50 points)")
-    parser.add_argument("--tokenizer", choices=["auto", "spacy", "regex"], default="auto",
-                        help="auto: spaCy's Russian tokenizer when spaCy is installed, else the regex imitation")
-    parser.add_argument("--missing", choices=["error", "skip", "abstain"], default="error",
-                        help="questions without a prediction: an error (default), left out, or scored as abstentions")
-    parser.add_argument("--per-example", action="store_true", help="include per-question ids, METEOR and flags")
-    predictions.add_arguments(parser, FIELDS)
+class JeopardyMeteor(Adapter):
+    metric, help, fields = "jeopardy_meteor", HELP, (FIELDS,)
+    predictions_help = "predictions file (.csv, .json or .jsonl)"
+    references = {"help": "gold answers: an export folder or Hub dataset id (qahub build --out), with --config and "
+                          "--split; also an upstream .csv/.tsv file or .json/.jsonl rows"}
+    data_dir = {"help": "folder of upstream files: the corpus is built from it (with --config, --split)"}
+    config = {"choices": ["extended", "qa"], "help": "config of the references (default extended)"}
+    split = {"help": "split of the references (default: validation, else train)"}
 
+    def add_options(self, parser):
+        parser.add_argument("--order", choices=["official", "standard"], default="official",
+                            help="official: meteor_score([prediction], gold) as the notebook; standard: the reverse")
+        parser.add_argument("--threshold", type=finite_float, default=0.227743,
+                            help="METEOR above which an answer is correct")
+        parser.add_argument("--confidence-threshold", type=finite_float,
+                            help="abstain on predictions whose confidence is below this")
+        parser.add_argument("--value-multiplier", type=positive_float, default=1,
+                            help="question value = question number x this (10 for TV-style 10-50 points)")
+        parser.add_argument("--tokenizer", choices=["auto", "spacy", "regex"], default="auto",
+                            help="auto: spaCy's Russian tokenizer when spaCy is installed, else the regex imitation")
+        parser.add_argument("--missing", choices=["error", "skip", "abstain"], default="error",
+                            help="questions without a prediction: an error (default), left out, or scored as "
+                                 "abstentions")
+        parser.add_argument("--per-example", action="store_true", help="include per-question ids, METEOR and flags")
 
-def run(args) -> dict:
-    from qahub import registry
+    def load_references(self, args):
+        where = args.data_dir or args.references
+        return read_references(where, args.config, args.split, build=bool(args.data_dir)), where
 
-    where = args.data_dir or args.references
-    references = read_references(where, args.config, args.split, build=bool(args.data_dir))
-    read = predictions.read(args.predictions, FIELDS, reply_field=getattr(args, "reply_field", None))
-    pairs = match(read, references, where, args.missing, getattr(args, "by_position", False))
-    ids = [qid for qid, _ in pairs]
-    inputs = _inputs(pairs, read, references, args)
-    result = registry.load_metric("jeopardy_meteor").compute(**inputs)
-    per_example = {key: result.pop(key) for key in PER_EXAMPLE}
-    result["num_references_without_prediction"] = len(references) - sum(record is not None for _, record in pairs)
-    result["missing"] = args.missing
-    if args.per_example:
-        result["examples"] = [
-            {"question_id": qid, **{name: values[i] for name, values in zip(EXAMPLE_FIELDS, per_example.values(),
-                                                                             strict=True)}}
-            for i, qid in enumerate(ids)
-        ]
-    return result
+    def match(self, read, references, args, where):
+        return match(read, references, where, args.missing, getattr(args, "by_position", False))
+
+    def inputs(self, matched, read, references, args):
+        return _inputs(matched, read, references, args)
+
+    def result(self, result, args, where, matched, references):
+        per_example = {key: result.pop(key) for key in PER_EXAMPLE}
+        result["num_references_without_prediction"] = len(references) - sum(record is not None for _, record in matched)
+        result["missing"] = args.missing
+        if args.per_example:
+            result["examples"] = [
+                {"question_id": qid, **{name: values[i] for name, values in zip(EXAMPLE_FIELDS, per_example.values(),
+                                                                                 strict=True)}}
+                for i, (qid, _) in enumerate(matched)
+            ]
+        return result
 
 
 PER_EXAMPLE = ("meteor_per_example", "correct", "abstained", "status", "answers")
@@ -83,6 +85,7 @@ EXAMPLE_FIELDS = ("meteor", "correct", "abstained", "status", "answer")
 
 
 def _inputs(pairs, read, references, args):
+    """``compute``'s keyword arguments: the chosen replies (and confidences) and their reference rows."""
     no_prediction = {"prediction": "", "confidence": None}  # --missing abstain: an empty reply abstains
     chosen = [_prediction(record, read, qid) if record is not None else no_prediction for qid, record in pairs]
     ids = [qid for qid, _ in pairs]
@@ -263,3 +266,7 @@ def _number(value):
 def _some(ids, limit=5):
     shown = ", ".join(map(str, ids[:limit]))
     return shown + (f" ... ({len(ids)} in all)" if len(ids) > limit else "")
+
+
+ADAPTER = JeopardyMeteor()
+add_arguments, run = ADAPTER.add_arguments, ADAPTER.run

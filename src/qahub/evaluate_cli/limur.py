@@ -13,8 +13,8 @@ import sys
 import warnings
 from pathlib import Path
 
-from qahub import registry
 from qahub.evaluate_cli import predictions
+from qahub.evaluate_cli.adapter import Adapter
 from qahub.evaluate_cli.references import built_file_rows, built_rows, export_rows
 from qahub.metrics.limur.judge_settings import SETTINGS, resolve
 from qahub.metrics.limur.score import ALL_CLOSED, all_closed
@@ -48,22 +48,44 @@ def exit_status(result) -> int:
     return 1 if failed else 0
 
 
-def add_arguments(parser):
-    parser.add_argument("--predictions", required=True,
-                        help="JSON {id: reply}, a JSON list / JSON Lines of {id or meta.id, outputs}, "
-                             'or a MERA submission {"data": {split: [...]}}')
-    refs = parser.add_mutually_exclusive_group(required=True)
-    refs.add_argument("--references", help="an exported LIMUR folder or Hub dataset id (loaded with "
-                                           "datasets.load_dataset); a MERA split file (*.jsonl), a task.json or a "
-                                           "folder of them is built as --data-dir")
-    refs.add_argument("--data-dir", help="build the references with qahub.load('limur', CONFIG, data_dir=DIR) "
-                                         "from MERA's task files (train/dev/test/shots.jsonl or task.json)")
-    parser.add_argument("--config", default="all", choices=["all", "rwsd", "kusdra"], help="config (default: all)")
-    parser.add_argument("--split", default="test", help="split to score (default: test; dev means validation)")
-    parser.add_argument("--task-type", choices=["rwsd", "kusdra"], help="score only this task type")
-    predictions.add_arguments(parser, FIELDS)
-    for setting in SETTINGS:  # the judge's settings, declared once beside the metric
-        add_judge_argument(parser, setting)
+class Limur(Adapter):
+    metric, help, fields = "limur", HELP, (FIELDS,)
+    predictions_help = ("JSON {id: reply}, a JSON list / JSON Lines of {id or meta.id, outputs}, "
+                        'or a MERA submission {"data": {split: [...]}}')
+    references = {"help": "an exported LIMUR folder or Hub dataset id (loaded with datasets.load_dataset); a MERA "
+                          "split file (*.jsonl), a task.json or a folder of them is built as --data-dir"}
+    data_dir = {"help": "build the references with qahub.load('limur', CONFIG, data_dir=DIR) from MERA's task files "
+                        "(train/dev/test/shots.jsonl or task.json)"}
+    config = {"default": "all", "choices": ["all", "rwsd", "kusdra"], "help": "config (default: all)"}
+    split = {"default": "test", "help": "split to score (default: test; dev means validation)"}
+
+    def add_options(self, parser):
+        parser.add_argument("--task-type", choices=["rwsd", "kusdra"], help="score only this task type")
+        for setting in SETTINGS:  # the judge's settings, declared once beside the metric
+            add_judge_argument(parser, setting)
+
+    def check(self, args):
+        resolve({"url": args.judge_url, "model": args.judge_model}, flags=True)  # a URL and a model from two places
+        if args.judge_model and not args.judge_url:
+            raise ValueError("--judge-model needs --judge-url: the judge is an endpoint")
+        super().check(args)
+
+    def load_references(self, args):
+        return load_references(args)
+
+    def read(self, args):
+        return load_predictions(args.predictions, args.split, getattr(args, "reply_field", None))
+
+    def match(self, read, references, args, where):
+        subset = bool(args.task_type) or args.config != "all"  # predictions of the whole corpus may hold more ids
+        return match(read, references, allow_extra=subset, by_position=getattr(args, "by_position", False),
+                     where=where)
+
+    def options(self, args):
+        return judge_options(args)
+
+    def result(self, result, args, where, matched, references):
+        return {"predictions": str(args.predictions), "references": where, **result}
 
 
 def add_judge_argument(parser, setting):
@@ -90,19 +112,6 @@ def _argument_type(setting):
             raise argparse.ArgumentTypeError(str(err)) from None
     parse.__name__ = setting.name
     return parse
-
-
-def run(args) -> dict:
-    resolve({"url": args.judge_url, "model": args.judge_model}, flags=True)  # a URL and a model from two places
-    if args.judge_model and not args.judge_url:
-        raise ValueError("--judge-model needs --judge-url: the judge is an endpoint")
-    references, where = load_references(args)
-    read = load_predictions(args.predictions, args.split, getattr(args, "reply_field", None))
-    subset = bool(args.task_type) or args.config != "all"  # predictions of the whole corpus may hold more ids
-    replies = match(read, references, allow_extra=subset, by_position=getattr(args, "by_position", False), where=where)
-    metric = registry.load_metric("limur")
-    result = metric.compute(predictions=replies, references=references, **judge_options(args))
-    return {"predictions": str(args.predictions), "references": where, **result}
 
 
 def judge_options(args) -> dict:
@@ -186,3 +195,7 @@ def match(read, references: list[dict], allow_extra=False, by_position=False, wh
     pairs = predictions.matched(read, [ref["meta"]["id"] for ref in references], by_position=by_position,
                                 allow_extra=allow_extra, references=where)
     return [predictions.reply_of(record, FIELDS) for _, record in pairs]
+
+
+ADAPTER = Limur()
+add_arguments, run = ADAPTER.add_arguments, ADAPTER.run

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import io
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -138,6 +139,15 @@ def read_references(path, fields: Fields, id_name: str) -> Predictions:
     return records
 
 
+def check_readable(path):
+    """A ValueError when ``path`` cannot be opened (said before any reference is built); a pipe is not opened."""
+    try:
+        if not stat.S_ISFIFO(os.stat(path).st_mode):
+            open(path, "rb").close()
+    except OSError as err:
+        raise _unreadable(path, err) from None
+
+
 def read_bytes(path) -> bytes:
     """At most ``max_bytes()`` of ``path``; a larger file (or a device that never ends) is an error."""
     limit = max_bytes()
@@ -146,12 +156,16 @@ def read_bytes(path) -> bytes:
             # a regular file's size is known without reading it; a device or a pipe is read up to the limit only
             data = None if os.fstat(f.fileno()).st_size > limit else f.read(limit + 1)
     except OSError as err:
-        raise ValueError(f"{path}: cannot be read ({err.strerror or err})") from None
+        raise _unreadable(path, err) from None
     except MemoryError:
         data = None
     if data is None or len(data) > limit:
         raise _error(path, None, f"larger than {limit:,} bytes: not a predictions file (${MAX_BYTES_ENV} sets the limit)")
     return data
+
+
+def _unreadable(path, err):
+    return ValueError(f"{path}: cannot be read ({err.strerror or err})")
 
 
 def _kind(path, data):

@@ -275,6 +275,7 @@ def built_rows(corpus, config, split, data_dir=None, *, cache_dir=None, mirror_u
     cache), or from the downloaded ones (kept in ``cache_dir``) without it; ``options`` go to the builder."""
     import qahub
 
+    check_split(corpus, config, split, no_split or _no_split(data_dir or corpus, config, split))
     if data_dir is not None:
         data_dir = Path(data_dir).expanduser()
         if not data_dir.exists():
@@ -285,6 +286,16 @@ def built_rows(corpus, config, split, data_dir=None, *, cache_dir=None, mirror_u
     with cache as cache_dir:
         splits = qahub.load(corpus, config, data_dir=data_dir, cache_dir=cache_dir, mirror_url=mirror_url, **options)
         return splits[_pick(list(splits), split, no_split or _no_split(data_dir or corpus, config, split))].to_list()
+
+
+def check_split(corpus, config, split, no_split):
+    """Refuse a split that ``config`` never has, as the catalog lists its splits, before anything is built (the
+    builder would build every split first). A config the catalog does not know is left to the builder."""
+    from qahub import registry
+
+    declared = registry.catalog().get(corpus, {}).get("configs", {}).get(config)
+    if declared:
+        _pick(declared, split, no_split)
 
 
 def built_file_rows(corpus, config, split, path, name, **options) -> list[dict]:

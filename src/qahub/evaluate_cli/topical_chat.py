@@ -11,56 +11,64 @@ import os
 import warnings
 from pathlib import Path
 
-from qahub import registry
 from qahub.evaluate_cli import predictions
+from qahub.evaluate_cli.adapter import Adapter
 from qahub.evaluate_cli.references import built_rows, export_configs, export_rows
 
 HELP = "Topical-Chat responses: unigram F1, BLEU-4 (sacrebleu), distinct-1/2 and knowledge F1"
 CORPUS = "topical_chat"
 CONFIGS = ("conversations", "asr")
+FIELDS = predictions.Fields(id=(("conversation_id", "turn_index"),), reply=("response",),
+                            integers=frozenset({"turn_index"}), gold=("response", "target"), corpus="topical_chat")
 
 
 class PredictionsError(ValueError):
     pass
 
 
-def add_arguments(parser):
-    parser.add_argument("--predictions", required=True,
-                        help='JSON list (or JSON Lines, CSV) of {"conversation_id": str, "turn_index": int (1 or '
-                             'more), "response": str}')
-    where = parser.add_mutually_exclusive_group(required=True)
-    where.add_argument("--references",
-                       help="an export folder or Hub dataset id (its conversations config, and reading_sets when "
-                            "present); an upstream conversations/<split>.json (or TopicalChatASR/actual/"
-                            "<split>_audio.json), or a folder of upstream files, is read as a build of that folder")
-    where.add_argument("--data-dir", dest="data_dir",
-                       help="the upstream files (upstream layout): the split is built from them, with its reading "
-                            "sets when they are there (pre-build ones need src/wiki/wiki.json)")
-    parser.add_argument("--config", choices=CONFIGS, help="conversations (default) or asr")
-    parser.add_argument("--split", help="test_freq, test_rare, valid_freq, valid_rare or train (asr: test_* only)")
-    parser.add_argument("--reading-sets", dest="reading_sets",
-                        help="(upstream files) reading_sets/post-build/<split>.json or pre-build/<split>.json: "
-                             "knowledge F1 from a build of its folder")
-    parser.add_argument("--wiki", help="(upstream files) the folder's src/wiki/wiki.json, for a pre-build "
-                                       "--reading-sets file")
-    parser.add_argument("--per-example", dest="per_example", action="store_true",
-                        help="also list the scores of each prediction")
-    predictions.add_arguments(parser, FIELDS)
+class TopicalChat(Adapter):
+    metric, help, fields = CORPUS, HELP, (FIELDS,)
+    predictions_help = ('JSON list (or JSON Lines, CSV) of {"conversation_id": str, "turn_index": int (1 or more), '
+                        '"response": str}')
+    references = {"help": "an export folder or Hub dataset id (its conversations config, and reading_sets when "
+                          "present); an upstream conversations/<split>.json (or TopicalChatASR/actual/"
+                          "<split>_audio.json), or a folder of upstream files, is read as a build of that folder"}
+    data_dir = {"help": "the upstream files (upstream layout): the split is built from them, with its reading sets "
+                        "when they are there (pre-build ones need src/wiki/wiki.json)"}
+    config = {"choices": CONFIGS, "help": "conversations (default) or asr"}
+    split = {"help": "test_freq, test_rare, valid_freq, valid_rare or train (asr: test_* only)"}
+    input_errors = (ValueError,)
 
+    def add_options(self, parser):
+        parser.add_argument("--reading-sets", dest="reading_sets",
+                            help="(upstream files) reading_sets/post-build/<split>.json or pre-build/<split>.json: "
+                                 "knowledge F1 from a build of its folder")
+        parser.add_argument("--wiki", help="(upstream files) the folder's src/wiki/wiki.json, for a pre-build "
+                                           "--reading-sets file")
+        parser.add_argument("--per-example", dest="per_example", action="store_true",
+                            help="also list the scores of each prediction")
 
-def run(args) -> dict:
-    source = Source.of(args)
-    conversations, reading = source.rows()
-    records = read_predictions(args.predictions, conversations, getattr(args, "by_position", False),
-                               getattr(args, "reply_field", None))
-    metric = registry.load_metric(CORPUS)
-    try:
-        result = metric.compute(predictions=records, references=conversations, reading_sets=reading,
-                                per_example=getattr(args, "per_example", False))
-    except ValueError as err:
-        raise PredictionsError(f"{shown(args.predictions)} against {source}: {err}") from None
-    return {"predictions": shown(args.predictions), "references": shown(source.location), "config": source.config,
-            "split": source.split, **result}
+    def load_references(self, args):
+        source = Source.of(args)
+        return source.rows(), source
+
+    def read(self, args):
+        return predictions.read(args.predictions, FIELDS, reply_field=getattr(args, "reply_field", None))
+
+    def match(self, read, references, args, where):
+        return records_of(read, references[0], getattr(args, "by_position", False))
+
+    def inputs(self, matched, read, references, args):
+        conversations, reading = references
+        return {"predictions": matched, "references": conversations, "reading_sets": reading,
+                "per_example": getattr(args, "per_example", False)}
+
+    def scoring_error(self, err, args, where):
+        return PredictionsError(f"{shown(args.predictions)} against {where}: {err}")
+
+    def result(self, result, args, where, matched, references):
+        return {"predictions": shown(args.predictions), "references": shown(where.location), "config": where.config,
+                "split": where.split, **result}
 
 
 def shown(path) -> str:
@@ -71,17 +79,17 @@ def shown(path) -> str:
 # predictions
 
 
-FIELDS = predictions.Fields(id=(("conversation_id", "turn_index"),), reply=("response",),
-                            integers=frozenset({"turn_index"}), gold=("response", "target"), corpus="topical_chat")
-
-
 def read_predictions(path, conversations=None, by_position=False, reply_field=None) -> list:
     """The prediction records ``{conversation_id, turn_index, response}``, in file order; the metric pairs each
     with its turn and names the unknown ones. A response that is not a string (or is not valid Unicode) is kept:
     the metric counts it as unparseable. A bare list of responses is paired with the turns of
     ``conversations`` (turn 1 on, of each row in order) with ``by_position``; ``reply_field``: the field
     holding each response (``--reply-field``)."""
-    read = predictions.read(path, FIELDS, reply_field=reply_field)
+    return records_of(predictions.read(path, FIELDS, reply_field=reply_field), conversations, by_position)
+
+
+def records_of(read, conversations=None, by_position=False) -> list:
+    """``read_predictions`` of predictions as read."""
     if read.replies is not None:
         turns = [(row["conversation_id"], index) for row in conversations or []
                  for index in range(1, len(row["turns"]))]
@@ -205,9 +213,14 @@ def _has_reading_sets(root: Path, split):
 
 
 def _built(data_dir, config, split, **options):
-    return built_rows(CORPUS, config, split, data_dir, splits=(split,), **options)
+    no_split = f"{CORPUS}/{config}: unknown split(s) [{split!r}]; its splits: {{found}}"  # as the builder says
+    return built_rows(CORPUS, config, split, data_dir, splits=(split,), no_split=no_split, **options)
 
 
 def _exported_rows(location, config, split):
     return export_rows(location, config, split,
                        no_split=f"{location}: the {config} config has no split {split!r} (found {{found}})", corpus=CORPUS)
+
+
+ADAPTER = TopicalChat()
+add_arguments, run = ADAPTER.add_arguments, ADAPTER.run
