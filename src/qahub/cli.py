@@ -17,6 +17,7 @@ import warnings
 from pathlib import Path
 
 from qahub import evaluate_cli, registry
+from qahub.arguments import Parser
 
 
 def main(argv=None) -> int:
@@ -188,7 +189,7 @@ def _silence():
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="qahub", description=__doc__)
+    parser = Parser(prog="qahub", description=__doc__)
     parser.add_argument("--quiet", action="store_true", help="no progress bars or info logs")
     parser.add_argument("--debug", action="store_true", help="print the traceback of an error")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -401,22 +402,19 @@ TRUE, FALSE = ("true", "yes", "1"), ("false", "no", "0")
 def parse_options(pairs: list[str], corpus: str | None = None) -> dict:
     """``KEY=VALUE`` pairs as builder options of ``corpus``, each VALUE read by its option's kind: booleans
     strictly (true/false/yes/no/1/0), names as a comma-separated list or JSON list, strings as given."""
-    from qahub.export import RESERVED_OPTIONS, check_options, option_kinds
+    from qahub.export import check_option_names, check_options
 
-    kinds = option_kinds(corpus) if corpus else {}
-    options = {}
+    given = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         key = key.strip()
         if not sep or not key:
             raise ValueError(f"--option {pair!r}: expected KEY=VALUE")
-        if key in options:
+        if key in given:
             raise ValueError(f"--option {key} is given twice")
-        if key in RESERVED_OPTIONS:
-            raise ValueError(f"--option {key}: not a builder option; use {RESERVED_OPTIONS[key]}")
-        if corpus and key not in kinds:
-            raise ValueError(f"{corpus} has no builder option {key!r}; its options: {', '.join(sorted(kinds)) or 'none'}")
-        options[key] = _option_value(key, value, kinds.get(key, "str"))
+        given[key] = value
+    kinds = check_option_names(corpus, given)
+    options = {key: _option_value(key, value, kinds.get(key, "str")) for key, value in given.items()}
     if corpus:
         check_options(corpus, options)
     return options

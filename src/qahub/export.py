@@ -104,7 +104,7 @@ def export(corpus: str, out=None, *, configs=None, data_dir=None, mirror_url=Non
     configs = list(configs or registry.config_names(corpus))
     check_options(corpus, builder_options)
     for config in configs:
-        registry.check_config(corpus, config, builder_options)  # unknown names and options fail before any work
+        registry.check_config(corpus, config)  # unknown names fail before any work (options: just above)
     _check_splits_option(corpus, configs, builder_options)
     report = ExportReport(corpus, given, sample=sample or registry.is_sample(data_dir))
     with made_folder(out.parent, out), build_lock(out):
@@ -241,14 +241,22 @@ def option_kinds(corpus: str) -> dict[str, str]:
     return kinds
 
 
-def check_options(corpus: str, options: dict):
-    """Every key a builder option of ``corpus`` with a value of its kind; else a ValueError naming the key."""
-    kinds = option_kinds(corpus)
-    for key, value in options.items():
+def check_option_names(corpus: str | None, names) -> dict[str, str]:
+    """``option_kinds(corpus)`` once every name is one of them (any corpus: no reserved name); else a ValueError
+    naming the first that is not."""
+    kinds = option_kinds(corpus) if corpus else {}
+    for key in names:
         if key in RESERVED_OPTIONS:
             raise ValueError(f"option {key!r} is not a builder option; use {RESERVED_OPTIONS[key]}")
-        if key not in kinds:
+        if corpus and key not in kinds:
             raise ValueError(f"{corpus} has no builder option {key!r}; its options: {', '.join(sorted(kinds)) or 'none'}")
+    return kinds
+
+
+def check_options(corpus: str, options: dict):
+    """Every key a builder option of ``corpus`` with a value of its kind; else a ValueError naming the key."""
+    kinds = check_option_names(corpus, options)
+    for key, value in options.items():
         kind = kinds[key]
         if kind == "bool" and not isinstance(value, bool):
             raise ValueError(f"option {key}: expected true or false, got {value!r}")
