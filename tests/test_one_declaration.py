@@ -2,6 +2,8 @@
 dropped beside the five is found by everything that reads them (registry, harness, report, benchmarks, CLI)."""
 
 import ast
+import importlib
+import subprocess
 import sys
 from pathlib import Path
 
@@ -145,3 +147,18 @@ def test_each_task_declares_its_oracle_scores_and_its_binary_metrics_among_its_m
     assert set(spec.get("binary", ())) <= set(spec["metrics"]), task
     for metric, value in spec["oracle"].items():  # the oracle sits at the top, or at 0 for what is lower-better
         assert spec["metrics"][metric][1] or value == 0.0, (task, metric)
+
+
+@pytest.mark.parametrize("metric", ["doc2dial", "topical_chat"])
+def test_a_doc_s_columns_are_its_features(metric):
+    """DOC_COLUMNS (read without importing datasets) names the columns of doc_features(), in order."""
+    api = importlib.import_module(f"qahub.metrics.{metric}.task_api")
+    assert api.DOC_COLUMNS == tuple(api.doc_features())
+
+
+def test_listing_the_inspect_tasks_imports_no_datasets():
+    """inspect imports the entry point to list tasks: no corpus's task_api pulls datasets (or torch) for it."""
+    code = ("import sys, qahub._registry; print(sorted(m for m in ('datasets', 'torch', 'transformers') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

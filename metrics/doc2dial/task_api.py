@@ -11,9 +11,8 @@ tidied (each line's whitespace runs made one space, blank lines dropped), then i
 and says so. An example whose gold span lies beyond the cut is still scored.
 """
 
+import functools
 import re
-
-import datasets
 
 from .bleu_scoring import bleu_of_statistics, corpus_sacrebleu
 from .dialogues import agent_turns
@@ -24,16 +23,25 @@ DOC_CHARS = 6000  # characters of the (tidied) document shown in a prompt
 QUESTION_TOKENS = 100  # doc2dial_rc keeps the first 100 whitespace tokens of the newest-first history
 _ROLE = re.compile(r"(?:^| )(user|agent): ")
 
-DOC_FEATURES = datasets.Features({
-    "id": datasets.Value("string"),
-    "dial_id": datasets.Value("string"),
-    "turn_id": datasets.Value("int32"),
-    "doc_id": datasets.Value("string"),
-    "domain": datasets.Value("string"),
-    "history": datasets.List({"role": datasets.Value("string"), "utterance": datasets.Value("string")}),
-    "document": datasets.Value("string"),
-    "utterance": datasets.Value("string"),
-})
+# the columns of a doc; doc_features() their types (datasets is imported only when docs are made: the inspect
+# entry point imports this module to list the tasks)
+DOC_COLUMNS = ("id", "dial_id", "turn_id", "doc_id", "domain", "history", "document", "utterance")
+
+
+@functools.cache
+def doc_features():
+    import datasets
+
+    return datasets.Features({
+        "id": datasets.Value("string"),
+        "dial_id": datasets.Value("string"),
+        "turn_id": datasets.Value("int32"),
+        "doc_id": datasets.Value("string"),
+        "domain": datasets.Value("string"),
+        "history": datasets.List({"role": datasets.Value("string"), "utterance": datasets.Value("string")}),
+        "document": datasets.Value("string"),
+        "utterance": datasets.Value("string"),
+    })
 
 
 # --- prompts
@@ -151,6 +159,8 @@ def response_docs(dataset, location, load=None):
     """One doc per agent turn of the split's ``dialogue_domain`` rows, its document text joined by ``doc_id``
     from the ``document_domain`` config (split train) of the same ``location`` (read with
     ``load(location, config, split)``, by default ``datasets.load_dataset``)."""
+    import datasets  # only when docs are made (see DOC_COLUMNS)
+
     documents = document_texts(str(location), load or _load_dataset)
     rows = []
     for index, dialogue in enumerate(dataset):
@@ -159,7 +169,7 @@ def response_docs(dataset, location, load=None):
         document = _document(documents, dialogue, where, location)
         rows += [{**turn, "doc_id": dialogue["doc_id"], "domain": dialogue.get("domain") or "", "document": document}
                  for turn in turns]
-    return datasets.Dataset.from_list(rows, features=DOC_FEATURES)
+    return datasets.Dataset.from_list(rows, features=doc_features())
 
 
 def _document(documents, dialogue, where, location):
@@ -171,11 +181,15 @@ def _document(documents, dialogue, where, location):
 
 
 def _load_dataset(location, config, split):
+    import datasets  # only when docs are made (see DOC_COLUMNS)
+
     return datasets.load_dataset(location, config, split=split)
 
 
 def document_texts(location, load=_load_dataset):
     """``{doc_id: doc_text}`` of the ``document_domain`` config of ``location``."""
+    import datasets  # only when docs are made (see DOC_COLUMNS)
+
     if "document_domain" not in datasets.get_dataset_config_names(location):
         raise ValueError(f"doc2dial: {location}: has no document_domain config; the response task reads the "
                          "documents from it (export the corpus with all its configs)")

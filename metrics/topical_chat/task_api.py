@@ -5,43 +5,59 @@ One doc per turn after the first (turn 0 opens the conversation and has no histo
 ``replies.score_reply``, the scorer the ``topical_chat`` evaluate metric uses.
 """
 
-import datasets
+import functools
 
 from .replies import bleu_of_pairs, distinct_1, distinct_2, mean_or_zero, one_line, score_reply
 from .turns import turn_examples
 
-DOC_FEATURES = datasets.Features({
-    "conversation_id": datasets.Value("string"),
-    "turn_index": datasets.Value("int32"),
-    "agent": datasets.Value("string"),
-    "history_agents": datasets.Sequence(datasets.Value("string")),
-    "history_messages": datasets.Sequence(datasets.Value("string")),
-    "response": datasets.Value("string"),
-    "target": datasets.Value("string"),
-    "knowledge": datasets.Value("string"),
-})
+# the columns of a doc; doc_features() their types (datasets is imported only when docs are made: the inspect
+# entry point imports this module to list the tasks)
+DOC_COLUMNS = ("conversation_id", "turn_index", "agent", "history_agents",
+               "history_messages", "response", "target", "knowledge")
+
+
+@functools.cache
+def doc_features():
+    import datasets
+
+    return datasets.Features({
+        "conversation_id": datasets.Value("string"),
+        "turn_index": datasets.Value("int32"),
+        "agent": datasets.Value("string"),
+        "history_agents": datasets.Sequence(datasets.Value("string")),
+        "history_messages": datasets.Sequence(datasets.Value("string")),
+        "response": datasets.Value("string"),
+        "target": datasets.Value("string"),
+        "knowledge": datasets.Value("string"),
+    })
 
 
 def docs(dataset, location, load=None):
     """The split's conversation rows as turn docs, with the knowledge of each turn joined from the
     ``reading_sets`` config of the same location and split when that config exists (read with
     ``load(location, config, split)``, by default ``datasets.load_dataset``)."""
+    import datasets  # only when docs are made (see DOC_COLUMNS)
+
     split = str(dataset.split) if getattr(dataset, "split", None) is not None else None
     reading = reading_sets(str(location), split, load or _load_dataset)
     rows = []
     for conversation in dataset:
         reading_set = reading.get(conversation["conversation_id"])
         rows += [_flat(example) for example in turn_examples(conversation, reading_set)]
-    return datasets.Dataset.from_list(rows, features=DOC_FEATURES)
+    return datasets.Dataset.from_list(rows, features=doc_features())
 
 
 def _load_dataset(location, config, split):
+    import datasets  # only when docs are made (see DOC_COLUMNS)
+
     return datasets.load_dataset(location, config, split=split)
 
 
 def reading_sets(location, split, load=_load_dataset):
     """``{conversation_id: reading-set row}`` of ``location``'s reading_sets config ({} without that config);
     every split when ``split`` is None (conversation ids are unique across splits)."""
+    import datasets  # only when docs are made (see DOC_COLUMNS)
+
     if "reading_sets" not in datasets.get_dataset_config_names(location):
         return {}
     present = datasets.get_dataset_split_names(location, "reading_sets")
