@@ -188,23 +188,23 @@ def resolve_location(location) -> str:
 
 
 def _configs(location: str) -> list[str]:
-    from qahub.evaluate_cli import references
+    from qahub import exports
 
-    return _reading(references.export_configs, location)
+    return _reading(exports.export_configs, location)
 
 
 def _splits(location: str, config: str) -> list[str]:
-    from qahub.evaluate_cli import references
+    from qahub import exports
 
-    return _reading(references.export_splits, location, config)
+    return _reading(exports.export_splits, location, config)
 
 
 def _reference_rows(location: str, config: str, split: str, corpus: str | None = None):
     """The rows of one split as a ``datasets.Dataset``, read as ``qahub evaluate`` reads them (from a folder:
     fresh from its shards, checked against its README, and against ``corpus``'s builder when given)."""
-    from qahub.evaluate_cli import references
+    from qahub import exports
 
-    return _reading(references.export_dataset, location, config, split, what="an exported corpus", corpus=corpus)
+    return _reading(exports.export_dataset, location, config, split, what="an exported corpus", corpus=corpus)
 
 
 def _reading(read, *args, **kwargs):

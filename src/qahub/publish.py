@@ -65,7 +65,7 @@ def export_files(folder: Path) -> list[str]:
     reads them, with datasets' ``MetadataConfigs``), each readable and together holding the rows its
     ``dataset_info`` counts; files that match a split's pattern but are not Parquet (``*.parquet.bak``) are
     left out, so the Hub never reads them as data."""
-    from qahub.evaluate_cli.references import Export
+    from qahub.exports import Export
 
     try:
         export = Export(folder, "an export folder")
@@ -90,7 +90,7 @@ def _shard_rows(shard: Path, info) -> int:
     """The row count of a shard's Parquet footer, after checking its columns are the README's features."""
     import pyarrow.parquet as pq
 
-    from qahub.evaluate_cli.references import check_columns
+    from qahub.exports import check_columns
 
     try:
         metadata = pq.read_metadata(shard)

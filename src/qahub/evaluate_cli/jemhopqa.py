@@ -22,7 +22,7 @@ from pathlib import Path
 from qahub import registry
 from qahub.evaluate_cli import predictions
 from qahub.evaluate_cli.adapter import Adapter
-from qahub.evaluate_cli.references import built_rows, export_rows
+from qahub.exports import built_rows, export_rows
 from qahub.files import write_output
 from qahub.metrics.jemhopqa.records import JemhopqaInputError
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from qahub.evaluate_cli import predictions
 from qahub.evaluate_cli.adapter import Adapter
-from qahub.evaluate_cli.references import built_file_rows, built_rows, export_rows
+from qahub.exports import built_file_rows, built_rows, export_rows
 
 HELP = "Russian QA Jeopardy!: METEOR correctness (official recipe), accuracy and the game score"
 

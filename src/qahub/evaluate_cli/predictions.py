@@ -252,7 +252,7 @@ def _with_reply(path, where, record, fields, reply_field):
 
 def _gold_problem(gold, others, fields):
     """Why a record holding the gold field ``gold`` and the fields ``others`` is refused."""
-    from qahub.evaluate_cli.references import dataset_fields
+    from qahub.exports import dataset_fields
 
     candidates = [name for name in others if name not in dataset_fields(fields.corpus)]
     if candidates:

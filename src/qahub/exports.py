@@ -1,6 +1,7 @@
-"""The reference rows of ``qahub evaluate`` and of the lm-eval tasks, for every corpus: the rows of one split of an
-export (a folder, read from its Parquet shards, or a Hub dataset id, read with ``datasets.load_dataset``) or of a
-build of the corpus by its builder (``qahub.load``).
+"""The reader of exports (``export.py`` writes them): the rows of one split of an export (a folder, read from its
+Parquet shards, or a Hub dataset id, read with ``datasets.load_dataset``) or of a build of the corpus by its builder
+(``qahub.load``), for every corpus. The reference rows of ``qahub evaluate``, the lm-eval tasks' documents
+(``harness.py``) and the check of a folder before it is published (``publish.py``) all come from here.
 
 An export folder is read fresh: the shards of the one split asked for, as its README's ``configs:`` lists them,
 checked against its ``dataset_info`` (row count, features) and cast to those features, so the rows are the ones
