@@ -1,7 +1,8 @@
 """The builders' base class: rows handed to `datasets` as Arrow tables.
 
 Its own module, not ``_sources``: in streaming mode `datasets` patches ``open`` and ``os.path`` in the modules
-of a builder's base classes, and ``_sources`` must keep the real ones (it opens URLs itself).
+of a builder's base classes, and ``_sources`` (like ``qahub.readers``, which opens URLs itself) must keep the real
+ones.
 """
 
 import sys
@@ -27,10 +28,10 @@ class RowsBuilder(datasets.ArrowBasedBuilder):
     DEFAULT_WRITER_BATCH_SIZE = 100_000
 
     def __init__(self, *args, **kwargs):
-        # the builders open every source file with _sources.open_source, which reads URLs itself, and use os.path
-        # only on local folders: datasets' streaming patches of open and os.path in their module are not needed,
-        # and making them costs the first build of a process ~0.6 s (they import scipy.io, pandas, ... to look
-        # for them). A module that says it is patched is left alone.
+        # the builders open every source file with qahub.readers.open_source, which reads URLs itself, and use
+        # os.path only on local folders: datasets' streaming patches of open and os.path in their module are not
+        # needed, and making them costs the first build of a process ~0.6 s (they import scipy.io, pandas, ... to
+        # look for them). A module that says it is patched is left alone.
         sys.modules[type(self).__module__]._patched_for_streaming = True
         super().__init__(*args, **kwargs)
 

@@ -11,16 +11,10 @@ from itertools import repeat
 import datasets
 from qahub.dataset_cards import citation
 
+from qahub.readers import SourceDataError, may_hold_lone_surrogates, parse_json, read_text, record_error
+
 from ._rows import RowsBuilder
-from ._sources import (
-    Source,
-    SourceConfig,
-    SourceDataError,
-    may_hold_lone_surrogates,
-    parse_json,
-    read_text,
-    record_error,
-)
+from ._sources import Source, SourceConfig
 
 _DESCRIPTION = """\
 Doc2dial is a dataset of goal-oriented dialogues grounded in associated documents: over 4500 annotated

@@ -5,8 +5,10 @@ import re
 import datasets
 from qahub.dataset_cards import citation
 
+from qahub.readers import is_str_list, read_json, record_error
+
 from ._rows import RowsBuilder
-from ._sources import Source, SourceConfig, is_str_list, read_json, record_error
+from ._sources import Source, SourceConfig
 
 _DESCRIPTION = """\
 JEMHopQA (Japanese Explainable Multi-hop Question Answering) is a Japanese multi-hop QA dataset that can

@@ -9,8 +9,10 @@ import datasets
 import pyarrow as pa
 from qahub.dataset_cards import citation
 
+from qahub.readers import read_csv, record_error
+
 from ._rows import RowsBuilder
-from ._sources import Source, SourceConfig, in_data_dir, read_csv, record_error
+from ._sources import Source, SourceConfig, in_data_dir
 
 _DESCRIPTION = """\
 Russian QA Jeopardy!: 29,375 questions and answers of the quiz "Own Game" ("Своя игра", the Russian

@@ -13,8 +13,10 @@ from typing import Optional
 import datasets
 from qahub.dataset_cards import citation
 
+from qahub.readers import SourceDataError, read_json, read_jsonl, record_error
+
 from ._rows import RowsBuilder
-from ._sources import Source, SourceConfig, SourceDataError, read_json, read_jsonl, record_error
+from ._sources import Source, SourceConfig
 
 _DESCRIPTION = """\
 LIMUR is a Russian multiple-choice dataset testing reference resolution, syntactic ambiguity resolution and

@@ -8,18 +8,10 @@ from typing import Optional
 import datasets
 from qahub.dataset_cards import citation
 
+from qahub.readers import expect_utf8_start, is_str_list, open_source, read_json, record_error, utf8_problem
+
 from ._rows import RowsBuilder
-from ._sources import (
-    Source,
-    SourceConfig,
-    expect_utf8_start,
-    in_data_dir,
-    is_str_list,
-    open_source,
-    read_json,
-    record_error,
-    utf8_problem,
-)
+from ._sources import Source, SourceConfig, in_data_dir
 
 _DESCRIPTION = """\
 Topical-Chat is a knowledge-grounded human-human conversation dataset: pairs of crowd workers chat about

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 from qahub.loaders import doc2dial as loader
-from qahub.loaders._sources import SourceDataError
 
 from qahub import registry
+from qahub.readers import SourceDataError
 from qahub.testing import assert_export_roundtrip, build, shared_data
 
 SAMPLES = registry.samples_dir("doc2dial")

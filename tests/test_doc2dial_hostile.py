@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from qahub.loaders import doc2dial as loader
-from qahub.loaders._sources import SourceDataError
 
 from qahub import export, registry
+from qahub.readers import SourceDataError
 from qahub.testing import build
 
 SAMPLES = registry.samples_dir("doc2dial")

@@ -9,10 +9,10 @@ import datasets
 import pytest
 from huggingface_hub import DatasetCard
 from qahub.loaders._rows import RowsBuilder
-from qahub.loaders._sources import SourceDataError
 
 from qahub import cli, publish, registry
 from qahub.export import ExportError, export, size_category
+from qahub.readers import SourceDataError
 from qahub.testing import build, sample_copy
 
 SAMPLE = registry.samples_dir("jemhopqa")

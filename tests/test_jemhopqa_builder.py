@@ -5,10 +5,11 @@ import datasets
 import hostile
 import pytest
 from qahub.loaders import jemhopqa
-from qahub.loaders._sources import SourceDataError, SourceUnavailableError
+from qahub.loaders._sources import SourceUnavailableError
 
 import qahub
 from qahub import registry
+from qahub.readers import SourceDataError
 from qahub.testing import assert_export_roundtrip, build, shared_data
 
 SAMPLE = registry.samples_dir("jemhopqa")

@@ -14,10 +14,10 @@ import hostile
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from qahub.loaders._sources import SourceDataError
 
 from qahub import registry
 from qahub.export import export
+from qahub.readers import SourceDataError
 from qahub.testing import build
 
 SAMPLE = registry.samples_dir("jemhopqa")

@@ -5,10 +5,11 @@ import datasets
 import hostile
 import pytest
 from qahub.loaders import jeopardy
-from qahub.loaders._sources import SourceDataError, sha256_of
+from qahub.loaders._sources import sha256_of
 
 import qahub
 from qahub import registry
+from qahub.readers import SourceDataError
 from qahub.testing import assert_export_roundtrip, build, shared_data
 
 SAMPLE = registry.samples_dir("jeopardy")

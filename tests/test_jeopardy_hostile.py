@@ -17,11 +17,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from qahub.loaders import jeopardy
-from qahub.loaders._sources import SourceDataError
 from qahub.metrics.jeopardy_meteor import task_api
 
 from qahub import registry
 from qahub.export import export
+from qahub.readers import SourceDataError
 from qahub.testing import build
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -3,9 +3,9 @@ from pathlib import Path
 
 import datasets
 import pytest
-from qahub.loaders._sources import SourceDataError
 
 from qahub import registry, testing
+from qahub.readers import SourceDataError
 
 SAMPLES = registry.samples_dir("limur")
 LETTERS = ["А", "Б", "В", "Г", "Д", "Е", "Ё", "Ж", "З"]

@@ -14,9 +14,9 @@ import hostile
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from qahub.loaders._sources import SourceDataError
 
 from qahub import export, registry, testing
+from qahub.readers import SourceDataError
 
 SAMPLES = registry.samples_dir("limur")
 LETTERS = "АБВГДЕЁЖЗ"

@@ -5,7 +5,8 @@ import json
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from qahub.loaders._sources import SourceDataError, read_csv, read_json, read_jsonl
+
+from qahub.readers import SourceDataError, read_csv, read_json, read_jsonl
 
 
 def write(tmp_path, data: bytes, name="f.json"):

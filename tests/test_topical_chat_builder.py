@@ -5,10 +5,10 @@ from pathlib import Path
 
 import hostile
 import pytest
-from qahub.loaders._sources import SourceDataError
 
 import qahub
 from qahub import registry
+from qahub.readers import SourceDataError
 from qahub.testing import assert_export_roundtrip, build, shared_data
 
 SAMPLE = registry.samples_dir("topical_chat")

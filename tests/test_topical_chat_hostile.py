@@ -14,11 +14,11 @@ import hostile
 import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
-from qahub.loaders._sources import SourceDataError
 
 import qahub
 from qahub import export as export_mod
 from qahub import registry
+from qahub.readers import SourceDataError
 
 SAMPLE = registry.samples_dir("topical_chat")
 SETTINGS = settings(max_examples=50, deadline=None)

@@ -266,7 +266,7 @@ def _upstream_file(path: Path, config, split):
 
 def _synonyms(value: str):
     if value.endswith(".json"):
-        from qahub.loaders._sources import decode_utf8, parse_json
+        from qahub.readers import decode_utf8, parse_json
 
         try:
             return parse_json(value, None, decode_utf8(value, None, Path(value).read_bytes()))

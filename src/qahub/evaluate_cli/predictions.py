@@ -5,7 +5,7 @@ A metric declares its ``Fields``: the id field (and other spellings of it) and t
 JSON (an object ``{id: reply}``, or a list of records or of bare replies), JSON Lines (one record or bare reply a
 line, lines split at ``\\n`` only) or CSV (a header naming the fields, or header-less ``id,reply`` rows;
 tab-separated when the name ends in ``.tsv`` or the first line holds a tab). It is read with the readers of
-``loaders/_sources.py``: UTF-8 with or without a byte-order mark, an object naming a key twice refused; at most
+``qahub.readers``: UTF-8 with or without a byte-order mark, an object naming a key twice refused; at most
 ``max_bytes()`` are read (``$QAHUB_MAX_PREDICTIONS_BYTES``), so ``/dev/zero`` or a huge file is one line. Every
 record needs an id, not null and not a lone surrogate, given once; a reply may be any value (a model's reply is
 never bad input: the metric scores what it cannot read as 0). Each problem is one ``SourceDataError`` (a ``ValueError``):
@@ -103,7 +103,7 @@ def read(path, fields: Fields, unwrap=None, reply_field=None) -> Predictions:
     """The predictions in ``path``. ``unwrap(value)``: a JSON file's value as the object or list to read (a
     metric's own envelope, e.g. a MERA submission); its ``ValueError`` says what is wrong, and the file is named.
     ``reply_field``: the field each record gives its reply in (``--reply-field``)."""
-    from qahub.loaders._sources import decode_utf8, jsonl_records, parse_json
+    from qahub.readers import decode_utf8, jsonl_records, parse_json
 
     path = str(path)
     data = read_bytes(path)
@@ -182,7 +182,7 @@ def _kind(path, data):
 
 def _csv_items(path, text, fields):
     """``(where, record)`` of each CSV row: a header naming an id or reply field, else ``id,reply`` rows."""
-    from qahub.loaders._sources import csv_records
+    from qahub.readers import csv_records
 
     first = text.split("\n", 1)[0]
     delimiter = "\t" if Path(path).suffix.lower() == ".tsv" or "\t" in first else ","
@@ -352,9 +352,9 @@ def _by_position(predictions, ids, by_position):
 
 
 def _error(path, where, problem):
-    """The error of the readers of ``loaders/_sources.py`` (imported here, not at the top: ``qahub evaluate
-    --help`` imports no ``datasets``): ``FILE: record WHERE: PROBLEM``, or ``FILE: PROBLEM`` for the whole file."""
-    from qahub.loaders._sources import record_error
+    """The error of ``qahub.readers`` (imported where it is used, as the readers are: ``qahub evaluate --help``
+    needs none of them): ``FILE: record WHERE: PROBLEM``, or ``FILE: PROBLEM`` for the whole file."""
+    from qahub.readers import record_error
 
     return record_error(path, where, problem)
 
