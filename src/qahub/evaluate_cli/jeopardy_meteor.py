@@ -3,7 +3,7 @@
 References are the builder's rows, handed to the metric as they are: ``--references`` an export (``qahub build --out``
 or ``qahub.export``: a folder, or a Hub dataset id, read with ``datasets.load_dataset``), or ``--data-dir`` a
 folder of upstream files, built with ``qahub.load("jeopardy", config, data_dir=...)`` (both through
-``references.py``), with ``--config`` and ``--split``. Kept for compatibility: ``--references`` an upstream file
+``qahub.exports``), with ``--config`` and ``--split``. Kept for compatibility: ``--references`` an upstream file
 (the tab-separated ``Russian_QA_Jeopardy_dataset_extended.csv`` layout, or a ``QuestionText,Answer`` file whose
 question ids are its 0-based rows) is built with the builder, a folder of upstream files is a ``--data-dir``, and
 JSON / JSONL rows (``question_id``, ``answer``, optional ``question_number``) are read as rows.
