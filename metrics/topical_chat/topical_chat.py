@@ -10,6 +10,7 @@ from .inputs import check_options, encode, examples
 from .replies import summary
 from .responses import unigram_f1
 from .task_api import TASKS
+from .task_spec import TaskSpec  # imported here so that evaluate copies it (task_api's type)
 from .turns import turn_examples
 
 _CITATION = """\
@@ -98,7 +99,7 @@ Examples:
 """
 
 # evaluate copies only the helper modules this file imports: each is imported here, and these names exported
-__all__ = ["TASKS", "TopicalChat", "examples", "score", "summary", "turn_examples", "unigram_f1"]
+__all__ = ["TASKS", "TaskSpec", "TopicalChat", "examples", "score", "summary", "turn_examples", "unigram_f1"]
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
