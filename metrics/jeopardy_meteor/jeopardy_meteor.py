@@ -11,7 +11,7 @@ from .replies import parse_reply
 from .russian_meteor import THRESHOLD
 from .spacy_like import TOKENIZERS
 from .task_api import TASKS
-from .task_spec import TaskSpec  # imported here so that evaluate copies it (task_api's type)
+from .task_spec import TaskSpec
 
 __all__ = ["TASKS", "TaskSpec", "TOKENIZERS", "JeopardyMeteor", "parse_reply", "score_answers", "score_questions"]
 

@@ -4,13 +4,14 @@ import json
 
 import evaluate
 
+# evaluate copies only the helpers this file imports: task_spec (the type of task_api.TASKS) too
 from .direct_metric import JSON_TEXT, DirectMetric
 from .direct_score import _score, score
 from .inputs import check_options, encode, examples
 from .replies import summary
 from .responses import unigram_f1
 from .task_api import TASKS
-from .task_spec import TaskSpec  # imported here so that evaluate copies it (task_api's type)
+from .task_spec import TaskSpec
 from .turns import turn_examples
 
 _CITATION = """\
