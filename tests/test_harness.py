@@ -24,7 +24,7 @@ GARBAGE = ["\ud800", "", "   \n\t ", "x" * 10_000, "**Ответ:** _?_\n\n```js
 
 # what a reply equal to the target must score: every gold-matching metric of every task at its top, as the
 # task declares it
-TOP = {task: spec["oracle"] for task, spec in harness.all_tasks().items()}
+TOP = {task: spec.oracle for task, spec in harness.all_tasks().items()}
 
 
 @pytest.fixture(scope="module")
