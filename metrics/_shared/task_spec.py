@@ -91,35 +91,32 @@ class TaskSpec:
 
     def __post_init__(self):
         for name in ("configs", "splits", "until", "binary"):
-            _set(self, name, _strings(self, name))
-        for name in ("configs", "splits", "until"):
-            if not getattr(self, name):
-                raise ValueError(f"TaskSpec.{name}: empty")
-        _set(self, "metrics", _metrics(self, "metrics"))
-        _set(self, "judge_metrics", _metrics(self, "judge_metrics"))
-        if not self.metrics:
-            raise ValueError("TaskSpec.metrics: empty")
+            _set(self, name, _strings(self, name, empty=name == "binary"))
+        for name in ("metrics", "judge_metrics"):
+            _set(self, name, _metrics(self, name, empty=name == "judge_metrics"))
         _callables(self, "prompt", "target", "score")
         _callables(self, "docs", "usable", "doc_id", "cluster", "bleu_of_statistics", "configuration", "judge",
                    "judge_filter", "judge_record", "judge_configured", optional=True)
-        for name, how in self.categories.items():
-            if not callable(how):
-                raise TypeError(f"TaskSpec.categories[{name!r}]: not callable: {how!r}")
+        for field, category in self.categories.items():
+            if not callable(category):
+                raise TypeError(f"TaskSpec.categories[{field!r}]: not callable: {category!r}")
         _positive(self, "max_gen_toks")
-        for name in ("fewshot_split",):
-            if getattr(self, name) is not None and not isinstance(getattr(self, name), str):
-                raise TypeError(f"TaskSpec.{name}: not a str: {getattr(self, name)!r}")
-        for name in ("target_delimiter", "fewshot_delimiter"):
-            if not isinstance(getattr(self, name), str):
-                raise TypeError(f"TaskSpec.{name}: not a str: {getattr(self, name)!r}")
+        _str_fields(self, "target_delimiter", "fewshot_delimiter")
+        if self.fewshot_split is not None:
+            _str_fields(self, "fewshot_split")
         if self.grader is not None and not isinstance(self.grader, Grader):
             raise TypeError(f"TaskSpec.grader: not a Grader: {self.grader!r}")
         if (self.judge or self.grader) and not self.judge_metrics:
             raise ValueError("TaskSpec.judge_metrics: empty, though the task declares a judge or grader")
-        _set(self, "headline", self.headline or next((m for m in self.metrics if m not in NOT_HEADLINE), ""))
-        _known(self, "headline", [self.headline] if self.headline else [], self.metrics)
+        self._check_names()
+
+    def _check_names(self):
+        """The metrics named by headline (set to its default here), oracle and binary are the task's."""
         if not self.headline:
-            raise ValueError(f"TaskSpec.headline: every metric is one of {', '.join(NOT_HEADLINE)}; name one")
+            _set(self, "headline", next((m for m in self.metrics if m not in NOT_HEADLINE), ""))
+            if not self.headline:
+                raise ValueError(f"TaskSpec.headline: every metric is one of {', '.join(NOT_HEADLINE)}; name one")
+        _known(self, "headline", [self.headline], self.metrics)
         _known(self, "oracle", self.oracle, self.metrics)
         _known(self, "binary", self.binary, {**self.metrics, **self.judge_metrics})
 
@@ -128,14 +125,24 @@ def _set(spec, name, value):
     object.__setattr__(spec, name, value)  # a frozen dataclass, normalised once as it is made
 
 
-def _strings(spec, name) -> tuple:
+def _strings(spec, name, empty=False) -> tuple:
     value = getattr(spec, name)
     if isinstance(value, str) or not all(isinstance(item, str) for item in value):
         raise TypeError(f"TaskSpec.{name}: not a list of str: {value!r}")
+    if not (value or empty):
+        raise ValueError(f"TaskSpec.{name}: empty")
     return tuple(value)
 
 
-def _metrics(spec, name) -> dict:
+def _str_fields(spec, *names):
+    for name in names:
+        if not isinstance(getattr(spec, name), str):
+            raise TypeError(f"TaskSpec.{name}: not a str: {getattr(spec, name)!r}")
+
+
+def _metrics(spec, name, empty=False) -> dict:
+    if not (getattr(spec, name) or empty):
+        raise ValueError(f"TaskSpec.{name}: empty")
     found = {}
     for metric, entry in getattr(spec, name).items():
         try:
