@@ -23,8 +23,9 @@ from pathlib import Path
 from qahub import loaders, metrics
 from qahub.metrics._shared.task_spec import Grader, Metric, TaskSpec, is_task_spec
 
-__all__ = ["Grader", "Metric", "TaskSpec", "TaskError", "all_tasks", "corpora", "corpus_names", "importable",
-           "left_out", "metric_dirs", "scan", "task_api", "task_corpora"]
+# the task declaration's type, re-exported: `from qahub.tasks import TaskSpec`
+__all__ = ["Grader", "Metric", "TaskSpec", "TaskError", "all_tasks", "clear", "corpora", "corpus_names",
+           "importable", "is_task_spec", "left_out", "metric_dirs", "scan", "task_api", "task_corpora"]
 
 logger = logging.getLogger(__name__)
 BUILDER = re.compile(r"^class\s+\w+\s*\(([^)]*)\)\s*:", re.M)  # a top-level class and its bases
