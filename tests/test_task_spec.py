@@ -55,9 +55,11 @@ def test_a_good_declaration_is_normalised_and_takes_the_defaults():
     ({"metrics": {"exact_match": "mean"}}, TypeError, "metrics['exact_match']"),
     ({"metrics": {"exact_match": ("mean", "yes")}}, TypeError, "metrics['exact_match']"),
     ({"oracle": {"exact": 1.0}}, ValueError, "oracle"),
+    ({"oracle": {}}, ValueError, "oracle"),
     ({"binary": ["accuracy"]}, ValueError, "binary"),
     ({"headline": "f1"}, ValueError, "headline"),
-    ({"metrics": {"unparseable": ("mean", False)}, "oracle": {}, "binary": []}, ValueError, "headline"),
+    ({"metrics": {"unparseable": ("mean", False)}, "oracle": {"unparseable": 0.0}, "binary": []}, ValueError,
+     "headline"),
     ({"target_delimiter": None}, TypeError, "target_delimiter"),
     ({"grader": {"max_tokens": 8}}, TypeError, "grader"),
     ({"judge": _score}, ValueError, "judge_metrics"),  # a judge without its metrics

@@ -74,8 +74,7 @@ class TaskSpec:
     score: Callable  # (reply, doc) -> {metric: per-document value} (lm-eval's process_results)
     metrics: Mapping[str, Metric]  # metric -> Metric(aggregation, higher_is_better), in the order reported
     headline: str = ""  # the metric a summary shows first; "" -> the first metric that is not in NOT_HEADLINE
-    # metric -> what it aggregates to when every reply is the target (the tests check it)
-    oracle: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    oracle: Mapping[str, float]  # metric -> its aggregate when every reply is the target (tests/test_harness.py)
     binary: tuple[str, ...] = ()  # metrics that are 0/1 per document (0/100 too): `qahub report` pairs them by McNemar
     bleu_of_statistics: Callable | None = None  # (summed BLEU statistics) -> BLEU: a report resamples corpus BLEU with it
     configuration: Callable | None = None  # () -> what the scorer runs with here (JSON-able; the YAML's metadata)
@@ -117,6 +116,8 @@ class TaskSpec:
             if not self.headline:
                 raise ValueError(f"TaskSpec.headline: every metric is one of {', '.join(NOT_HEADLINE)}; name one")
         _known(self, "headline", [self.headline], self.metrics)
+        if not self.oracle:
+            raise ValueError("TaskSpec.oracle: empty; name what a reply equal to the target scores")
         _known(self, "oracle", self.oracle, self.metrics)
         _known(self, "binary", self.binary, {**self.metrics, **self.judge_metrics})
 
