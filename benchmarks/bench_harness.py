@@ -37,7 +37,7 @@ def prepare_score(corpus, task, location, n):
     entry = harness.plan_tasks(corpus, location)[task]
     functions = harness.task_functions(corpus, task, location, config=entry["config"], splits=(entry["split"],))
     docs = functions.dataset()[entry["split"]]  # as lm-eval gets them from the task
-    if harness.task_api(corpus).TASKS[task].get("docs"):
+    if harness.task_api(corpus).TASKS[task].docs:
         docs = functions.process_docs(docs)
     docs = list(docs)
     pairs = []

@@ -92,7 +92,7 @@ def write_run(folder: Path, model: str, seed: int) -> int:
 
 
 def _aggregate(spec, metric, values):
-    how = {**spec["metrics"], **spec.get("judge_metrics", {})}[metric][0]
+    how = {**spec.metrics, **spec.judge_metrics}[metric].aggregation
     if how == "mean":
         return sum(values) / len(values)
     return float(how(values))

@@ -413,10 +413,10 @@ def unreadable(reply):
 @given(reply=replies)
 def test_task_scores_never_raise_and_are_finite(reply):
     for doc in (RC_DOC, NO_ANSWER_DOC):
-        score = GROUNDING["score"](reply, doc)
+        score = GROUNDING.score(reply, doc)
         assert set(score) == {"exact", "f1", "unparseable"} and score["unparseable"] == int(unreadable(reply))
         assert score["exact"] in (0.0, 100.0) and 0.0 <= score["f1"] <= 100.0 and math.isfinite(score["f1"])
-    item = RESPONSE["score"](reply, RESPONSE_DOC)
+    item = RESPONSE.score(reply, RESPONSE_DOC)
     assert item["unparseable"] == int(unreadable(reply))
     text, gold = item["bleu"]
     assert isinstance(text, str) and gold == RESPONSE_DOC["utterance"] and (text == "" or not unreadable(reply))
@@ -465,14 +465,14 @@ def test_read_reply_keeps_readable_text_as_it_is(reply):
 def test_metric_and_task_agree_on_any_replies(grounding, generation, picks):
     docs = [RC_DOC, NO_ANSWER_DOC, {**RC_DOC, "id": "d_3"}, {**NO_ANSWER_DOC, "id": "d_4"}]
     docs[1] = {**NO_ANSWER_DOC, "id": "d_2"}
-    scores = [GROUNDING["score"](reply, doc) for reply, doc in zip(picks, docs, strict=True)]
+    scores = [GROUNDING.score(reply, doc) for reply, doc in zip(picks, docs, strict=True)]
     result = grounding.compute(predictions=[{"id": d["id"], "prediction_text": r} for r, d in zip(picks, docs, strict=True)],
                                references=docs, no_answer_text=task_api.NO_ANSWER)
     for key in ("exact", "f1"):
         assert result[key] == pytest.approx(sum(s[key] for s in scores) / 4, rel=1e-12, abs=1e-12)
     assert result["unparseable"] == sum(s["unparseable"] for s in scores)
     turns = [{**RESPONSE_DOC, "id": f"d_{i}"} for i in range(4)]
-    items = [RESPONSE["score"](reply, doc) for reply, doc in zip(picks, turns, strict=True)]
+    items = [RESPONSE.score(reply, doc) for reply, doc in zip(picks, turns, strict=True)]
     result = generation.compute(predictions=[{"id": t["id"], "utterance": r} for r, t in zip(picks, turns, strict=True)],
                                 references=turns)
     assert task_api.corpus_bleu([item["bleu"] for item in items]) == result["score"]

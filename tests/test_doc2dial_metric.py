@@ -488,14 +488,14 @@ RESPONSE = task_api.TASKS["qahub_doc2dial_response"]
 
 def test_task_table_follows_the_contract():
     assert sorted(task_api.TASKS) == ["qahub_doc2dial_grounding", "qahub_doc2dial_response"]
-    assert (GROUNDING["configs"], GROUNDING["splits"], GROUNDING["fewshot_split"], GROUNDING["docs"]) == \
-        (["doc2dial_rc"], ["validation", "train"], "train", None)
-    assert (RESPONSE["configs"], RESPONSE["splits"], RESPONSE["fewshot_split"]) == (["dialogue_domain"], ["validation", "train"], "train")
-    assert GROUNDING["metrics"] == {"exact": ("mean", True), "f1": ("mean", True), "unparseable": ("mean", False)}
-    assert RESPONSE["metrics"] == {"bleu": (task_api.corpus_bleu, True), "unparseable": ("mean", False)}
+    assert (GROUNDING.configs, GROUNDING.splits, GROUNDING.fewshot_split, GROUNDING.docs) == \
+        (("doc2dial_rc",), ("validation", "train"), "train", None)
+    assert (RESPONSE.configs, RESPONSE.splits, RESPONSE.fewshot_split) == (("dialogue_domain",), ("validation", "train"), "train")
+    assert GROUNDING.metrics == {"exact": ("mean", True), "f1": ("mean", True), "unparseable": ("mean", False)}
+    assert RESPONSE.metrics == {"bleu": (task_api.corpus_bleu, True), "unparseable": ("mean", False)}
     for spec in (GROUNDING, RESPONSE):
-        assert spec["until"] == ["\n\n"] and spec["max_gen_toks"] > 0
-        assert all(callable(spec[key]) for key in ("prompt", "target", "score"))
+        assert spec.until == ("\n\n",) and spec.max_gen_toks > 0
+        assert all(callable(getattr(spec, key)) for key in ("prompt", "target", "score"))
 
 
 def task_docs(exported, task, split):
@@ -507,26 +507,26 @@ def task_docs(exported, task, split):
 @pytest.mark.parametrize("split", ["validation", "train"])
 def test_oracle_replies_score_the_top(exported, split):
     docs = task_docs(exported, GROUNDING, split)
-    scores = [GROUNDING["score"](GROUNDING["target"](doc), doc) for doc in docs]
+    scores = [GROUNDING.score(GROUNDING.target(doc), doc) for doc in docs]
     assert [s["exact"] for s in scores] == [100.0] * len(docs) and [s["f1"] for s in scores] == [100.0] * len(docs)
     assert sum(s["unparseable"] for s in scores) == 0
     docs = task_docs(exported, RESPONSE, split)
-    scores = [RESPONSE["score"](RESPONSE["target"](doc), doc) for doc in docs]
+    scores = [RESPONSE.score(RESPONSE.target(doc), doc) for doc in docs]
     assert task_api.corpus_bleu([s["bleu"] for s in scores]) == pytest.approx(100.0, rel=1e-12)
     for task in (GROUNDING, RESPONSE):
         for doc in task_docs(exported, task, split):
-            assert "\n" not in task["target"](doc) and task["target"](doc).strip()
+            assert "\n" not in task.target(doc) and task.target(doc).strip()
 
 
 def test_garbage_replies_give_finite_low_scores_and_are_counted(exported):
     docs = task_docs(exported, GROUNDING, "validation")
-    scores = [GROUNDING["score"](reply, doc) for doc in docs for reply in GARBAGE]
+    scores = [GROUNDING.score(reply, doc) for doc in docs for reply in GARBAGE]
     assert all(math.isfinite(v) for s in scores for v in s.values())
     assert sum(s["unparseable"] for s in scores) == UNREADABLE * len(docs)
     # only the empty, blank and unreadable replies on the turn without grounding are right (an empty span)
     assert sum(s["exact"] for s in scores) / len(scores) == pytest.approx(100.0 * (2 + UNREADABLE) / len(scores))
     docs = task_docs(exported, RESPONSE, "validation")
-    scores = [RESPONSE["score"](reply, doc) for doc in docs for reply in GARBAGE]
+    scores = [RESPONSE.score(reply, doc) for doc in docs for reply in GARBAGE]
     assert sum(s["unparseable"] for s in scores) == UNREADABLE * len(docs)
     bleu = task_api.corpus_bleu([s["bleu"] for s in scores])
     assert math.isfinite(bleu) and 0.0 <= bleu < 5.0
@@ -535,8 +535,8 @@ def test_garbage_replies_give_finite_low_scores_and_are_counted(exported):
 
 def test_the_metric_and_the_task_give_the_same_numbers(grounding, generation, exported):
     rows = rows_of(exported, "doc2dial_rc")
-    replies = [GROUNDING["target"](rows[0]), "turn in your plates", "NO ANSWER", "No answer.", None, "", "\ud800"]
-    scores = [GROUNDING["score"](reply, row) for reply, row in zip(replies, rows, strict=True)]
+    replies = [GROUNDING.target(rows[0]), "turn in your plates", "NO ANSWER", "No answer.", None, "", "\ud800"]
+    scores = [GROUNDING.score(reply, row) for reply, row in zip(replies, rows, strict=True)]
     result = grounding.compute(predictions=[{"id": row["id"], "prediction_text": reply} for reply, row in zip(replies, rows, strict=True)],
                                references=rows, no_answer_text=task_api.NO_ANSWER)
     for key in ("exact", "f1"):
@@ -544,7 +544,7 @@ def test_the_metric_and_the_task_give_the_same_numbers(grounding, generation, ex
     assert result["unparseable"] == sum(s["unparseable"] for s in scores) == 2
     docs = task_docs(exported, RESPONSE, "validation")
     replies = ["We may suspend it.", None, "You should turn in your plates.", "", "x" * 300, "Yes.", "\udfff", "Recertify each year."]
-    items = [RESPONSE["score"](reply, doc) for reply, doc in zip(replies, docs, strict=True)]
+    items = [RESPONSE.score(reply, doc) for reply, doc in zip(replies, docs, strict=True)]
     result = generation.compute(predictions=[{"id": doc["id"], "utterance": reply} for reply, doc in zip(replies, docs, strict=True)],
                                 references=rows_of(exported, "dialogue_domain"))
     assert task_api.corpus_bleu([item["bleu"] for item in items]) == result["score"]
@@ -553,7 +553,7 @@ def test_the_metric_and_the_task_give_the_same_numbers(grounding, generation, ex
 
 def test_grounding_prompt_shows_the_document_and_the_history_oldest_first(exported):
     row = rows_of(exported, "doc2dial_rc")[3]
-    prompt = GROUNDING["prompt"](row)
+    prompt = GROUNDING.prompt(row)
     assert prompt.startswith("Below are a document and a dialogue") and prompt.endswith("reply NO ANSWER.\nSpan:")
     assert "Document:\nTop 5 DMV Mistakes and How to Avoid Them\n1. Forgetting to change your address\n" in prompt
     assert ("Dialogue (oldest turn first):\nuser: My car insurance ends next week, what should I do?\n"
@@ -565,22 +565,22 @@ def test_grounding_prompt_shows_the_document_and_the_history_oldest_first(export
 def test_a_history_cut_by_the_corpus_is_said_so(exported):
     row = rows_of(exported, "doc2dial_rc", "train")[3]  # its question is the 100-word maximum
     assert len(row["question"].split()) == 100
-    assert "Dialogue (oldest turn first):\n(earlier turns are not shown)\n" in GROUNDING["prompt"](row)
+    assert "Dialogue (oldest turn first):\n(earlier turns are not shown)\n" in GROUNDING.prompt(row)
 
 
 def test_long_documents_are_cut_and_still_scored(exported, monkeypatch):
     row = rows_of(exported, "doc2dial_rc")[3]  # its gold span starts at character 1428 of 2623
     monkeypatch.setattr(task_api, "DOC_CHARS", 300)
-    prompt = GROUNDING["prompt"](row)
+    prompt = GROUNDING.prompt(row)
     assert "Document (only its first 300 characters; the rest is cut):\n" in prompt
     shown = prompt.split("the rest is cut):\n")[1].split("\n\nDialogue")[0]
     assert len(shown) == 300 and "defensive driving" not in shown
-    assert GROUNDING["score"](GROUNDING["target"](row), row)["exact"] == 100.0
-    assert GROUNDING["score"]("NO ANSWER", row)["exact"] == 0.0
+    assert GROUNDING.score(GROUNDING.target(row), row)["exact"] == 100.0
+    assert GROUNDING.score("NO ANSWER", row)["exact"] == 0.0
     monkeypatch.undo()
-    assert "Document:\n" in GROUNDING["prompt"](row) and task_api.DOC_CHARS == 6000
+    assert "Document:\n" in GROUNDING.prompt(row) and task_api.DOC_CHARS == 6000
     long_row = {**row, "context": "word " * 2000}
-    assert f"only its first {task_api.DOC_CHARS} characters" in GROUNDING["prompt"](long_row)
+    assert f"only its first {task_api.DOC_CHARS} characters" in GROUNDING.prompt(long_row)
 
 
 def test_response_docs_are_agent_turns_with_their_document(exported):
@@ -591,10 +591,10 @@ def test_response_docs_are_agent_turns_with_their_document(exported):
     third = docs[2]  # agent turn 5 of bc38...: an agent turn right after an agent turn
     assert (third["turn_id"], third["utterance"]) == (5, "We would also mail you an inquiry letter.")
     assert [t["role"] for t in third["history"]] == ["user", "agent", "user", "agent"]
-    prompt = RESPONSE["prompt"](third)
+    prompt = RESPONSE.prompt(third)
     assert prompt.endswith("user: What happens if I don't?\nagent: We may suspend your registration and your driver "
                            "license.\n\nWrite the agent's next turn, on one line, without the \"agent:\" prefix, and nothing else.\nagent:")
-    assert RESPONSE["target"](third) == "We would also mail you an inquiry letter."
+    assert RESPONSE.target(third) == "We would also mail you an inquiry letter."
 
 
 def test_response_docs_name_a_missing_document(exported):
@@ -607,9 +607,9 @@ def test_response_docs_name_a_missing_document(exported):
 
 def test_response_target_is_one_line_and_tokenizes_as_the_gold():
     doc = {"utterance": "Renew it on-\nline.\n\nThen  wait\tfor the  letter -\n"}
-    target = RESPONSE["target"](doc)
+    target = RESPONSE.target(doc)
     assert target == "Renew it online. Then wait for the letter -"
-    assert task_api.corpus_bleu([RESPONSE["score"](target, doc)["bleu"]]) == pytest.approx(100.0, rel=1e-12)
+    assert task_api.corpus_bleu([RESPONSE.score(target, doc)["bleu"]]) == pytest.approx(100.0, rel=1e-12)
 
 
 @pytest.mark.quick

@@ -291,7 +291,7 @@ def test_readme_states_doc2dial_no_answer_rule_and_the_scores_follow_it():
     text = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
     assert "an empty reply and a punctuation-only reply (`\".\"`, `\"...\"`) all normalise to the empty span and " \
            "score `exact` 100 and `f1` 100 there" in text
-    score = TASKS["qahub_doc2dial_grounding"]["score"]
+    score = TASKS["qahub_doc2dial_grounding"].score
     no_answer = {"answers": {"text": [], "answer_start": []}}
     for reply in ("", ".", "...", "NO ANSWER", "**no answer**"):
         assert score(reply, no_answer)["exact"] == score(reply, no_answer)["f1"] == 100.0, reply

@@ -24,7 +24,7 @@ GARBAGE = ["\ud800", "", "   \n\t ", "x" * 10_000, "**Ответ:** _?_\n\n```js
 
 # what a reply equal to the target must score: every gold-matching metric of every task at its top, as the
 # task declares it
-TOP = {task: spec["oracle"] for task, spec in harness.all_tasks().items()}
+TOP = {task: spec.oracle for task, spec in harness.all_tasks().items()}
 
 
 @pytest.fixture(scope="module")
@@ -158,7 +158,7 @@ def test_mera_limur_task_shape_runs_on_the_export(locations, tmp_path):
         "def doc_to_text(doc):\n    return doc['instruction'].format(**doc['inputs'])\n\n\n"
         "def process_results(doc, results):\n"
         "    from qahub.metrics.limur.task_api import TASKS\n"
-        "    return {'exact_match': TASKS['qahub_limur']['score'](results[0] if results else '', doc)['exact_match_mera']}\n",
+        "    return {'exact_match': TASKS['qahub_limur'].score(results[0] if results else '', doc)['exact_match_mera']}\n",
         encoding="utf-8")
     (folder / "limur_mera.yaml").write_text(
         f"dataset_path: {json.dumps(locations['limur'])}\ndataset_name: all\ntask: limur_mera\ntest_split: validation\n"

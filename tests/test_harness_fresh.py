@@ -99,8 +99,8 @@ def test_every_task_sets_its_fewshot_split_and_never_shows_the_document_itself(s
     manager, plan = write_tasks(tmp_path / "tasks", sample_exports)
     for name, entry in plan.items():
         spec = harness.task_api(entry["corpus"]).TASKS[name]
-        own = spec["fewshot_split"] in harness._splits(entry["location"], entry["config"])
-        assert entry["fewshot_split"] == (spec["fewshot_split"] if own else entry["split"]), name
+        own = spec.fewshot_split in harness._splits(entry["location"], entry["config"])
+        assert entry["fewshot_split"] == (spec.fewshot_split if own else entry["split"]), name
     assert plan["qahub_jeopardy"]["fewshot_split"] == plan["qahub_jeopardy"]["split"] == "train"  # extended
     assert_no_self_demonstration(manager, sorted(plan))
 

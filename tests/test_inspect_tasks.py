@@ -77,16 +77,16 @@ def test_oracle_gets_the_top_of_every_gold_metric_with_ids_and_categories(locati
         corpus, name = inspect_tasks.task_names()[short]
         spec = harness.task_api(corpus).TASKS[name]
         scores = aggregates(log)
-        assert set(scores) == set(spec["metrics"]), short
+        assert set(scores) == set(spec.metrics), short
         assert all(math.isfinite(v) for v in scores.values()), (short, scores)
         for metric, top in TOP[name].items():
             assert scores[metric] == pytest.approx(top), (short, metric, scores)
         docs = {inspect_tasks._doc_id(spec, doc, i): doc for i, doc in enumerate(_documents(locations, short))}
         assert sorted(map(str, (s.id for s in log.samples))) == sorted(map(str, docs))  # each document once, by id
         for sample in log.samples:
-            expected = {field: category(docs[sample.id]) for field, category in spec.get("categories", {}).items()}
+            expected = {field: category(docs[sample.id]) for field, category in spec.categories.items()}
             assert sample.metadata == expected, short
-        fields = spec.get("categories", {})
+        fields = spec.categories
         for score in log.results.scores:  # each declared breakdown, one group per category value
             for field in fields:
                 groups = {str(v[field]) for v in (s.metadata for s in log.samples)}
@@ -147,7 +147,7 @@ def test_the_same_replies_score_the_same_in_lm_eval_inspect_and_the_evaluate_met
     result = _evaluate(Scripted(manager), manager, sorted(TOP), num_fewshot=2, log_samples=True)
     for short in sorted(inspect_tasks.TASKS):
         corpus, name = inspect_tasks.task_names()[short]
-        metrics = harness.task_api(corpus).TASKS[name]["metrics"]
+        metrics = harness.task_api(corpus).TASKS[name].metrics
         lm_eval_values = {s["arguments"][0][0]: _normal({m: s[m] for m in metrics}) for s in result["samples"][name]}
         assert lm_eval_values == inspect_values[short], short
 
@@ -166,8 +166,8 @@ def test_fewshot_demonstrations_come_from_the_fewshot_split_never_the_document(l
         corpus, name = inspect_tasks.task_names()[short]
         spec = harness.task_api(corpus).TASKS[name]
         for sample, doc in zip(build(short, locations, fewshot=2).dataset, _documents(locations, short), strict=True):
-            own = spec["prompt"](doc) + spec.get("target_delimiter", " ") + spec["target"](doc)
-            assert sample.input.endswith(spec["prompt"](doc)) and sample.input != spec["prompt"](doc), short
+            own = spec.prompt(doc) + spec.target_delimiter + spec.target(doc)
+            assert sample.input.endswith(spec.prompt(doc)) and sample.input != spec.prompt(doc), short
             assert own not in sample.input, short
 
 
@@ -190,7 +190,7 @@ def test_generation_settings_are_the_lm_eval_tasks(locations):
         spec = harness.task_api(corpus).TASKS[name]
         config = build(short, locations).config
         assert (config.stop_seqs, config.max_tokens, config.temperature) == \
-            (list(spec["until"]), spec["max_gen_toks"], 0.0), short
+            (list(spec.until), spec.max_gen_toks, 0.0), short
 
 
 # --- LIMUR's judge: inspect's grader role, MERA's prompt and reading
@@ -316,14 +316,14 @@ def _leaks(spec, pool, doc, context):
     """The demonstrations shown before ``doc``'s prompt in ``context`` that share its cluster (or are it), and
     those whose prompt holds its gold reply (a gold that every prompt holds, e.g. NO ANSWER, aside); asserts that
     exactly two demonstrations are shown."""
-    head = context[:-len(spec["prompt"](doc))]
-    between, after = spec.get("target_delimiter", " "), spec.get("fewshot_delimiter", "\n\n")
-    shown = [d for d in pool if spec["prompt"](d) + between + spec["target"](d) + after in head]
+    head = context[:-len(spec.prompt(doc))]
+    between, after = spec.target_delimiter, spec.fewshot_delimiter
+    shown = [d for d in pool if spec.prompt(d) + between + spec.target(d) + after in head]
     assert len(shown) == 2, context[:500]
-    cluster = spec.get("cluster") or (lambda d: None)
+    cluster = spec.cluster or (lambda d: None)
     same = [d for d in shown if d == doc or (cluster(doc) is not None and cluster(d) == cluster(doc))]
-    gold = spec["target"](doc)
-    told = [] if all(gold in spec["prompt"](d) for d in pool) else [d for d in shown if gold in spec["prompt"](d)]
+    gold = spec.target(doc)
+    told = [] if all(gold in spec.prompt(d) for d in pool) else [d for d in shown if gold in spec.prompt(d)]
     return same, told
 
 
@@ -356,7 +356,7 @@ def test_fewshot_never_from_the_documents_own_conversation_in_lm_eval_and_inspec
         assert [s.input for s in task.dataset] == list(contexts[name]), name  # the same prompts, in order
         for sample, doc in zip(task.dataset, docs, strict=True):
             assert _leaks(spec, docs, doc, sample.input) == ([], []), (name, sample.id)
-        assert bool(spec.get("cluster")) == (corpus in ("topical_chat", "doc2dial", "jeopardy")), name
+        assert bool(spec.cluster) == (corpus in ("topical_chat", "doc2dial", "jeopardy")), name
 
 
 def test_fewshot_more_demonstrations_than_outside_the_conversation_is_refused(locations):

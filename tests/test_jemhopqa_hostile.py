@@ -295,7 +295,7 @@ def test_compute_and_add_batch_give_a_named_error_or_scores_in_range(metric, met
 @given(json_values, gold_records)
 def test_task_scores_of_any_reply_stay_in_range(task_api, reply, doc):
     for name, spec in task_api.TASKS.items():
-        scores = spec["score"](reply, doc)
+        scores = spec.score(reply, doc)
         assert all(isinstance(v, float) and 0.0 <= v <= 1.0 for v in scores.values()), (name, scores)
 
 

@@ -91,18 +91,18 @@ def test_dictionary_version_is_the_one_the_official_numbers_were_made_with():
 @pytest.mark.quick
 @pytest.mark.parametrize("case", sorted(OFFICIAL["cases"]))
 def test_matches_official_scores(metric, case):
-    spec = OFFICIAL["cases"][case]
-    real_dev = real_rows(spec.get("dev", OFFICIAL["dev"]))
-    options = dict(spec["options"])
+    expected = OFFICIAL["cases"][case]
+    real_dev = real_rows(expected.get("dev", OFFICIAL["dev"]))
+    options = dict(expected["options"])
     synonyms = SYNONYMS if options.pop("synonyms", None) == "SYNONYMS" else "none"
-    preds = records(make_predictions(real_dev, spec["predictions"]))
+    preds = records(make_predictions(real_dev, expected["predictions"]))
     result = metric.compute(predictions=preds, references=real_dev, dictionary="core", synonyms=synonyms,
                             per_question=True, **options)
-    assert_scores_close(result, spec["scores"])
+    assert_scores_close(result, expected["scores"])
     assert len(result["per_question"]) == len(real_dev)
     if case == "partial":
         return  # the official script crashes when asked for per-question scores of partial input
-    for ours, official in zip(result["per_question"], spec["per_question"], strict=True):
+    for ours, official in zip(result["per_question"], expected["per_question"], strict=True):
         for column, value in zip(OFFICIAL["columns"], official, strict=True):
             assert abs(ours[column] - value) <= 1e-9, f"{case} {ours['qid']} {column}: {ours[column]} != {value}"
 
@@ -1026,11 +1026,11 @@ def sample_splits(tmp_path_factory):
 def test_task_table(task_api):
     assert set(task_api.TASKS) == {"qahub_jemhopqa", "qahub_jemhopqa_derivations"}
     for spec in task_api.TASKS.values():
-        assert (spec["configs"], spec["splits"], spec["fewshot_split"], spec["until"]) == (
-            ["v1.2", "v1.1", "v1.0"], ["validation"], "train", ["\n\n"])
-        assert spec["target_delimiter"] == ""  # the answer right after "### 応答:\n", as llm-jp-eval
-    assert set(task_api.TASKS["qahub_jemhopqa"]["metrics"]) == {"exact_match", "char_f1", "unparseable"}
-    assert set(task_api.TASKS["qahub_jemhopqa_derivations"]["metrics"]) == {
+        assert (spec.configs, spec.splits, spec.fewshot_split, spec.until) == (
+            ("v1.2", "v1.1", "v1.0"), ("validation",), "train", ("\n\n",))
+        assert spec.target_delimiter == ""  # the answer right after "### 応答:\n", as llm-jp-eval
+    assert set(task_api.TASKS["qahub_jemhopqa"].metrics) == {"exact_match", "char_f1", "unparseable"}
+    assert set(task_api.TASKS["qahub_jemhopqa_derivations"].metrics) == {
         "a_em", "a_score", "e_f1", "r_f1", "er_f1", "unparseable"}
     assert task_api.mean([]) == 0.0 and task_api.mean([0.5, 1.0]) == 0.75
 
@@ -1053,9 +1053,9 @@ def test_oracle_gets_the_top_score_on_every_sample_doc(task_api, sample_splits, 
     for config, splits in sample_splits.items():
         for split, docs in splits.items():
             for doc in docs:
-                target = spec["target"](doc)
+                target = spec.target(doc)
                 assert "\n\n" not in target
-                scores = spec["score"](target, doc)
+                scores = spec.score(target, doc)
                 assert scores.pop("unparseable") == 0.0
                 assert all(value == 1.0 for value in scores.values()), (config, split, doc["qid"], scores)
 
@@ -1068,8 +1068,8 @@ GARBAGE = ["", " ", "\n\n", "x" * 10_000, "# 回答\n- **東京**", '{"answer": 
 def test_garbage_replies_score_low_and_are_counted(task_api, sample_splits, name):
     spec = task_api.TASKS[name]
     docs = list(sample_splits["v1.2"]["validation"])
-    values = [spec["score"](reply, doc) for reply in GARBAGE for doc in docs]
-    for metric_name, (aggregation, _) in spec["metrics"].items():
+    values = [spec.score(reply, doc) for reply in GARBAGE for doc in docs]
+    for metric_name, (aggregation, _) in spec.metrics.items():
         items = [v[metric_name] for v in values]
         total = sum(items) / len(items) if aggregation == "mean" else aggregation(items)
         assert math.isfinite(total) and 0.0 <= total <= 1.0
@@ -1086,7 +1086,7 @@ def test_harness_and_metric_give_the_same_numbers(metric, task_api, sample_split
     docs = sample_splits["v1.2"]["validation"]
     replies = ['回答: 星の歌\n導出: [["星の歌", "発売日", ["2001年4月1日"]], ["月の歌", "発売", ["2003年"]]]',
                "1922年\n\n東山大学の創設者は田中次郎", None]
-    config = task_api.TASKS["qahub_jemhopqa_derivations"]["configuration"]()
+    config = task_api.TASKS["qahub_jemhopqa_derivations"].configuration()
     assert config == {"dictionary": helper(metric, "tokens").pick_dictionary(None), "synonyms": "none"}
     result = metric.compute(predictions=replies, references=docs, per_question=True, **config)
     columns = {"a_em": "a_em", "a_score": "a_score", "e_f1": "e_f", "r_f1": "r_f", "er_f1": "er_f"}
@@ -1134,9 +1134,9 @@ def test_oracle_top_on_the_real_data(task_api, relpath):
     rows = real_rows(relpath)
     for name, spec in task_api.TASKS.items():
         for doc in rows:
-            target = spec["target"](doc)
+            target = spec.target(doc)
             assert "\n\n" not in target
-            scores = spec["score"](target, doc)
+            scores = spec.score(target, doc)
             assert scores.pop("unparseable") == 0.0 and set(scores.values()) == {1.0}, (name, doc["qid"], scores)
 
 

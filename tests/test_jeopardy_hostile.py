@@ -232,7 +232,7 @@ def test_any_reply_scores_in_range_and_never_raises(reply, number):
     assert status in ("answer", "abstained", "unparseable") and isinstance(answer, str)
     assert (answer != "") == (status == "answer")
     values = task_api.score(reply, {"question": "?", "answer": "Рим", "question_number": number})
-    assert set(values) == set(task_api.TASKS["qahub_jeopardy"]["metrics"])
+    assert set(values) == set(task_api.TASKS["qahub_jeopardy"].metrics)
     assert all(isinstance(v, float) and math.isfinite(v) for v in values.values())
     assert values["game_score"] in (-number, 0, number) and 0.0 <= values["meteor"] <= 1.0
     assert values["unparseable"] == float(status == "unparseable")

@@ -345,7 +345,7 @@ def test_the_harness_scores_each_reply_as_the_metric_does(metric):
     assert [e["accuracy"] for e in per_example] == [float(c) for c in result["correct"]]
     assert [e["abstained"] for e in per_example] == [float(a) for a in result["abstained"]]
     assert [e["unparseable"] for e in per_example] == [float(s == "unparseable") for s in result["status"]]
-    metrics = task_api.TASKS["qahub_jeopardy"]["metrics"]
+    metrics = task_api.TASKS["qahub_jeopardy"].metrics
     game_total = metrics["game_score"][0]([e["game_score"] for e in per_example])
     assert game_total == result["score"] == -4 + 4
     assert isinstance(game_total, float)
@@ -414,11 +414,11 @@ def test_a_dataset_without_an_answer_column_is_an_error(metric, sample_rows):
 
 def test_the_task_definition():
     task = task_api.TASKS["qahub_jeopardy"]
-    assert task["configs"] == ["extended", "qa"] and task["splits"] == ["validation", "train"]
-    assert task["fewshot_split"] == "train" and task["until"] == ["\n"]
-    assert {name: spec[1] for name, spec in task["metrics"].items()} == {
+    assert task.configs == ("extended", "qa") and task.splits == ("validation", "train")
+    assert task.fewshot_split == "train" and task.until == ("\n",)
+    assert {name: metric.higher_is_better for name, metric in task.metrics.items()} == {
         "meteor": True, "accuracy": True, "game_score": True, "abstained": False, "unparseable": False}
-    assert [spec[0] for spec in task["metrics"].values()] == ["mean", "mean", task_api.total, "mean", "mean"]
+    assert [metric.aggregation for metric in task.metrics.values()] == ["mean", "mean", task_api.total, "mean", "mean"]
     assert task_api.total([]) == 0.0 and task_api.total([3.0, -2.0]) == 1.0
 
 
@@ -436,8 +436,8 @@ def test_the_prompt_says_how_to_answer_and_abstain(sample_rows):
 def test_an_oracle_replying_the_target_gets_the_top_score(metric, sample_rows, config, split):
     rows = list(sample_rows[config][split])
     task = task_api.TASKS["qahub_jeopardy"]
-    scores = [task["score"](task["target"](row), row) for row in rows]
-    assert all(task["usable"](row) and "\n" not in task["target"](row) for row in rows)
+    scores = [task.score(task.target(row), row) for row in rows]
+    assert all(task.usable(row) and "\n" not in task.target(row) for row in rows)
     assert [s["accuracy"] for s in scores] == [1.0] * len(rows)
     assert [s["game_score"] for s in scores] == [float(row.get("question_number", 1)) for row in rows]
     golds = [row["answer"] for row in rows]
@@ -816,9 +816,9 @@ def test_qahub_evaluate_command_prints_and_writes_json(tmp_path, capsys):
 
 
 def test_demo_json_runs_the_sample_evaluations(capsys):
-    spec = json.loads((SAMPLE / "demo.json").read_text(encoding="utf-8"))
+    demo = json.loads((SAMPLE / "demo.json").read_text(encoding="utf-8"))
     results = []
-    for argv in spec["evaluate"]:
+    for argv in demo["evaluate"]:
         argv = [arg.replace("{sample}", str(SAMPLE)) for arg in argv]
         assert Path(argv[argv.index("--predictions") + 1]).is_file()
         assert cli.main(["--quiet", "evaluate", *argv]) == 0

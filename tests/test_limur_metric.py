@@ -1193,11 +1193,11 @@ def mera_doc(gold, n_options=7):
 
 def test_task_entry():
     task = TASK_API.TASKS["qahub_limur"]
-    assert (task["configs"], task["splits"], task["fewshot_split"]) == (["all"], ["test", "validation"], "shots")
-    assert set(task["metrics"]) == {"exact_match", "exact_match_mera", "unparseable"}
-    assert task["judge_metrics"] == {"judge_score": ("mean", True), "judge_coverage": ("mean", True)}
-    assert callable(task["judge_score"]) and callable(task["judge_filter"])
-    assert task["until"] == ["\n\n"]
+    assert (task.configs, task.splits, task.fewshot_split) == (("all",), ("test", "validation"), "shots")
+    assert set(task.metrics) == {"exact_match", "exact_match_mera", "unparseable"}
+    assert task.judge_metrics == {"judge_score": ("mean", True), "judge_coverage": ("mean", True)}
+    assert callable(task.judge) and callable(task.judge_filter)
+    assert task.until == ("\n\n",)
 
 
 @pytest.mark.quick
@@ -1205,17 +1205,17 @@ def test_task_on_sample_rows_oracle_and_garbage(sample_rows):
     task = TASK_API.TASKS["qahub_limur"]
     docs = [doc for split in ("validation", "test", "shots") for doc in sample_rows[split].to_list()]
     for doc in docs:
-        assert task["usable"](doc)
-        assert task["prompt"](doc) == doc["instruction"].format(**doc["inputs"])
-        assert task["prompt"](doc).strip() == doc["prompt"]
-        target = task["target"](doc)
-        assert target == doc["outputs"].strip() and not any(stop in target for stop in task["until"])
-        assert task["score"](target, doc) == {"exact_match": 1, "exact_match_mera": 1, "unparseable": 0}
-        assert task["score"](f"Ответ: {target}", doc) == {"exact_match": 1, "exact_match_mera": 1, "unparseable": 0}
+        assert task.usable(doc)
+        assert task.prompt(doc) == doc["instruction"].format(**doc["inputs"])
+        assert task.prompt(doc).strip() == doc["prompt"]
+        target = task.target(doc)
+        assert target == doc["outputs"].strip() and not any(stop in target for stop in task.until)
+        assert task.score(target, doc) == {"exact_match": 1, "exact_match_mera": 1, "unparseable": 0}
+        assert task.score(f"Ответ: {target}", doc) == {"exact_match": 1, "exact_match_mera": 1, "unparseable": 0}
         for garbage in GARBAGE:
-            values = task["score"](garbage, doc)
+            values = task.score(garbage, doc)
             assert values["exact_match"] == values["exact_match_mera"] == 0 and values["unparseable"] == 1
-    assert not task["usable"]({**docs[0], "outputs": ""})
+    assert not task.usable({**docs[0], "outputs": ""})
 
 
 GARBAGE = ["", "   ", None, 5, ["Б"], "x" * 10_000, "{\"answer\": ", "\ud800", "**жирный** _курсив_", b"\xd0\x91"]
@@ -1277,7 +1277,7 @@ def test_many_markers_without_a_colon():
 
 def test_task_judge_entry_gives_a_values_dict(sample_rows):
     doc = sample_rows["test"].to_list()[0]
-    assert TASK_API.TASKS["qahub_limur"]["judge"]("Ответ: Г", doc) == {"judge_score": 0.0, "judge_coverage": 0}  # no judge
+    assert TASK_API.TASKS["qahub_limur"].judge("Ответ: Г", doc) == {"judge_score": 0.0, "judge_coverage": 0}  # no judge
 
 
 # ---------------------------------------------------------------- MERA's own task on a qahub export

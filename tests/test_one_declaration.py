@@ -74,6 +74,8 @@ class Quiz(RowsBuilder):
 '''
 
 TASK_API = '''
+from .task_spec import TaskSpec
+
 CORPUS = "quiz"
 
 
@@ -81,11 +83,10 @@ def score(reply, doc):
     return {"exact_match": float(reply.strip() == doc["a"]), "unparseable": int(not reply.strip())}
 
 
-TASKS = {"qahub_quiz": {"configs": ["plain"], "splits": ["test"], "fewshot_split": None, "docs": None,
-                        "prompt": lambda doc: doc["q"], "target": lambda doc: doc["a"], "until": ["\\n"],
-                        "max_gen_toks": 8, "score": score,
-                        "metrics": {"exact_match": ("mean", True), "unparseable": ("mean", False)},
-                        "oracle": {"exact_match": 1.0, "unparseable": 0.0}}}
+TASKS = {"qahub_quiz": TaskSpec(configs=["plain"], splits=["test"], prompt=lambda doc: doc["q"],
+                                target=lambda doc: doc["a"], until=["\\n"], max_gen_toks=8, score=score,
+                                metrics={"exact_match": ("mean", True), "unparseable": ("mean", False)},
+                                oracle={"exact_match": 1.0, "unparseable": 0.0})}
 '''
 
 BENCH = '''
@@ -107,6 +108,7 @@ def quiz(tmp_path, monkeypatch):
     (tmp_path / "metrics" / "quiz").mkdir(parents=True)
     (tmp_path / "metrics" / "quiz" / "quiz.py").write_text("", encoding="utf-8")
     (tmp_path / "metrics" / "quiz" / "task_api.py").write_text(TASK_API, encoding="utf-8")
+    (tmp_path / "metrics" / "quiz" / "task_spec.py").symlink_to(ROOT / "metrics" / "_shared" / "task_spec.py")
     (tmp_path / "evaluate_cli").mkdir()
     (tmp_path / "evaluate_cli" / "quiz.py").write_text('HELP = "quiz"\n', encoding="utf-8")
     (tmp_path / "benchmarks").mkdir()
@@ -131,7 +133,7 @@ def test_a_sixth_corpus_in_its_own_files_is_found_everywhere(quiz):
     assert "quiz" in registry.corpus_names() and "quiz" in registry.metric_names()
     assert registry.catalog()["quiz"] == {"default": "plain", "configs": {"plain": ["test"]}}
     assert "quiz" in harness.corpora()
-    assert harness.all_tasks()["qahub_quiz"]["oracle"] == {"exact_match": 1.0, "unparseable": 0.0}
+    assert harness.all_tasks()["qahub_quiz"].oracle == {"exact_match": 1.0, "unparseable": 0.0}
     assert "qahub_quiz" in runs.qahub_tasks()
     assert "quiz" in cli.scoring_names()
     declared = bench_builds.case("quiz")
@@ -143,10 +145,10 @@ def test_a_sixth_corpus_in_its_own_files_is_found_everywhere(quiz):
 @pytest.mark.parametrize("task", sorted(harness.all_tasks()))
 def test_each_task_declares_its_oracle_scores_and_its_binary_metrics_among_its_metrics(task):
     spec = harness.all_tasks()[task]
-    assert spec["oracle"] and set(spec["oracle"]) <= set(spec["metrics"]), task
-    assert set(spec.get("binary", ())) <= set(spec["metrics"]), task
-    for metric, value in spec["oracle"].items():  # the oracle sits at the top, or at 0 for what is lower-better
-        assert spec["metrics"][metric][1] or value == 0.0, (task, metric)
+    assert spec.oracle and set(spec.oracle) <= set(spec.metrics), task
+    assert set(spec.binary) <= set(spec.metrics), task
+    for metric, value in spec.oracle.items():  # the oracle sits at the top, or at 0 for what is lower-better
+        assert spec.metrics[metric].higher_is_better or value == 0.0, (task, metric)
 
 
 @pytest.mark.parametrize("metric", ["doc2dial", "topical_chat"])

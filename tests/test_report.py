@@ -646,7 +646,7 @@ def test_a_resample_s_bleu_is_the_task_s_aggregation_of_its_documents():
     from qahub.report.build import estimator
 
     spec = report_runs.qahub_tasks()["qahub_doc2dial_response"]
-    aggregation = spec["metrics"]["bleu"][0]
+    aggregation = spec.metrics["bleu"].aggregation
     metric = report_runs.task_metrics(spec)["bleu"]
     rng = random.Random(3)
     golds = _hostile_lines(rng, 12)

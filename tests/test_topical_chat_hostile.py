@@ -141,8 +141,8 @@ def test_the_task_scorer_never_raises_and_aggregates_finite(pairs):
 
     spec = task_api.TASKS["qahub_topical_chat_freq"]
     docs = [{"target": " ".join(gold.split()), "knowledge": k} for _, gold, k in pairs]
-    rows = [spec["score"](reply, doc) for (reply, _, _), doc in zip(pairs, docs, strict=True)]
-    for name, (how, _) in spec["metrics"].items():
+    rows = [spec.score(reply, doc) for (reply, _, _), doc in zip(pairs, docs, strict=True)]
+    for name, (how, _) in spec.metrics.items():
         values = [row[name] for row in rows]
         value = math.fsum(values) / len(values) if how == "mean" else how(values)
         assert isinstance(value, float) and math.isfinite(value), name

@@ -612,12 +612,12 @@ def task_docs(location, split="test_freq"):
     import datasets
 
     spec = task_api.TASKS["qahub_topical_chat_freq"]
-    return list(spec["docs"](datasets.load_dataset(str(location), "conversations", split=split), str(location)))
+    return list(spec.docs(datasets.load_dataset(str(location), "conversations", split=split), str(location)))
 
 
 def aggregate(rows):
     out = {}
-    for name, (how, _) in task_api.TASKS["qahub_topical_chat_freq"]["metrics"].items():
+    for name, (how, _) in task_api.TASKS["qahub_topical_chat_freq"].metrics.items():
         values = [row[name] for row in rows]
         out[name] = math.fsum(values) / len(values) if how == "mean" else how(values)
     return out
@@ -625,12 +625,12 @@ def aggregate(rows):
 
 def test_task_contract():
     assert set(task_api.TASKS) == {"qahub_topical_chat_freq", "qahub_topical_chat_rare"}
-    assert task_api.TASKS["qahub_topical_chat_rare"]["splits"] == ["test_rare", "valid_rare"]
+    assert task_api.TASKS["qahub_topical_chat_rare"].splits == ("test_rare", "valid_rare")
     spec = task_api.TASKS["qahub_topical_chat_freq"]
-    assert spec["configs"] == ["conversations"] and spec["fewshot_split"] == "train"
-    assert spec["splits"] == ["test_freq", "valid_freq"]
-    assert spec["until"] == ["\n"]
-    assert {name: better for name, (_, better) in spec["metrics"].items()} == {
+    assert spec.configs == ("conversations",) and spec.fewshot_split == "train"
+    assert spec.splits == ("test_freq", "valid_freq")
+    assert spec.until == ("\n",)
+    assert {name: better for name, (_, better) in spec.metrics.items()} == {
         "f1": True, "knowledge_f1": True, "bleu": True, "distinct_1": True, "distinct_2": True, "unparseable": False}
 
 
@@ -689,7 +689,7 @@ def test_task_garbage_model_finishes_with_finite_low_scores(exported):
     assert result["f1"] < 0.05 and result["bleu"] < 1.0
     assert aggregate([task_api.score(None, docs[0])])["knowledge_f1"] == 0.0
     # no doc with knowledge: knowledge F1 is 0.0, not None
-    assert task_api.TASKS["qahub_topical_chat_freq"]["metrics"]["knowledge_f1"][0]([None, None]) == 0.0
+    assert task_api.TASKS["qahub_topical_chat_freq"].metrics["knowledge_f1"][0]([None, None]) == 0.0
 
 
 def test_task_and_metric_score_alike(exported, metric):

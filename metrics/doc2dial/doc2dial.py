@@ -12,9 +12,10 @@ from .replies import span_reply
 from .scores import RESULTS
 from .squad_v2_scoring import squad_v2_scores
 from .task_api import TASKS
+from .task_spec import TaskSpec
 
 # evaluate copies only the helper modules this file imports: the scorers' and task_api's own helpers too
-_HELPERS = (TASKS, agent_turns, corpus_sacrebleu, span_reply, squad_v2_scores, RESULTS)
+_HELPERS = (TASKS, TaskSpec, agent_turns, corpus_sacrebleu, span_reply, squad_v2_scores, RESULTS)
 
 _CITATION = """\
 @inproceedings{feng-etal-2020-doc2dial,

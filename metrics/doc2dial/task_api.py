@@ -18,6 +18,7 @@ from .bleu_scoring import bleu_of_statistics, corpus_sacrebleu
 from .dialogues import agent_turns
 from .replies import NO_ANSWER, bleu_line, one_line, read_reply, span_reply
 from .squad_v2_scoring import span_scores
+from .task_spec import TaskSpec
 
 DOC_CHARS = 6000  # characters of the (tidied) document shown in a prompt
 QUESTION_TOKENS = 100  # doc2dial_rc keeps the first 100 whitespace tokens of the newest-first history
@@ -201,45 +202,40 @@ def document_texts(location, load=_load_dataset):
 CORPUS = "doc2dial"
 
 TASKS = {
-    "qahub_doc2dial_grounding": {
-        "configs": ["doc2dial_rc"],
-        "splits": ["validation", "train"],
-        "fewshot_split": "train",
-        "docs": None,
-        "prompt": grounding_prompt,
-        "target": grounding_target,
-        "until": ["\n\n"],
-        "max_gen_toks": 512,  # grounding spans can be a few paragraphs long
-        "score": grounding_score,
-        "metrics": {"exact": ("mean", True), "f1": ("mean", True), "unparseable": ("mean", False)},
-        # what each gold-matching metric aggregates to when every reply is the target (the tests check it)
-        "oracle": {"exact": 100.0, "f1": 100.0, "unparseable": 0.0},
-        # the metrics that are 0/1 per document (exact: 0/100): `qahub report` pairs them by McNemar's test
-        "binary": ["exact", "unparseable"],
-        # breakdowns `qahub report` shows: FIELD -> the category of a logged doc
-        "categories": {"domain": domain},
-        "doc_id": doc_id,
+    "qahub_doc2dial_grounding": TaskSpec(
+        configs=["doc2dial_rc"],
+        splits=["validation", "train"],
+        fewshot_split="train",
+        prompt=grounding_prompt,
+        target=grounding_target,
+        until=["\n\n"],
+        max_gen_toks=512,  # grounding spans can be a few paragraphs long
+        score=grounding_score,
+        metrics={"exact": ("mean", True), "f1": ("mean", True), "unparseable": ("mean", False)},
+        oracle={"exact": 100.0, "f1": 100.0, "unparseable": 0.0},
+        binary=["exact", "unparseable"],  # exact: 0/100 per document
+        categories={"domain": domain},
+        doc_id=doc_id,
         # few-shot demonstrations never come from the document's own dialogue (qahub.harness.Demonstrations)
-        "cluster": grounding_dialogue,
-    },
-    "qahub_doc2dial_response": {
-        "configs": ["dialogue_domain"],
-        "splits": ["validation", "train"],
-        "fewshot_split": "train",
-        "docs": response_docs,
-        "prompt": response_prompt,
-        "target": response_target,
-        "until": ["\n\n"],
-        "max_gen_toks": 128,
-        "score": response_score,
-        "metrics": {"bleu": (corpus_bleu, True), "unparseable": ("mean", False)},
+        cluster=grounding_dialogue,
+    ),
+    "qahub_doc2dial_response": TaskSpec(
+        configs=["dialogue_domain"],
+        splits=["validation", "train"],
+        fewshot_split="train",
+        docs=response_docs,
+        prompt=response_prompt,
+        target=response_target,
+        until=["\n\n"],
+        max_gen_toks=128,
+        score=response_score,
+        metrics={"bleu": (corpus_bleu, True), "unparseable": ("mean", False)},
         # `qahub report` scores each bootstrap resample with it: corpus_bleu's own BLEU, from summed statistics
-        "bleu_of_statistics": bleu_of_statistics,
-        "oracle": {"bleu": 100.0, "unparseable": 0.0},
-        "binary": ["unparseable"],
-        # breakdowns `qahub report` shows: FIELD -> the category of a logged doc
-        "categories": {"domain": domain},
-        "doc_id": doc_id,
-        "cluster": response_dialogue,
-    },
+        bleu_of_statistics=bleu_of_statistics,
+        oracle={"bleu": 100.0, "unparseable": 0.0},
+        binary=["unparseable"],
+        categories={"domain": domain},
+        doc_id=doc_id,
+        cluster=response_dialogue,
+    ),
 }

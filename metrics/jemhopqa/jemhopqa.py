@@ -5,6 +5,7 @@ import json
 import evaluate
 
 # evaluate copies only the helpers imported here: so also replies (used by records) and task_api (harness tasks)
+# with its task_spec
 from .direct_metric import JSON_TEXT, DirectMetric
 from .direct_score import score, score_checked
 from .llm_jp_eval import aggregate
@@ -12,9 +13,10 @@ from .records import JemhopqaInputError, check_solver, checked
 from .replies import parse_reply
 from .scoring import Similarity
 from .task_api import TASKS
+from .task_spec import TaskSpec
 from .tokens import get_tokenizer
 
-__all__ = ["Jemhopqa", "JemhopqaInputError", "Similarity", "TASKS", "aggregate", "get_tokenizer", "parse_reply", "score"]
+__all__ = ["Jemhopqa", "JemhopqaInputError", "Similarity", "TASKS", "TaskSpec", "aggregate", "get_tokenizer", "parse_reply", "score"]
 
 _CITATION = """\
 @inproceedings{ishii-etal-2024-jemhopqa-dataset,

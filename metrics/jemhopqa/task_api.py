@@ -17,6 +17,7 @@ from .llm_jp_eval import example_scores, model_answer
 from .records import check_reference
 from .replies import parse_reply, render
 from .scoring import Similarity, question_row
+from .task_spec import TaskSpec
 from .tokens import get_tokenizer
 
 # llm-jp-eval v1.3.0: the default template of utils.py get_evaluation_prompt; the instruction and the input
@@ -110,41 +111,36 @@ def mean(values) -> float:
     return float(statistics.mean(values)) if values else 0.0
 
 
-# target_delimiter "": a demonstration's answer follows "### 応答:\n" directly, as in llm-jp-eval's template
-# (an optional key: lm-eval's default is " ")
-_COMMON = {"configs": ["v1.2", "v1.1", "v1.0"], "splits": ["validation"], "fewshot_split": "train", "docs": None,
-           "until": [STOP], "target_delimiter": "",
-           # breakdowns `qahub report` shows: FIELD -> the category of a logged doc
-           "categories": {"type": question_type},
+# the fields both tasks share; target_delimiter "": a demonstration's answer follows "### 応答:\n" directly, as in
+# llm-jp-eval's template (lm-eval's default is " ")
+_COMMON = {"configs": ["v1.2", "v1.1", "v1.0"], "splits": ["validation"], "fewshot_split": "train",
+           "until": [STOP], "target_delimiter": "", "categories": {"type": question_type},
            "doc_id": lambda doc: doc["qid"]}
 
 # the corpus these tasks run on (qahub.harness finds the tasks of every corpus by it)
 CORPUS = "jemhopqa"
 
 TASKS = {
-    "qahub_jemhopqa": {
+    "qahub_jemhopqa": TaskSpec(
         **_COMMON,
-        "prompt": answer_prompt,
-        "target": answer_target,
-        "max_gen_toks": 64,
-        "score": score_answer,
-        "metrics": {"exact_match": ("mean", True), "char_f1": (mean, True), "unparseable": ("mean", False)},
-        # what each gold-matching metric aggregates to when every reply is the target (the tests check it)
-        "oracle": {"exact_match": 1.0, "char_f1": 1.0, "unparseable": 0.0},
-        # the metrics that are 0/1 per document: `qahub report` compares two runs on them by McNemar's test
-        "binary": ["exact_match", "unparseable"],
-    },
-    "qahub_jemhopqa_derivations": {
+        prompt=answer_prompt,
+        target=answer_target,
+        max_gen_toks=64,
+        score=score_answer,
+        metrics={"exact_match": ("mean", True), "char_f1": (mean, True), "unparseable": ("mean", False)},
+        oracle={"exact_match": 1.0, "char_f1": 1.0, "unparseable": 0.0},
+        binary=["exact_match", "unparseable"],
+    ),
+    "qahub_jemhopqa_derivations": TaskSpec(
         **_COMMON,
-        "prompt": derivations_prompt,
-        "target": derivations_target,
-        "max_gen_toks": 384,
-        "score": score_derivations,
-        "configuration": configuration,  # optional key: the Sudachi dictionary and synonyms it scores with
-        "metrics": {"a_em": ("mean", True), "a_score": ("mean", True), "e_f1": ("mean", True),
-                    "r_f1": ("mean", True), "er_f1": ("mean", True), "unparseable": ("mean", False)},
-        # what each gold-matching metric aggregates to when every reply is the target
-        "oracle": {"a_em": 1.0, "a_score": 1.0, "e_f1": 1.0, "r_f1": 1.0, "er_f1": 1.0, "unparseable": 0.0},
-        "binary": ["a_em", "unparseable"],
-    },
+        prompt=derivations_prompt,
+        target=derivations_target,
+        max_gen_toks=384,
+        score=score_derivations,
+        configuration=configuration,  # the Sudachi dictionary and synonyms it scores with
+        metrics={"a_em": ("mean", True), "a_score": ("mean", True), "e_f1": ("mean", True),
+                 "r_f1": ("mean", True), "er_f1": ("mean", True), "unparseable": ("mean", False)},
+        oracle={"a_em": 1.0, "a_score": 1.0, "e_f1": 1.0, "r_f1": 1.0, "er_f1": 1.0, "unparseable": 0.0},
+        binary=["a_em", "unparseable"],
+    ),
 }

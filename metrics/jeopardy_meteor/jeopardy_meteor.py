@@ -11,8 +11,9 @@ from .replies import parse_reply
 from .russian_meteor import THRESHOLD
 from .spacy_like import TOKENIZERS
 from .task_api import TASKS
+from .task_spec import TaskSpec
 
-__all__ = ["TASKS", "TOKENIZERS", "JeopardyMeteor", "parse_reply", "score_answers", "score_questions"]
+__all__ = ["TASKS", "TaskSpec", "TOKENIZERS", "JeopardyMeteor", "parse_reply", "score_answers", "score_questions"]
 
 _CITATION = """\
 @inproceedings{mikhalkova-khlyupin-2022-russian,

@@ -15,6 +15,7 @@ import re
 from .examples import score_example
 from .replies import parse_reply
 from .russian_meteor import THRESHOLD, shared
+from .task_spec import TaskSpec
 
 TOKENIZER = "auto"  # spaCy's Russian tokenizer when installed, else the regex imitation: see resources()
 UNIT_VALUE = 1  # the value of a question whose row has no question_number (config `qa`)
@@ -119,37 +120,33 @@ def resources():
 CORPUS = "jeopardy"
 
 TASKS = {
-    "qahub_jeopardy": {
-        "configs": ["extended", "qa"],
-        "splits": ["validation", "train"],  # extended has only train; qa has validation and train
+    "qahub_jeopardy": TaskSpec(
+        configs=["extended", "qa"],
+        splits=["validation", "train"],  # extended has only train; qa has validation and train
         # demonstrations from train when the evaluation split is another one (qa: validation); with extended
         # the evaluation split is train itself, and the task generator then sets no few-shot split
-        "fewshot_split": "train",
-        "usable": usable,
-        "docs": None,
-        "prompt": prompt,
-        "target": target,
-        "until": ["\n"],
-        "max_gen_toks": 48,
-        "score": score,
-        "metrics": {
+        fewshot_split="train",
+        usable=usable,
+        prompt=prompt,
+        target=target,
+        until=["\n"],
+        max_gen_toks=48,
+        score=score,
+        metrics={
             "meteor": ("mean", True),
             "accuracy": ("mean", True),
             "game_score": (total, True),
             "abstained": ("mean", False),
             "unparseable": ("mean", False),
         },
-        # what each gold-matching metric aggregates to when every reply is the target (the tests check it)
-        "oracle": {"accuracy": 1.0, "abstained": 0.0, "unparseable": 0.0},
-        # the metrics that are 0/1 per document: `qahub report` compares two runs on them by McNemar's test
-        "binary": ["accuracy", "abstained", "unparseable"],
-        # breakdowns `qahub report` shows: FIELD -> the category of a logged doc
-        "categories": {"question_number": value_category},
+        oracle={"accuracy": 1.0, "abstained": 0.0, "unparseable": 0.0},
+        binary=["accuracy", "abstained", "unparseable"],
+        categories={"question_number": value_category},
         # the question id of config extended; a `qa` row has none (None: the document's position)
-        "doc_id": lambda doc: doc.get("question_id"),
+        doc_id=lambda doc: doc.get("question_id"),
         # few-shot demonstrations never come from the question's own theme (qahub.harness.Demonstrations)
-        "cluster": theme,
-    },
+        cluster=theme,
+    ),
 }
 
 __all__ = ["TASKS", "clean_answer", "parse_reply", "prompt", "resources", "score", "target"]

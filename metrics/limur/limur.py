@@ -14,6 +14,7 @@ from .mera import answer_candidates
 from .references import check_added, check_inputs, check_predictions, normalise_references, storable
 from .score import ALL_CLOSED
 from .task_api import TASKS
+from .task_spec import TaskSpec
 
 _CITATION = """\
 @misc{limur,
@@ -116,6 +117,7 @@ class Limur(DirectMetric):
 
 
 # the harness task scores with the same code (score_reply); imported here so that evaluate copies task_api
-_TASKS = TASKS
+# and the type its TASKS are
+_TASKS = TASKS, TaskSpec
 __all__ = ["ALL_CLOSED", "LETTERS", "JudgeConfigError", "Limur", "answer_candidates", "check_inputs", "gc_paused",
            "score", "score_all"]

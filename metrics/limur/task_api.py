@@ -22,6 +22,7 @@ from .judge import (
 from .judge_settings import MixedJudgeError, resolve
 from .mera import answer_candidates
 from .score import score_reply
+from .task_spec import Grader, TaskSpec
 
 OPTION_KEYS = [f"option_{c}" for c in "abcdefghi"]
 LETTERS = "АБВГДЕЁЖЗ"
@@ -235,39 +236,33 @@ def _task_text(doc):
 CORPUS = "limur"
 
 TASKS = {
-    "qahub_limur": {
-        "configs": ["all"],
-        "splits": ["test", "validation"],
-        "fewshot_split": "shots",
-        "usable": usable,
-        "docs": None,
-        "prompt": prompt,
-        "target": target,
+    "qahub_limur": TaskSpec(
+        configs=["all"],
+        splits=["test", "validation"],
+        fewshot_split="shots",
+        usable=usable,
+        prompt=prompt,
+        target=target,
         # MERA's limur.yaml sets no generation_kwargs: lm-eval then stops at the few-shot delimiter "\n\n" and
-        # generates at most 256 tokens; the one-letter target holds no stop sequence
-        "until": ["\n\n"],
-        "max_gen_toks": 256,
-        "score": score,
-        "metrics": {"exact_match": ("mean", True), "exact_match_mera": ("mean", True),
-                    "unparseable": ("mean", False)},
-        # what each gold-matching metric aggregates to when every reply is the target (the tests check it)
-        "oracle": {"exact_match": 1.0, "exact_match_mera": 1.0, "unparseable": 0.0},
-        # the metrics that are 0/1 per document: `qahub report` compares two runs on them by McNemar's test
-        "binary": ["exact_match", "exact_match_mera", "unparseable"],
-        # add to "metrics" when a judge is configured (QAHUB_JUDGE_URL and QAHUB_JUDGE_MODEL set, or MERA's
+        # generates at most 256 tokens (the default max_gen_toks); the one-letter target holds no stop sequence
+        until=["\n\n"],
+        score=score,
+        metrics={"exact_match": ("mean", True), "exact_match_mera": ("mean", True),
+                 "unparseable": ("mean", False)},
+        oracle={"exact_match": 1.0, "exact_match_mera": 1.0, "unparseable": 0.0},
+        binary=["exact_match", "exact_match_mera", "unparseable"],
+        # added to the metrics when a judge is configured (QAHUB_JUDGE_URL and QAHUB_JUDGE_MODEL set, or MERA's
         # LM_EVAL_JUDGE_API_BASE and LM_EVAL_JUDGE_MODEL); judge_coverage: the share of documents judged
-        "judge_metrics": {"judge_score": ("mean", True), "judge_coverage": ("mean", True)},
-        "judge_score": judge_score,
-        "judge": judge,
-        "judge_filter": judge_filter,  # judges a whole run concurrently before process_results
-        "judge_configured": judge_configured,
-        "judge_record": judge_record,  # the lm-eval task's metadata records it
+        judge_metrics={"judge_score": ("mean", True), "judge_coverage": ("mean", True)},
+        judge=judge,
+        judge_filter=judge_filter,  # judges a whole run concurrently before process_results
+        judge_configured=judge_configured,
+        judge_record=judge_record,  # the lm-eval task's metadata records it
         # a harness's own grader model (inspect's grader role): MERA's prompts, at temperature 0 with this many
         # tokens, MERA's reading of each reply, the best grade kept
-        "grader": {"prompts": mera_judge_prompts, "max_tokens": MERA_MAX_TOKENS, "grade": parse_mera_grade,
-                   "reduce": best_grade, "record": grader_record},
-        "doc_id": doc_id,  # the document's id: MERA's meta.id, unique within a split
-        # breakdowns `qahub report` shows: FIELD -> the category of a logged doc
-        "categories": {"task_type": task_type, "context_type": context_type},
-    },
+        grader=Grader(prompts=mera_judge_prompts, max_tokens=MERA_MAX_TOKENS, grade=parse_mera_grade,
+                      reduce=best_grade, record=grader_record),
+        doc_id=doc_id,  # the document's id: MERA's meta.id, unique within a split
+        categories={"task_type": task_type, "context_type": context_type},
+    ),
 }

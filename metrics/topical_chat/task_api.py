@@ -8,6 +8,7 @@ One doc per turn after the first (turn 0 opens the conversation and has no histo
 import functools
 
 from .replies import bleu_of_pairs, distinct_1, distinct_2, mean_or_zero, one_line, score_reply
+from .task_spec import TaskSpec
 from .turns import turn_examples
 
 # the columns of a doc; doc_features() their types (datasets is imported only when docs are made: the inspect
@@ -107,20 +108,20 @@ def conversation(doc):
 
 
 def _task(splits):
-    return {
-        "configs": ["conversations"],
-        "splits": splits,
-        "fewshot_split": "train",
-        "docs": docs,
-        "prompt": prompt,
-        "target": target,
-        "until": ["\n"],
-        "max_gen_toks": 64,
-        "score": score,
-        "doc_id": doc_id,
+    return TaskSpec(
+        configs=["conversations"],
+        splits=splits,
+        fewshot_split="train",
+        docs=docs,
+        prompt=prompt,
+        target=target,
+        until=["\n"],
+        max_gen_toks=64,
+        score=score,
+        doc_id=doc_id,
         # few-shot demonstrations never come from the document's own cluster (qahub.harness.Demonstrations)
-        "cluster": conversation,
-        "metrics": {
+        cluster=conversation,
+        metrics={
             "f1": ("mean", True),
             "knowledge_f1": (mean_or_zero, True),
             "bleu": (bleu_of_pairs, True),
@@ -128,11 +129,9 @@ def _task(splits):
             "distinct_2": (distinct_2, True),
             "unparseable": ("mean", False),
         },
-        # what each gold-matching metric aggregates to when every reply is the target (the tests check it)
-        "oracle": {"f1": 1.0, "bleu": 100.0, "unparseable": 0.0},
-        # the metrics that are 0/1 per document: `qahub report` compares two runs on them by McNemar's test
-        "binary": ["unparseable"],
-    }
+        oracle={"f1": 1.0, "bleu": 100.0, "unparseable": 0.0},
+        binary=["unparseable"],
+    )
 
 
 # the corpus these tasks run on (qahub.harness finds the tasks of every corpus by it)

@@ -4,12 +4,14 @@ import json
 
 import evaluate
 
+# evaluate copies only the helpers this file imports: task_spec (the type of task_api.TASKS) too
 from .direct_metric import JSON_TEXT, DirectMetric
 from .direct_score import _score, score
 from .inputs import check_options, encode, examples
 from .replies import summary
 from .responses import unigram_f1
 from .task_api import TASKS
+from .task_spec import TaskSpec
 from .turns import turn_examples
 
 _CITATION = """\
@@ -98,7 +100,7 @@ Examples:
 """
 
 # evaluate copies only the helper modules this file imports: each is imported here, and these names exported
-__all__ = ["TASKS", "TopicalChat", "examples", "score", "summary", "turn_examples", "unigram_f1"]
+__all__ = ["TASKS", "TaskSpec", "TopicalChat", "examples", "score", "summary", "turn_examples", "unigram_f1"]
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)

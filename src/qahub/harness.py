@@ -1,13 +1,14 @@
 """Task folders for lm-evaluation-harness: ``qahub harness-tasks`` writes them, ``lm_eval --include_path`` reads them.
 
-A task's prompt, gold target, per-example scores and aggregations are its metric's own: the ``TASKS`` table of
-``qahub.metrics.<metric>.task_api``, the code the ``evaluate`` metric scores with. This module only chooses the
+A task's prompt, gold target, per-example scores and aggregations are its metric's own: the ``TASKS`` table
+(``TaskSpec``s) of ``qahub.metrics.<metric>.task_api``, the code the ``evaluate`` metric scores with. This module only chooses the
 dataset config and splits a location has, writes one folder per task (``<task>.yaml`` + ``utils.py``), and binds
 those functions to the location in ``utils.py``, so that lm-eval scores each reply with qahub's code.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
@@ -20,9 +21,11 @@ from types import SimpleNamespace
 import qahub
 from qahub import tasks
 from qahub.files import listed
+from qahub.tasks import TaskSpec
 
 logger = logging.getLogger(__name__)
 MARKER = "qahub_tasks.json"  # written in every generated folder: what it holds, and proof that qahub wrote it
+_DEFAULTS = {f.name: f.default for f in dataclasses.fields(TaskSpec)}  # lm-eval's own defaults, as TaskSpec's
 
 
 class HarnessError(ValueError):
@@ -151,28 +154,27 @@ def plan_tasks(corpus: str, location) -> dict:
     available = _configs(location)
     plan = {}
     for name, spec in tasks.items():
-        config = next((c for c in spec["configs"] if c in available), None)
+        config = next((c for c in spec.configs if c in available), None)
         if config is None:
             raise HarnessError(f"{location}: has none of the configs task {name} runs on "
-                               f"({', '.join(spec['configs'])}); it has {', '.join(available) or 'none'}")
+                               f"({', '.join(spec.configs)}); it has {', '.join(available) or 'none'}")
         present = _splits(location, config)
         split = _eval_split(location, config, present, spec, name, corpus)
         fewshot = fewshot_split(spec, present, split)
         if fewshot != split:
             _reference_rows(location, config, fewshot, corpus)  # a damaged few-shot shard stops here, not inside lm-eval
-        if spec.get("docs"):  # the configs its docs join (e.g. Topical-Chat's reading_sets) are read now too
-            _reading(spec["docs"], _reference_rows(location, config, split, corpus), location, load=_reference_rows)
+        if spec.docs:  # the configs its docs join (e.g. Topical-Chat's reading_sets) are read now too
+            _reading(spec.docs, _reference_rows(location, config, split, corpus), location, load=_reference_rows)
         plan[name] = {"corpus": corpus, "location": location, "config": config, "split": split,
                       "fewshot_split": fewshot}
     return plan
 
 
-def fewshot_split(spec: dict, present: list[str], split: str) -> str:
+def fewshot_split(spec: TaskSpec, present: list[str], split: str) -> str:
     """The task's own few-shot split where the export has it, else the evaluated split itself: lm-eval 0.4 leaves
     the document out of its own demonstrations only when ``fewshot_split`` equals ``test_split`` (without a
     ``fewshot_split`` it samples the test docs with no exclusion)."""
-    fewshot = spec.get("fewshot_split")
-    return fewshot if fewshot in present else split
+    return spec.fewshot_split if spec.fewshot_split in present else split
 
 
 def resolve_location(location) -> str:
@@ -215,13 +217,12 @@ def _reading(read, *args, **kwargs):
         raise HarnessError(str(err)) from None
 
 
-def _eval_split(location: str, config: str, present: list[str], spec: dict, name: str, corpus: str) -> str:
+def _eval_split(location: str, config: str, present: list[str], spec: TaskSpec, name: str, corpus: str) -> str:
     """The first preferred split present whose rows have gold (``usable``), e.g. LIMUR's test only when open."""
-    candidates = [s for s in spec["splits"] if s in present]
-    usable = spec.get("usable")
+    candidates = [s for s in spec.splits if s in present]
     for split in candidates:
         rows = _reference_rows(location, config, split, corpus)  # read even when not needed: a damaged shard stops here
-        if usable is None or any(usable(row) for row in rows):
+        if spec.usable is None or any(spec.usable(row) for row in rows):
             return split
     raise HarnessError(f"{location}: config {config} has no split with gold answers for task {name} "
                        f"(tried {', '.join(candidates) or 'none'} of {', '.join(present)})")
@@ -248,14 +249,11 @@ def _group_file(corpus: str, names: list[str]) -> str | None:
     return None if f"qahub_{corpus}" in names or len(names) < 2 else f"_qahub_{corpus}.yaml"
 
 
-def task_metrics(spec: dict, judge: bool) -> dict:
-    metrics = dict(spec["metrics"])
-    if judge:
-        metrics.update(spec.get("judge_metrics", {}))
-    return metrics
+def task_metrics(spec: TaskSpec, judge: bool) -> dict:
+    return {**spec.metrics, **spec.judge_metrics} if judge else dict(spec.metrics)
 
 
-def task_yaml(name: str, entry: dict, spec: dict, judge: bool) -> str:
+def task_yaml(name: str, entry: dict, spec: TaskSpec, judge: bool) -> str:
     q = json.dumps  # a JSON string is a valid YAML double-quoted scalar
     lines = [
         f"# Generated by `qahub harness-tasks` (qahub {qahub.__version__}); regenerate rather than edit.",
@@ -268,21 +266,21 @@ def task_yaml(name: str, entry: dict, spec: dict, judge: bool) -> str:
         f"test_split: {q(entry['split'])}",
         f"fewshot_split: {q(entry['fewshot_split'])}",
     ]
-    if spec.get("cluster"):  # demonstrations from outside the document's conversation (utils.sampler)
+    if spec.cluster:  # demonstrations from outside the document's conversation (utils.sampler)
         lines += ["fewshot_config:", "  sampler: !function utils.sampler"]
     lines.append("output_type: generate_until")
     for key in ("target_delimiter", "fewshot_delimiter"):  # e.g. llm-jp-eval puts the answer right after its header
-        if key in spec:
-            lines.append(f"{key}: {q(spec[key])}")
-    if spec.get("docs"):
+        if getattr(spec, key) != _DEFAULTS[key]:  # written only where it is not lm-eval's default
+            lines.append(f"{key}: {q(getattr(spec, key))}")
+    if spec.docs:
         lines.append("process_docs: !function utils.process_docs")
     lines += [
         "doc_to_text: !function utils.doc_to_text",
         "doc_to_target: !function utils.doc_to_target",
         "process_results: !function utils.process_results",
         "generation_kwargs:",
-        f"  until: {q(list(spec['until']), ensure_ascii=False)}",
-        f"  max_gen_toks: {int(spec.get('max_gen_toks', 256))}",
+        f"  until: {q(list(spec.until), ensure_ascii=False)}",
+        f"  max_gen_toks: {spec.max_gen_toks}",
         "  do_sample: false",
         "  temperature: 0.0",
         "metric_list:",
@@ -293,24 +291,24 @@ def task_yaml(name: str, entry: dict, spec: dict, judge: bool) -> str:
     lines += judge_filter_yaml(spec, judge)
     # no num_fewshot: lm-eval ignores --num_fewshot for a task whose YAML sets it (0 when neither does)
     lines += ["metadata:", "  version: 1.0"]
-    if judge and spec.get("judge_record"):  # the judge lm-eval's run uses, read when lm-eval loads the task
+    if judge and spec.judge_record:  # the judge lm-eval's run uses, read when lm-eval loads the task
         lines.append("  judge: !function utils.judge_record")
-    if spec.get("configuration"):  # what the scorer runs with here (e.g. which tokenizer dictionary)
-        lines.append(f"  scorer: {q(spec['configuration'](), ensure_ascii=False)}")
+    if spec.configuration:  # what the scorer runs with here (e.g. which tokenizer dictionary)
+        lines.append(f"  scorer: {q(spec.configuration(), ensure_ascii=False)}")
     return "\n".join(lines) + "\n"
 
 
-def judge_filter_yaml(spec: dict, judge: bool) -> list[str]:
+def judge_filter_yaml(spec: TaskSpec, judge: bool) -> list[str]:
     """A judge task's filters: lm-eval's ``custom`` filter sees every reply of the run at once, so the judge runs
     there, concurrently (lm-eval calls process_results one document at a time); then lm-eval's default
     ``take_first``, under the default name ``none``, so the replies and the metric names stay as without it."""
-    if not (judge and spec.get("judge_filter")):
+    if not (judge and spec.judge_filter):
         return []
     return ["filter_list:", '  - name: "none"', "    filter:", "      - function: custom",
             "        filter_fn: !function utils.judge_filter", "      - function: take_first"]
 
 
-def utils_py(name: str, entry: dict, spec: dict, judge: bool) -> str:
+def utils_py(name: str, entry: dict, spec: TaskSpec, judge: bool) -> str:
     aggregates = [m for m, (aggregation, _) in task_metrics(spec, judge).items() if not isinstance(aggregation, str)]
     lines = [
         f'"""lm-evaluation-harness functions of task {name}, generated by `qahub harness-tasks`.',
@@ -327,14 +325,14 @@ def utils_py(name: str, entry: dict, spec: dict, judge: bool) -> str:
         "doc_to_target = _task.doc_to_target",
         "process_results = _task.process_results",
     ]
-    if spec.get("docs"):
+    if spec.docs:
         lines.append("process_docs = _task.process_docs")
-    if spec.get("cluster"):
+    if spec.cluster:
         lines.append("sampler = _task.sampler()")
     lines += [f"aggregate_{m} = _task.aggregate[{m!r}]" for m in aggregates]
-    if judge and spec.get("judge_filter"):
+    if judge and spec.judge_filter:
         lines.append("judge_filter = _task.judge_filter")
-    if judge and spec.get("judge_record"):  # the YAML's metadata: computed at each load (lm-eval keeps the module)
+    if judge and spec.judge_record:  # the YAML's metadata: computed at each load (lm-eval keeps the module)
         lines += ["", "", "def __getattr__(name):", '    if name == "judge_record":', "        return _task.judge_record()",
                   "    raise AttributeError(name)"]
     return "\n".join(lines) + "\n"
@@ -350,10 +348,10 @@ def task_functions(corpus: str, name: str, location: str, judge: bool = False, c
     ``dataset()`` reads ``splits`` of ``config`` there."""
     spec = task_api(corpus).TASKS[name]
     metrics = task_metrics(spec, judge)
-    if judge and spec.get("judge") and not spec.get("judge_configured", lambda: True)():
+    if judge and spec.judge and spec.judge_configured and not spec.judge_configured():
         logger.warning("%s: the task reports judge_score but no judge is set (QAHUB_JUDGE_URL and _MODEL, or "
                        "LM_EVAL_JUDGE_API_BASE and LM_EVAL_JUDGE_MODEL): every judge_score will be 0", name)
-    scorers = [spec["score"]] + ([spec["judge"]] if judge and spec.get("judge") else [])
+    scorers = [spec.score] + ([spec.judge] if judge and spec.judge else [])
 
     def process_results(doc, results):
         reply = results[0] if results else ""
@@ -363,17 +361,17 @@ def task_functions(corpus: str, name: str, location: str, judge: bool = False, c
         return {metric: values[metric] for metric in metrics}
 
     def process_docs(dataset):
-        return spec["docs"](dataset, location, load=_reference_rows)  # joined configs read fresh too
+        return spec.docs(dataset, location, load=_reference_rows)  # joined configs read fresh too
 
     def dataset(**_metadata):  # lm-eval's custom_dataset hook; it passes the task's metadata, unused here
         return {split: _reference_rows(location, config, split, corpus) for split in dict.fromkeys(splits)}
 
     aggregate = {m: _finite(a) for m, (a, _) in metrics.items() if not isinstance(a, str)}
-    return SimpleNamespace(doc_to_text=spec["prompt"], doc_to_target=spec["target"], process_docs=process_docs,
+    return SimpleNamespace(doc_to_text=spec.prompt, doc_to_target=spec.target, process_docs=process_docs,
                            process_results=process_results, aggregate=aggregate, dataset=dataset,
-                           judge_filter=spec.get("judge_filter"),
-                           judge_record=spec.get("judge_record") if judge else None,
-                           sampler=lambda: lm_eval_sampler(spec.get("cluster")))
+                           judge_filter=spec.judge_filter,
+                           judge_record=spec.judge_record if judge else None,
+                           sampler=lambda: lm_eval_sampler(spec.cluster))
 
 
 class Demonstrations:

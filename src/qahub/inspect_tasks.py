@@ -1,5 +1,5 @@
 """inspect-ai tasks: one ``qahub/<name>`` task for each lm-eval task ``qahub_<name>``, derived from the same
-declaration (the ``TASKS`` table of the corpus's metric ``task_api``) and the same documents.
+declaration (the ``TaskSpec`` in the ``TASKS`` table of the corpus's metric ``task_api``) and the same documents.
 
 ``inspect eval qahub/limur -T dataset=LOCATION [-T config=C -T split=S -T fewshot=N] --model ...``: LOCATION is
 an export folder or a Hub dataset id, resolved as ``qahub harness-tasks`` resolves it (``harness.plan_tasks``)
@@ -27,6 +27,7 @@ from inspect_ai.scorer import SampleScore, Score, grouped, metric, scorer
 from inspect_ai.solver import solver
 
 from qahub import harness, tasks
+from qahub.tasks import Grader, TaskSpec
 
 PREFIX = "qahub_"  # lm-eval's task qahub_limur is inspect's qahub/limur
 FEWSHOT_SEED = 1234  # lm-eval's default fewshot_random_seed
@@ -67,18 +68,17 @@ def build_task(corpus: str, name: str, dataset: str, config: str | None = None, 
         dataset=MemoryDataset(samples, name=f"{name}: {where}", location=entry["location"]),
         solver=greedy_generate(),
         scorer=task_scorer(name, spec, by_id, functions.aggregate),
-        config=GenerateConfig(stop_seqs=list(spec["until"]), max_tokens=int(spec.get("max_gen_toks", 256)),
+        config=GenerateConfig(stop_seqs=list(spec.until), max_tokens=spec.max_gen_toks,
                               temperature=0.0),
         metadata={"qahub": {**entry, "lm_eval_task": name, "fewshot": fewshot, "judge": _judge_record(spec)}},
     )
 
 
-def _refuse_closed(spec: dict, docs: list, entry: dict):
+def _refuse_closed(spec: TaskSpec, docs: list, entry: dict):
     """A split none of whose documents has its gold (``usable``; MERA's public LIMUR test) has nothing to score."""
-    usable = spec.get("usable")
-    if usable is None or any(usable(doc) for doc in docs):
+    if spec.usable is None or any(spec.usable(doc) for doc in docs):
         return
-    others = [s for s in spec["splits"] if s != entry["split"]]
+    others = [s for s in spec.splits if s != entry["split"]]
     advice = f"score {others[0]}" if others else "score another split"
     raise harness.HarnessError(f"nothing to score: the {entry['split']} answers are closed in this file; "
                                f"{advice}, or pass the open answers")
@@ -99,7 +99,7 @@ def task_entry(corpus: str, name: str, dataset: str, config: str | None, split: 
     present = harness._splits(location, config)
     if split is None:
         split = entry["split"] if config == entry["config"] else next(
-            (s for s in spec["splits"] if s in present), None)
+            (s for s in spec.splits if s in present), None)
     if split not in present:
         raise harness.HarnessError(f"{location}: config {config} has no split {split!r} for task {name} "
                                    f"(it has {', '.join(present)})")
@@ -107,15 +107,15 @@ def task_entry(corpus: str, name: str, dataset: str, config: str | None, split: 
             "fewshot_split": harness.fewshot_split(spec, present, split)}
 
 
-def _docs(spec: dict, functions, rows) -> list[dict]:
-    return list(functions.process_docs(rows) if spec.get("docs") else rows)
+def _docs(spec: TaskSpec, functions, rows) -> list[dict]:
+    return list(functions.process_docs(rows) if spec.docs else rows)
 
 
-def _samples(spec: dict, docs: list, shots: list, fewshot: int, rnd: random.Random, same_split: bool):
+def _samples(spec: TaskSpec, docs: list, shots: list, fewshot: int, rnd: random.Random, same_split: bool):
     """The Samples, in document order, and ``{sample id: document}``."""
     if fewshot and len(shots) < fewshot:
         raise harness.HarnessError(f"fewshot={fewshot}: the few-shot split has only {len(shots)} document(s)")
-    demonstrations = harness.Demonstrations(shots, spec.get("cluster"))
+    demonstrations = harness.Demonstrations(shots, spec.cluster)
     samples, by_id = [], {}
     for index, doc in enumerate(docs):
         try:
@@ -127,31 +127,31 @@ def _samples(spec: dict, docs: list, shots: list, fewshot: int, rnd: random.Rand
             raise harness.HarnessError(f"document {index}: id {sample_id!r} is also document "
                                        f"{list(by_id).index(sample_id)}'s")
         by_id[sample_id] = doc
-        categories = {field: category(doc) for field, category in spec.get("categories", {}).items()}
-        samples.append(Sample(id=sample_id, input=context(spec, shown, doc), target=spec["target"](doc),
+        categories = {field: category(doc) for field, category in spec.categories.items()}
+        samples.append(Sample(id=sample_id, input=context(spec, shown, doc), target=spec.target(doc),
                               metadata=categories))
     return samples, by_id
 
 
-def _doc_id(spec: dict, doc: dict, index: int):
+def _doc_id(spec: TaskSpec, doc: dict, index: int):
     """The id the task declares for the document, or its position when it declares none (or the doc has none)."""
-    value = spec["doc_id"](doc) if spec.get("doc_id") else None
+    value = spec.doc_id(doc) if spec.doc_id else None
     return index if value is None else value
 
 
-def context(spec: dict, shots: list, doc: dict) -> str:
+def context(spec: TaskSpec, shots: list, doc: dict) -> str:
     """lm-eval's plain-text context: each demonstration's prompt, target delimiter, target and few-shot
     delimiter, then the document's prompt."""
-    between, after = spec.get("target_delimiter", " "), spec.get("fewshot_delimiter", "\n\n")
-    return "".join(spec["prompt"](s) + between + spec["target"](s) + after for s in shots) + spec["prompt"](doc)
+    between, after = spec.target_delimiter, spec.fewshot_delimiter
+    return "".join(spec.prompt(s) + between + spec.target(s) + after for s in shots) + spec.prompt(doc)
 
 
-def task_scorer(name: str, spec: dict, docs: dict, aggregate: dict):
+def task_scorer(name: str, spec: TaskSpec, docs: dict, aggregate: dict):
     """One scorer giving every per-document value of the task (a dict Score value); the judge's values too when
     the task declares a grader and the eval binds the grader role."""
-    declared = dict(spec["metrics"])
-    if spec.get("grader"):
-        declared.update(spec["judge_metrics"])  # left out of the results when no sample holds them (no grader)
+    declared = dict(spec.metrics)
+    if spec.grader:
+        declared.update(spec.judge_metrics)  # left out of the results when no sample holds them (no grader)
     metrics = {key: _metrics(key, how, spec, aggregate) for key, (how, _) in declared.items()}
 
     @scorer(metrics=metrics, name=name)
@@ -159,18 +159,18 @@ def task_scorer(name: str, spec: dict, docs: dict, aggregate: dict):
         async def score(state, target):
             doc = docs[state.sample_id]
             reply = state.output.completion
-            values = spec["score"](reply, doc)
+            values = spec.score(reply, doc)
             grader = model_roles().get(GRADER) and get_model(role=GRADER)
-            judged = spec.get("grader") and grader
+            judged = spec.grader and grader
             if judged:
-                values.update(await _judge(spec["grader"], grader, reply, doc))
+                values.update(await _judge(spec.grader, grader, reply, doc))
             values = {key: values[key] for key in declared if key in values}
             carried = {key: value for key, value in values.items() if not _number(value)}
             # every reducer inspect offers (--epochs-reducer) reduces numbers: what is not one (a corpus BLEU
             # pair, a distinct-n text, a None) goes in the metadata, which reducers keep from the first epoch
             metadata = {CARRIED: carried} if carried else {}
             if judged:  # which judge gave this judge_score (the task's metadata too, when the role was bound)
-                metadata["judge"] = spec["grader"]["record"](grader)
+                metadata["judge"] = spec.grader.record(grader)
             return Score(value={key: 0 if key in carried else value for key, value in values.items()},
                          metadata=metadata or None)
 
@@ -179,11 +179,10 @@ def task_scorer(name: str, spec: dict, docs: dict, aggregate: dict):
     return qahub_scores()
 
 
-def _metrics(key: str, how, spec: dict, aggregate: dict) -> list:
+def _metrics(key: str, how, spec: TaskSpec, aggregate: dict) -> list:
     """The aggregate of ``key`` over all documents, then one breakdown per declared category."""
     whole = _aggregate(key, how, aggregate.get(key))
-    fields = spec.get("categories", {})
-    return [whole] + [_breakdown(whole, field) for field in fields]
+    return [whole] + [_breakdown(whole, field) for field in spec.categories]
 
 
 def _breakdown(whole, field: str):
@@ -241,26 +240,26 @@ def _number(value) -> bool:
     return isinstance(value, int | float)
 
 
-def _judge_record(spec: dict):
+def _judge_record(spec: TaskSpec):
     """Which judge grades this eval (the task's record of the grader role's model), None without one."""
     grader = model_roles().get(GRADER)  # bound by `inspect eval --model-role` before the task is made
-    return spec["grader"]["record"](grader) if spec.get("grader") and isinstance(grader, Model) else None
+    return spec.grader.record(grader) if spec.grader and isinstance(grader, Model) else None
 
 
-async def _judge(grader_spec: dict, grader, reply, doc) -> dict:
+async def _judge(grader_spec: Grader, grader, reply, doc) -> dict:
     """The task's judge values for one reply: each of its prompts sent to the grader model as one user message at
     temperature 0, each reply read by the task's ``grade``; a failed call is no grade (scored as the task says)."""
-    config = GenerateConfig(temperature=0.0, max_tokens=grader_spec["max_tokens"])
+    config = GenerateConfig(temperature=0.0, max_tokens=grader_spec.max_tokens)
     grades = []
-    for prompt in grader_spec["prompts"](reply, doc):
+    for prompt in grader_spec.prompts(reply, doc):
         try:
             output = await grader.generate(prompt, config=config)
         except Exception as err:  # as MERA: a failed judgement counts as no grade, the run goes on
             logger.warning("grader failed, no grade: %s: %s", type(err).__name__, err)
             grades.append(None)
             continue
-        grades.append(grader_spec["grade"](output.completion))
-    return grader_spec["reduce"](grades)
+        grades.append(grader_spec.grade(output.completion))
+    return grader_spec.reduce(grades)
 
 
 @solver

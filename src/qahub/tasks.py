@@ -6,7 +6,8 @@ A corpus ``NAME`` is registered when all three of its declarations are there: a 
 written yet, a metric whose corpus is gone) is not registered: ``left_out()`` says why, one line per file, and
 ``qahub list`` prints those lines. The scan reads the files as text and imports none of them; a corpus's
 ``task_api`` is imported only when its tasks are asked for, and one that does not import leaves out that corpus
-alone (``importable`` warns once, naming the file).
+alone (``importable`` warns once, naming the file). Each ``TASKS`` entry is a ``TaskSpec`` (the type is
+``metrics/_shared/task_spec.py``, linked into each metric directory; re-exported here).
 """
 
 from __future__ import annotations
@@ -20,6 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from qahub import loaders, metrics
+from qahub.metrics._shared.task_spec import Grader, Metric, TaskSpec, is_task_spec
+
+# the task declaration's type, re-exported: `from qahub.tasks import TaskSpec`
+__all__ = ["Grader", "Metric", "TaskSpec", "TaskError", "all_tasks", "clear", "corpora", "corpus_names",
+           "importable", "is_task_spec", "left_out", "metric_dirs", "scan", "task_api", "task_corpora"]
 
 logger = logging.getLogger(__name__)
 BUILDER = re.compile(r"^class\s+\w+\s*\(([^)]*)\)\s*:", re.M)  # a top-level class and its bases
@@ -139,6 +145,11 @@ def task_api(corpus: str):
         raise TaskError(f"{path}: does not import: {type(err).__name__}: {' '.join(str(err).split())}") from None
     if not isinstance(getattr(module, "TASKS", None), dict):
         raise TaskError(f"{path}: declares no TASKS table")
+    for name, spec in module.TASKS.items():
+        # by its fields, not isinstance: the module imported its own copy of the type (see is_task_spec)
+        if not is_task_spec(spec):
+            raise TaskError(f"{path}: TASKS[{name!r}] is a {type(spec).__name__}, not a TaskSpec "
+                            "(from .task_spec import TaskSpec)")
     return module
 
 
@@ -165,7 +176,7 @@ def corpora() -> tuple[str, ...]:
 
 
 def all_tasks() -> dict:
-    """``{task: spec}`` of every corpus whose tasks can be run."""
+    """``{task: TaskSpec}`` of every corpus whose tasks can be run."""
     return {name: spec for module in importable().values() for name, spec in module.TASKS.items()}
 
 

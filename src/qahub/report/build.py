@@ -41,10 +41,6 @@ def count(est, size):
     return est.n() if isinstance(est, Mean) else int(size)
 
 
-def main_metric(spec) -> str:
-    return next(m for m in spec["metrics"] if m not in ("unparseable", "abstained"))
-
-
 def category_index(task_run) -> dict:
     """``{field: {category: document indices}}`` of the fields with two categories or more, in natural order;
     runs whose documents have the same categories get the same arrays."""
@@ -85,7 +81,7 @@ def _number(value):
 
 def task_report(task, spec, runs, baseline, settings) -> dict:
     metrics = task_metrics(spec)
-    entry = {"main_metric": main_metric(spec), "scores": {}, "breakdown": {}, "comparisons": {}, "notes": [],
+    entry = {"main_metric": spec.headline, "scores": {}, "breakdown": {}, "comparisons": {}, "notes": [],
              "warnings": []}
     entry["notes"] += [bleu_note(metric) for metric in metrics.values() if metric.kind == "bleu"]
     estimators, jobs = {}, []

@@ -78,16 +78,17 @@ def qahub_tasks() -> dict:
     return tasks.all_tasks()
 
 
-def task_metrics(spec: dict) -> dict:
+def task_metrics(spec) -> dict:
+    """``{name: Metric}`` of a task's ``TaskSpec``: its metrics and judge metrics, with how a report resamples each."""
     metrics = {}
-    for name, (aggregation, _) in {**spec["metrics"], **spec.get("judge_metrics", {})}.items():
+    for name, (aggregation, _) in {**spec.metrics, **spec.judge_metrics}.items():
         how = aggregation if isinstance(aggregation, str) else getattr(aggregation, "__name__", "")
         if how not in KINDS:
             raise ReportError(f"metric {name}: no resampling known for its aggregation {how!r}")
         kind = KINDS[how]
         # a metric the task declares 0/1 per document (0/100 for doc2dial's exact): McNemar's test compares them
-        metrics[name] = Metric(name, kind, name in spec.get("binary", ()), int(how[-1]) if kind == "distinct" else 0,
-                               spec.get("bleu_of_statistics") if kind == "bleu" else None)
+        metrics[name] = Metric(name, kind, name in spec.binary, int(how[-1]) if kind == "distinct" else 0,
+                               spec.bleu_of_statistics if kind == "bleu" else None)
     return metrics
 
 
@@ -169,9 +170,9 @@ def read_run(name: str | None, path: Path, specs: dict) -> tuple[Run, list[str]]
     return run, skipped
 
 
-def read_task(task: str, samples: Path, results: dict, spec: dict, results_name: str) -> TaskRun:
+def read_task(task: str, samples: Path, results: dict, spec, results_name: str) -> TaskRun:
     metrics = task_metrics(spec)
-    categories = spec.get("categories", {})
+    categories = spec.categories
     present = _metrics_logged(samples, task, metrics)
     rows, cats = [], {f: [] for f in categories}
     fields = [(categories[f], column) for f, column in cats.items()]

@@ -1,0 +1,1 @@
+../_shared/task_spec.py
