@@ -10,6 +10,7 @@ Arrow cache. The export is written to a temporary sibling folder and renamed int
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import time
@@ -264,6 +265,51 @@ def check_options(corpus: str, options: dict):
             raise ValueError(f"option {key}: expected a string, got {value!r}")
         if kind == "names" and value is not None and not _is_names(value):
             raise ValueError(f"option {key}: expected one or more names (e.g. {key}=train,valid_freq), got {value!r}")
+
+
+TRUE, FALSE = ("true", "yes", "1"), ("false", "no", "0")
+
+
+def parse_options(pairs: list[str], corpus: str | None = None) -> dict:
+    """``KEY=VALUE`` pairs as builder options of ``corpus``, each VALUE read by its option's kind: booleans
+    strictly (true/false/yes/no/1/0), names as a comma-separated list or JSON list, strings as given."""
+    given = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ValueError(f"--option {pair!r}: expected KEY=VALUE")
+        if key in given:
+            raise ValueError(f"--option {key} is given twice")
+        given[key] = value
+    kinds = check_option_names(corpus, given)
+    options = {key: _option_value(key, value, kinds.get(key, "str")) for key, value in given.items()}
+    if corpus:
+        check_options(corpus, options)
+    return options
+
+
+def _option_value(key: str, value: str, kind: str):
+    text = value.strip()
+    if kind == "bool":
+        if text.lower() not in TRUE + FALSE:
+            raise ValueError(f"--option {key}={value}: expected true/false, yes/no or 1/0")
+        return text.lower() in TRUE
+    if not text:
+        raise ValueError(f"--option {key}=: give a value")
+    if kind == "names":
+        if text.startswith("["):
+            try:
+                names = json.loads(text)
+            except json.JSONDecodeError:
+                raise ValueError(f"--option {key}={value}: not a JSON list; write {key}=a,b") from None
+        else:
+            names = [name.strip() for name in text.split(",")]
+        if not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names):
+            raise ValueError(f"--option {key}={value}: expected names separated by commas, e.g. {key}=train,test")
+        return tuple(names)
+    return value
+
 
 
 def _is_names(value) -> bool:
