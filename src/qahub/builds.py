@@ -11,6 +11,7 @@ from qahub.export import OutputExistsError, export, option_kinds, parse_options
 
 
 def build(args) -> int:
+    """``qahub build CORPUS``: one export and its table; with --all, ``build_all``."""
     if args.all:
         return build_all(args)
     if not args.corpus:
