@@ -21,7 +21,6 @@ import json
 import os
 import shutil
 import tempfile
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -193,7 +192,7 @@ def staged(target: Path, overwrite: bool = False, guard: Guard | None = None, in
 @contextlib.contextmanager
 def staging(target: Path):
     """An empty work folder ``.<name>.partial-<hex>`` beside ``target``, removed when the block ends."""
-    work = target.parent / f".{target.name}.partial-{uuid.uuid4().hex[:8]}"
+    work = target.parent / f".{target.name}.partial-{os.urandom(4).hex()}"
     try:
         work.mkdir()
         yield work
@@ -207,7 +206,7 @@ def swap_in(work: Path, target: Path):
     if not target.exists():
         work.rename(target)
         return
-    old = target.parent / f".{target.name}.old-{uuid.uuid4().hex[:8]}"
+    old = target.parent / f".{target.name}.old-{os.urandom(4).hex()}"
     target.rename(old)
     try:
         work.rename(target)
