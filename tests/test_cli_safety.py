@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from qahub import cli, publish, registry
-from qahub.export import ExportError, export
+from qahub.export import ExportError, export, parse_options
 from qahub.files import DuplicateKeyError, check_output, loads_strict, write_output
 from qahub.testing import sample_copy
 
@@ -156,7 +156,7 @@ def test_unknown_option_lists_the_valid_ones(tmp_path, capsys):
        value=st.text())
 def test_any_option_value_is_parsed_or_a_named_error(key, value):
     try:
-        options = cli.parse_options([f"{key}={value}"], "topical_chat")
+        options = parse_options([f"{key}={value}"], "topical_chat")
     except ValueError as err:
         assert key in str(err)
         return

@@ -10,7 +10,7 @@ import pytest
 from huggingface_hub import DatasetCard
 from qahub.loaders._rows import RowsBuilder
 
-from qahub import cli, publish, registry
+from qahub import cli, console, publish, registry
 from qahub.export import ExportError, export, size_category
 from qahub.readers import SourceDataError
 from qahub.testing import build, sample_copy
@@ -310,10 +310,10 @@ def test_quiet_anywhere_on_the_evaluate_line():
 
 
 def test_import_errors_that_are_not_a_missing_extra_keep_their_message():
-    assert 'pip install -e ".[bleu]"' in cli.explain(ModuleNotFoundError("x", name="sacrebleu"))
+    assert 'pip install -e ".[bleu]"' in console.explain(ModuleNotFoundError("x", name="sacrebleu"))
     internal = ImportError("cannot import name 'x' from 'scipy.optimize'", name="scipy.optimize")
-    assert cli.explain(internal) == "cannot import name 'x' from 'scipy.optimize'"
-    assert "pip install" not in cli.explain(ModuleNotFoundError("no qahub.evaluate_cli._x", name="qahub.evaluate_cli._x"))
+    assert console.explain(internal) == "cannot import name 'x' from 'scipy.optimize'"
+    assert "pip install" not in console.explain(ModuleNotFoundError("no qahub.evaluate_cli._x", name="qahub.evaluate_cli._x"))
 
 
 @pytest.mark.parametrize("module, extra", [
@@ -323,13 +323,13 @@ def test_import_errors_that_are_not_a_missing_extra_keep_their_message():
 ])
 def test_a_missing_optional_package_names_the_extra_pyproject_lists_it_in(module, extra):
     """The extra is read from qahub's metadata (pyproject's optional-dependencies), never from a second table."""
-    hint = cli.explain(ModuleNotFoundError(f"No module named {module!r}", name=module))
+    hint = console.explain(ModuleNotFoundError(f"No module named {module!r}", name=module))
     assert hint == f"this needs the optional package {module!r}: pip install -e \".[{extra}]\" (in the qahub clone)"
 
 
 @pytest.mark.parametrize("module", ["numpy", "qahub"])
 def test_a_missing_package_no_extra_installs_gets_no_install_hint(module):
-    assert "pip install" not in cli.explain(ModuleNotFoundError(f"No module named {module!r}", name=module))
+    assert "pip install" not in console.explain(ModuleNotFoundError(f"No module named {module!r}", name=module))
 
 
 def test_single_build_says_which_splits_are_absent(tmp_path, capsys):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from qahub import cli, evaluate_cli, harness, loaders, metrics, registry
+from qahub import evaluate_cli, harness, loaders, metrics, registry
 from qahub.report import runs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -135,7 +135,7 @@ def test_a_sixth_corpus_in_its_own_files_is_found_everywhere(quiz):
     assert "quiz" in harness.corpora()
     assert harness.all_tasks()["qahub_quiz"].oracle == {"exact_match": 1.0, "unparseable": 0.0}
     assert "qahub_quiz" in runs.qahub_tasks()
-    assert "quiz" in cli.scoring_names()
+    assert "quiz" in evaluate_cli.scoring_names()
     declared = bench_builds.case("quiz")
     assert declared["config"] == "plain"
     declared["make"](quiz / "big", 0.01)

@@ -290,6 +290,130 @@ def test_write_output_never_replaces_a_file_without_overwrite(tmp_path):
     assert target.read_text(encoding="utf-8") == "third\n" and files_under(tmp_path) == ["out.json"]
 
 
+# --- files.staged: the one way an output folder is written (export, metric-copy, harness-tasks, report)
+
+
+def _guard(**changes):
+    from qahub.files import Guard
+
+    fields = dict(not_folder="is a file", not_empty="not empty", not_ours="not ours",
+                  is_ours=lambda folder: (folder / "MINE").is_file())
+    return Guard(**{**fields, **changes})
+
+
+def _write(target, text, **kwargs):
+    from qahub.files import staged
+
+    with staged(target, guard=kwargs.pop("guard", _guard()), **kwargs) as work:
+        (work / "MINE").write_text(text, encoding="utf-8")
+
+
+def _folder_of(text, folder):
+    folder.mkdir(parents=True)
+    (folder / "MINE").write_text(text, encoding="utf-8")
+    return folder
+
+
+def test_staged_writes_a_missing_folder_and_its_parents_and_leaves_nothing_beside(tmp_path):
+    _write(tmp_path / "a" / "b" / "out", "new")
+    assert files_under(tmp_path) == ["a/b/out/MINE"]
+    assert sorted(p.name for p in (tmp_path / "a" / "b").iterdir()) == ["out"]
+
+
+def test_staged_replaces_only_its_own_output_and_only_with_overwrite(tmp_path):
+    out = _folder_of("old", tmp_path / "out")
+    with pytest.raises(FileExistsError, match="not empty"):
+        _write(out, "new")
+    _write(out, "new", overwrite=True)
+    assert (out / "MINE").read_text(encoding="utf-8") == "new" and files_under(tmp_path) == ["out/MINE"]
+    (out / "MINE").unlink()
+    (out / "notes.txt").write_text("keep me", encoding="utf-8")
+    with pytest.raises(FileExistsError, match="not ours"):
+        _write(out, "new", overwrite=True)
+    assert files_under(tmp_path) == ["out/notes.txt"]
+
+
+def test_staged_replaces_its_own_output_without_asking_when_the_guard_says_so(tmp_path):
+    out = _folder_of("old", tmp_path / "out")
+    _write(out, "new", guard=_guard(ours_without_overwrite=True, not_ours=None))
+    assert (out / "MINE").read_text(encoding="utf-8") == "new"
+    (out / "notes.txt").write_text("x", encoding="utf-8")
+    (out / "MINE").unlink()
+    with pytest.raises(FileExistsError, match="not empty"):
+        _write(out, "new", guard=_guard(ours_without_overwrite=True, not_ours=None))
+    _write(out, "newer", overwrite=True, guard=_guard(ours_without_overwrite=True, not_ours=None))
+    assert files_under(tmp_path) == ["out/MINE"]
+
+
+def test_staged_refuses_a_target_that_is_a_file(tmp_path):
+    (tmp_path / "out").write_text("a file", encoding="utf-8")
+    with pytest.raises(FileExistsError, match="is a file"):
+        _write(tmp_path / "out", "new", overwrite=True)
+    assert (tmp_path / "out").read_text(encoding="utf-8") == "a file" and files_under(tmp_path) == ["out"]
+
+
+def test_staged_refuses_a_symlinked_target_or_writes_through_it(tmp_path):
+    real = _folder_of("old", tmp_path / "disk" / "out")
+    link = tmp_path / "out"
+    link.symlink_to(real, target_is_directory=True)
+    with pytest.raises(FileExistsError, match="a link"):
+        _write(link, "new", overwrite=True, guard=_guard(symlink="a link"))
+    assert (real / "MINE").read_text(encoding="utf-8") == "old"
+    _write(link, "new", overwrite=True)
+    assert link.is_symlink() and (real / "MINE").read_text(encoding="utf-8") == "new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["disk", "out"]
+    assert sorted(p.name for p in real.parent.iterdir()) == ["out"]
+
+
+def test_staged_refuses_the_current_folder_and_a_folder_near_an_input(tmp_path, monkeypatch):
+    run = _folder_of("a run", tmp_path / "experiment" / "run")
+    guard = _guard(is_cwd="the current folder", near_input=lambda given: f"near {given}", not_ours=None)
+    monkeypatch.chdir(run)
+    for out, says in ((run, "the current folder"), (run.parent, "the current folder"),
+                      (tmp_path / "elsewhere" / "..", "the current folder")):
+        with pytest.raises(FileExistsError, match=says):
+            _write(out, "new", overwrite=True, guard=guard)
+    monkeypatch.chdir(tmp_path)
+    for out in (run, run.parent, run / "report"):
+        with pytest.raises(FileExistsError, match=f"near {run}"):
+            _write(out, "new", overwrite=True, guard=guard, inputs=[str(run)])
+    assert files_under(tmp_path) == ["experiment/run/MINE"]
+
+
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, OSError])
+def test_staged_interrupted_mid_write_keeps_the_old_folder_and_no_work_folder(tmp_path, stop):
+    from qahub.files import staged
+
+    out = _folder_of("old", tmp_path / "out")
+    with pytest.raises(stop), staged(out, True, _guard()) as work:
+        (work / "MINE").write_text("half", encoding="utf-8")
+        raise stop()
+    assert files_under(tmp_path) == ["out/MINE"] and (out / "MINE").read_text(encoding="utf-8") == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_swap_in_that_fails_puts_the_old_folder_back(tmp_path):
+    from qahub.files import swap_in
+
+    out = _folder_of("old", tmp_path / "out")
+    with pytest.raises(FileNotFoundError):
+        swap_in(tmp_path / ".out.partial-gone", out)
+    assert files_under(tmp_path) == ["out/MINE"] and sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_remove_leftovers_removes_only_the_targets_work_folders(tmp_path):
+    from qahub.files import remove_leftovers
+
+    for name in (".out.partial-1a2b3c4d", ".out.partial-1a2b3c4d-cache", ".out.old-5e6f7a8b", ".other.partial-x",
+                 ".outside.partial-x", "out"):
+        _folder_of("x", tmp_path / name)
+    (tmp_path / ".out.partial-file").write_text("x", encoding="utf-8")
+    removed = remove_leftovers(tmp_path / "out")
+    assert sorted(Path(p).name for p in removed) == [".out.old-5e6f7a8b", ".out.partial-1a2b3c4d",
+                                                     ".out.partial-1a2b3c4d-cache", ".out.partial-file"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".other.partial-x", ".outside.partial-x", "out"]
+
+
 # --- a full disk: one line, nothing left behind
 
 

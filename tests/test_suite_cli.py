@@ -11,7 +11,7 @@ import textwrap
 import evaluate
 import pytest
 
-from qahub import cli, publish, registry
+from qahub import cli, evaluate_cli, publish, registry
 
 BLOCK_QAHUB = textwrap.dedent(
     """
@@ -343,7 +343,7 @@ EVALUATE = {metric: rest for metric, *rest in map(_first_evaluation, registry.co
 
 
 def test_every_metric_has_a_reference_reader_and_nothing_else_is_a_command():
-    assert sorted(EVALUATE) == sorted(cli.scoring_modules()) == sorted(registry.metric_names())
+    assert sorted(EVALUATE) == sorted(evaluate_cli.scoring_modules()) == sorted(registry.metric_names())
 
 
 @pytest.mark.parametrize("option, message", [
@@ -418,7 +418,7 @@ def test_a_cli_score_is_the_evaluate_modules_own_without_importing_evaluate(argv
     printed, status, imported, stderr = _evaluate_in_a_fresh_process(argv)
     assert (status, imported) == (0, ["datasets"]), stderr[-2000:]
 
-    adapter = cli.scoring_modules()[argv[0]].ADAPTER
+    adapter = evaluate_cli.scoring_modules()[argv[0]].ADAPTER
 
     def through_evaluate(self, args, **inputs):
         config = {"config_name": args.task} if hasattr(args, "task") else {}

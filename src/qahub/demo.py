@@ -15,6 +15,7 @@ import datasets
 
 from qahub import registry
 from qahub.export import export
+from qahub.files import Guard, check_folder
 
 
 def run_demo(out: Path, overwrite: bool, evaluate, explain=str) -> int:
@@ -40,14 +41,19 @@ def run_demo(out: Path, overwrite: bool, evaluate, explain=str) -> int:
 
 
 def _check_out(out: Path, overwrite: bool):
-    """The demo folder may only hold earlier demo output: folders named after corpora."""
-    if not out.exists() or not any(out.iterdir()):
-        return
-    if not overwrite:
-        raise FileExistsError(f"{out}: not empty; pass --overwrite to replace the earlier demo output")
+    """The demo folder may only hold earlier demo output: folders named after corpora (each corpus's export
+    then guards its own folder)."""
+    check_folder(out, overwrite, Guard(not_folder=f"{out}: is a file; choose another --out",
+                                       not_empty=f"{out}: not empty; pass --overwrite to replace the earlier demo output",
+                                       not_ours=f"{out}: is not demo output; choose another --out",
+                                       is_ours=_only_demo_output))
+
+
+def _only_demo_output(out: Path) -> bool:
     foreign = sorted(p.name for p in out.iterdir() if not _is_demo_output(p.name))
     if foreign:
         raise FileExistsError(f"{out}: holds {', '.join(foreign)}, which is not demo output; choose another --out")
+    return True
 
 
 def _is_demo_output(name: str) -> bool:

@@ -10,10 +10,10 @@ Arrow cache. The export is written to a temporary sibling folder and renamed int
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import time
-import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +32,7 @@ from huggingface_hub import DatasetCard, DatasetCardData
 
 import qahub
 from qahub import registry
-from qahub.files import made_folder
+from qahub.files import Guard, made_folder, remove_leftovers, staged
 
 MAX_SHARD_BYTES = 500 * 1024 * 1024
 REQUIRED_CARD_KEYS = ("license", "language", "pretty_name", "task_categories", "source_datasets")
@@ -108,20 +108,18 @@ def export(corpus: str, out=None, *, configs=None, data_dir=None, mirror_url=Non
     _check_splits_option(corpus, configs, builder_options)
     report = ExportReport(corpus, given, sample=sample or registry.is_sample(data_dir))
     with made_folder(out.parent, out), build_lock(out):
-        report.leftovers = _remove_leftovers(out)
-        _check_target(out, overwrite, corpus)
-        _build_into(corpus, out, configs, report, data_dir=data_dir, mirror_url=mirror_url, cache_dir=cache_dir,
-                    max_shard_bytes=max_shard_bytes, builder_options=builder_options,
-                    skip_unavailable=skip_unavailable, sample=report.sample)
+        report.leftovers = remove_leftovers(out)
+        with staged(out, overwrite, _guard(out, corpus)) as staging:
+            _build_into(corpus, staging, configs, report, data_dir=data_dir, mirror_url=mirror_url,
+                        cache_dir=cache_dir, max_shard_bytes=max_shard_bytes, builder_options=builder_options,
+                        skip_unavailable=skip_unavailable, sample=report.sample)
     return report
 
 
-def _build_into(corpus, out: Path, configs, report, *, data_dir, mirror_url, cache_dir, max_shard_bytes,
+def _build_into(corpus, staging: Path, configs, report, *, data_dir, mirror_url, cache_dir, max_shard_bytes,
                 builder_options, skip_unavailable, sample):
-    work = f".{out.name}.partial-{uuid.uuid4().hex[:8]}"
-    staging, scratch = out.parent / work, out.parent / f"{work}-cache"
+    scratch = staging.with_name(f"{staging.name}-cache")  # datasets' own build, beside: a leftover if killed
     try:
-        staging.mkdir()
         infos = {}
         for config in configs:
             # always a fresh build: datasets keys a prepared build by the data_dir path, not the file contents
@@ -137,9 +135,7 @@ def _build_into(corpus, out: Path, configs, report, *, data_dir, mirror_url, cac
         report.missing = missing_parts(corpus, report, builder_options)
         write_card(corpus, staging, infos, default=_default_of(corpus, list(infos)), sample=sample,
                    missing=report.missing)
-        _move_into_place(staging, out)
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
         shutil.rmtree(scratch, ignore_errors=True)
 
 
@@ -204,18 +200,6 @@ def _same_file(fd: int, path: Path) -> bool:
         return False
 
 
-def _remove_leftovers(out: Path) -> list[str]:
-    """Work folders of an earlier build of ``out`` that was killed (SIGKILL, power loss): with the lock held,
-    no live build owns them."""
-    found = sorted([*out.parent.glob(f".{out.name}.partial-*"), *out.parent.glob(f".{out.name}.old-*")])
-    for path in found:
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            path.unlink(missing_ok=True)
-    return [str(path) for path in found]
-
-
 # BuilderConfig fields that are not builder options: what to use instead
 RESERVED_OPTIONS = {
     "name": "--config CONFIG (configs=[...] in Python)",
@@ -264,6 +248,51 @@ def check_options(corpus: str, options: dict):
             raise ValueError(f"option {key}: expected a string, got {value!r}")
         if kind == "names" and value is not None and not _is_names(value):
             raise ValueError(f"option {key}: expected one or more names (e.g. {key}=train,valid_freq), got {value!r}")
+
+
+TRUE, FALSE = ("true", "yes", "1"), ("false", "no", "0")
+
+
+def parse_options(pairs: list[str], corpus: str | None = None) -> dict:
+    """``KEY=VALUE`` pairs as builder options of ``corpus``, each VALUE read by its option's kind: booleans
+    strictly (true/false/yes/no/1/0), names as a comma-separated list or JSON list, strings as given."""
+    given = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ValueError(f"--option {pair!r}: expected KEY=VALUE")
+        if key in given:
+            raise ValueError(f"--option {key} is given twice")
+        given[key] = value
+    kinds = check_option_names(corpus, given)
+    options = {key: _option_value(key, value, kinds.get(key, "str")) for key, value in given.items()}
+    if corpus:
+        check_options(corpus, options)
+    return options
+
+
+def _option_value(key: str, value: str, kind: str):
+    text = value.strip()
+    if kind == "bool":
+        if text.lower() not in TRUE + FALSE:
+            raise ValueError(f"--option {key}={value}: expected true/false, yes/no or 1/0")
+        return text.lower() in TRUE
+    if not text:
+        raise ValueError(f"--option {key}=: give a value")
+    if kind == "names":
+        if text.startswith("["):
+            try:
+                names = json.loads(text)
+            except json.JSONDecodeError:
+                raise ValueError(f"--option {key}={value}: not a JSON list; write {key}=a,b") from None
+        else:
+            names = [name.strip() for name in text.split(",")]
+        if not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names):
+            raise ValueError(f"--option {key}={value}: expected names separated by commas, e.g. {key}=train,test")
+        return tuple(names)
+    return value
+
 
 
 def _is_names(value) -> bool:
@@ -318,16 +347,13 @@ def describe_missing(missing: list[dict]) -> str:
     return "; ".join(parts)
 
 
-def _check_target(out: Path, overwrite: bool, corpus: str):
-    if out.exists() and not out.is_dir():
-        raise ExportError(f"{out}: exists and is not a folder")
-    if not out.is_dir() or not any(out.iterdir()):
-        return
-    if not overwrite:
-        raise OutputExistsError(f"{out}: folder is not empty; pass --overwrite (overwrite=True) to replace it")
-    if not looks_like_export(out, corpus):
-        raise ExportError(f"{out}: holds files that are not an earlier export of {corpus}; "
-                          "--overwrite only replaces one")
+def _guard(out: Path, corpus: str) -> Guard:
+    """``out`` may be missing or empty; with --overwrite, an earlier export of ``corpus`` is replaced."""
+    return Guard(not_folder=f"{out}: exists and is not a folder",
+                 not_empty=f"{out}: folder is not empty; pass --overwrite (overwrite=True) to replace it",
+                 not_ours=f"{out}: holds files that are not an earlier export of {corpus}; --overwrite only replaces one",
+                 is_ours=lambda folder: looks_like_export(folder, corpus), error=ExportError,
+                 exists_error=OutputExistsError)
 
 
 def looks_like_export(folder: Path, corpus: str) -> bool:
@@ -488,13 +514,3 @@ def size_category(rows: int) -> str:
               (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M"), (1_000_000_000, "100M<n<1B"),
               (10**10, "1B<n<10B"), (10**11, "10B<n<100B"), (10**12, "100B<n<1T")]
     return next((label for bound, label in bounds if rows < bound), "n>1T")
-
-
-def _move_into_place(staging: Path, out: Path):
-    if out.exists():
-        old = out.parent / f".{out.name}.old-{uuid.uuid4().hex[:8]}"
-        out.rename(old)
-        staging.rename(out)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        staging.rename(out)

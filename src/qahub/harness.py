@@ -20,7 +20,7 @@ from types import SimpleNamespace
 
 import qahub
 from qahub import tasks
-from qahub.files import listed
+from qahub.files import Guard, listed, staged, swap_in
 from qahub.tasks import TaskSpec
 
 logger = logging.getLogger(__name__)
@@ -52,45 +52,45 @@ def write_task_folder(out, locations: dict, judge: bool = False, overwrite: bool
     every other file is kept; a task folder of that run holding other files is refused, naming them.
     """
     out = Path(out).absolute()
-    earlier = _check_out(out, overwrite)
-    plan = {}
-    for corpus, location in locations.items():
-        plan.update(plan_tasks(corpus, location))
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
-    try:
+    guard = Guard(not_folder=f"{out}: exists and is not a folder; choose another --out",
+                  not_empty=f"{out}: exists and is not empty; pass --overwrite to replace an earlier task folder",
+                  not_ours=f"{out}: is not a folder written by qahub harness-tasks (no {MARKER}); "
+                           "--overwrite only replaces one",
+                  is_ours=_written_by_us)
+    with staged(out, overwrite, guard, swap=_swap_tasks) as staging:
+        plan = {}
+        for corpus, location in locations.items():
+            plan.update(plan_tasks(corpus, location))
         for name, entry in plan.items():
             _write_task(staging / name, name, entry, judge)
         for corpus in locations:
             _write_group(staging, corpus, [name for name, e in plan.items() if e["corpus"] == corpus])
         (staging / MARKER).write_text(json.dumps(plan, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        _refuse_clashes(out, staging, earlier)
-        if out.exists():
-            _swap_entries(staging, out, earlier)
-        else:
-            staging.rename(out)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     return plan
 
 
-def _check_out(out: Path, overwrite: bool) -> list[str]:
-    """The entries of ``out`` an earlier ``harness-tasks`` wrote, which ``overwrite`` replaces; everything else in
-    ``out`` (the user's own tasks, notes, data) is kept. A qahub task folder holding other files is refused."""
-    if out.exists() and not out.is_dir():
-        raise FileExistsError(f"{out}: exists and is not a folder; choose another --out")
-    if not out.exists() or not any(out.iterdir()):
-        return []
-    if not overwrite:
-        raise FileExistsError(f"{out}: exists and is not empty; pass --overwrite to replace an earlier task folder")
+def _written_by_us(out: Path) -> bool:
+    """Whether ``out`` holds an earlier ``harness-tasks`` run (its marker), which ``overwrite`` replaces while
+    keeping everything else (the user's own tasks, notes, data); a qahub task folder holding other files is
+    refused, naming them."""
     if not (out / MARKER).is_file():
-        raise FileExistsError(f"{out}: is not a folder written by qahub harness-tasks (no {MARKER}); "
-                              "--overwrite only replaces one")
+        return False
     earlier = _written_before(out)
     foreign = [f"{name}/{rel}" for name in earlier if (out / name).is_dir() for rel in _foreign_in_task(out / name)]
     if foreign:
         raise FileExistsError(f"{out}: the task folders qahub wrote there now hold other files ({listed(foreign)}); "
                               "move them out of those folders, then rerun with --overwrite (it replaces the task folders)")
-    return earlier
+    return True
+
+
+def _swap_tasks(staging: Path, out: Path):
+    """Into an existing ``out``, entry by entry: what the earlier run wrote is replaced, the rest kept."""
+    if not out.exists():
+        swap_in(staging, out)
+        return
+    earlier = _written_before(out) if (out / MARKER).is_file() else []
+    _refuse_clashes(out, staging, earlier)
+    _swap_entries(staging, out, earlier)
 
 
 def _written_before(out: Path) -> list[str]:

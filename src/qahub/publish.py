@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import glob
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,6 +17,9 @@ from huggingface_hub import DatasetCard, HfApi
 from huggingface_hub.utils import validate_repo_id
 
 import qahub
+from qahub import registry
+from qahub.console import explain
+from qahub.files import listed
 
 _TOKEN_PATTERN = re.compile(r"hf_[A-Za-z0-9]{8,}")
 _URL_CREDENTIALS = re.compile(r"(\b[a-z][a-z0-9+.-]*://)[^/@\s]+@", re.I)
@@ -125,8 +129,6 @@ def _configured_token():
 
 def check_corpus(folder, corpus: str):
     """The folder's card must be the card of ``corpus`` (same pretty_name), so a folder is not sent to the wrong repo."""
-    from qahub import registry
-
     built = DatasetCard.load(Path(folder) / "README.md").data.pretty_name
     expected = DatasetCard.load(registry.card_path(corpus)).data.pretty_name
     if built != expected:
@@ -166,3 +168,97 @@ def scrub(text: str, token=None) -> str:
             text = text.replace(secret, "***")
     text = _URL_CREDENTIALS.sub(r"\1***@", text)
     return _TOKEN_PATTERN.sub("hf_***", text)
+
+
+def publish_command(args) -> int:
+    """``qahub publish``: one corpus's folder to --repo-id, or with --all every corpus built under --root to
+    ORG/<corpus>; with --dry-run only what would be uploaded."""
+    if args.all:
+        if not args.org or args.corpus or args.repo_id:
+            raise ValueError("--all takes --org ORG (each corpus goes to ORG/<corpus>), not a corpus or --repo-id")
+        built = [c for c in registry.corpus_names() if (Path(args.root) / c).is_dir()]
+        if not built:
+            raise FileNotFoundError(f"{args.root}: no built corpus; run `qahub build --all --out {args.root}` first")
+        targets = [(Path(args.root) / c, f"{args.org}/{c}", c) for c in built]
+    elif args.corpus and args.repo_id:
+        targets = [(Path(args.folder or args.corpus), args.repo_id, args.corpus)]
+    else:
+        raise ValueError("name a corpus and --repo-id ORG/NAME, or pass --all --org ORG")
+    failures = []
+    for folder, repo_id, corpus in targets:
+        try:
+            _publish_one(folder, repo_id, "dataset", args, corpus=corpus)
+        except (OSError, ValueError, RuntimeError) as err:
+            if len(targets) == 1:
+                raise
+            failures.append(f"{repo_id}: {explain(err)}")
+    if args.dry_run:
+        return _dry_run_summary(targets, failures)
+    for line in failures:
+        print(f"FAILED {line}", file=sys.stderr)
+    if len(targets) > 1:
+        print(f"published {len(targets) - len(failures)} of {len(targets)} corpora")
+    return 1 if failures else 0
+
+
+def _dry_run_summary(targets, refusals) -> int:
+    """A dry run uploads nothing, so it fails only when nothing at all could be published."""
+    for line in refusals:
+        print(f"would not publish {line}", file=sys.stderr)
+    if len(targets) > 1:
+        print(f"dry run: would publish {len(targets) - len(refusals)} of {len(targets)} corpora; nothing uploaded")
+    return 1 if len(refusals) == len(targets) else 0
+
+
+def _publish_one(folder: Path, repo_id: str, repo_type: str, args, corpus: str | None = None):
+    allow_partial = getattr(args, "allow_partial", False)
+    # a folder that is not an export, or a partial build without --allow-partial, fails here with a hint
+    planned = plan(folder, repo_id, repo_type, allow_partial=allow_partial)
+    if corpus:
+        check_corpus(folder, corpus)
+    where = f"{' (private)' if args.private else ''}{f' at revision {args.revision}' if args.revision else ''}"
+    if args.dry_run:
+        print(f"would upload {len(planned.files)} files from {planned.folder} to {repo_type} repo "
+              f"{planned.repo_id}{where}:")
+        for name in planned.files:
+            print(f"  {name}")
+        _say_left_out(planned)
+        if args.verbose:
+            print("\n--- README.md ---")
+            print(planned.card)
+        else:
+            print(f"  (README.md: {len(planned.card.splitlines())} lines; --verbose prints it)")
+        return
+    url = publish(folder, repo_id, private=args.private, revision=args.revision, repo_type=repo_type,
+                  allow_partial=allow_partial, planned=planned)
+    print(f"published {folder} to {repo_type} repo {repo_id}{where}: {url}")
+    _say_left_out(planned)
+
+
+def _say_left_out(planned: PublishPlan):
+    if planned.left_out:
+        print(f"  not uploaded (not part of the export): {listed(planned.left_out, 10)}")
+
+
+def publish_metric_command(args) -> int:
+    """``qahub publish-metric``: a copy of the metric's folder, its module named after the Space, as a Space."""
+    import tempfile
+
+    from qahub.metric_copy import copy_metric
+
+    with tempfile.TemporaryDirectory() as tmp:
+        # a Space named ORG/NAME loads NAME.py: the module file takes the Space's name
+        folder = copy_metric(args.metric, Path(tmp), name=args.repo_id.split("/")[-1], manifest=False)
+        _point_app_at(folder / "app.py", args.metric, args.repo_id)
+        _publish_one(folder, args.repo_id, "space", args)
+    return 0
+
+
+def _point_app_at(app: Path, metric: str, repo_id: str):
+    """The Space's app.py loads the module from the Hub by the Space's own id, as the official metric Spaces do."""
+    text = app.read_text(encoding="utf-8")
+    call = f'evaluate.load("{metric}")'
+    if call not in text:
+        raise RuntimeError(f"{app}: expected the line module = {call}")
+    app.write_text(text.replace(call, f'evaluate.load("{repo_id}")'), encoding="utf-8")
+

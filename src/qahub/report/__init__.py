@@ -5,10 +5,10 @@ report.md, report.html, figures/)."""
 from __future__ import annotations
 
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
+
+from qahub.files import Guard, check_folder, staged
 
 from .runs import ReportError, parse_run_argument, qahub_tasks, read_runs
 
@@ -63,21 +63,17 @@ def _write(arguments, out, specs, baseline, resamples, seed, confidence, progres
 def check_out(out: Path, runs: list, overwrite: bool):
     """A missing or empty folder, or a complete earlier report, is written; any other folder needs --overwrite;
     never a symbolic link, the current folder or one holding it, nor a folder that is, holds or is inside a run."""
-    if out.is_symlink():
-        raise ReportError(f"--out {out}: is a symbolic link; name the folder itself")
-    target = Path(os.path.realpath(out))
-    if Path.cwd().is_relative_to(target):
-        raise ReportError(f"--out {out}: is the current folder or holds it; name a new folder for the report")
-    for run in runs:
-        where = Path(os.path.realpath(run))
-        if target.is_relative_to(where) or where.is_relative_to(target):
-            raise ReportError(f"--out {out}: is, holds or is inside the run {run}; name a folder apart from the runs")
-    if target.exists() and not target.is_dir():
-        raise ReportError(f"--out {out}: is a file; name a folder")
-    if not target.exists() or not any(target.iterdir()) or is_report(target):
-        return
-    if not overwrite:
-        raise ReportError(f"--out {out}: exists and is not a qahub report; pass --overwrite to replace it")
+    check_folder(out, overwrite, _guard(out), runs)
+
+
+def _guard(out: Path) -> Guard:
+    return Guard(symlink=f"--out {out}: is a symbolic link; name the folder itself",
+                 is_cwd=f"--out {out}: is the current folder or holds it; name a new folder for the report",
+                 near_input=lambda run: f"--out {out}: is, holds or is inside the run {run}; name a folder apart "
+                                        "from the runs",
+                 not_folder=f"--out {out}: is a file; name a folder",
+                 not_empty=f"--out {out}: exists and is not a qahub report; pass --overwrite to replace it",
+                 is_ours=is_report, ours_without_overwrite=True, error=ReportError)
 
 
 def is_report(folder: Path) -> bool:
@@ -98,25 +94,18 @@ def is_report(folder: Path) -> bool:
 
 
 def write_folder(out: Path, data: dict, figures: dict):
-    """Everything into a temporary folder beside ``out`` (removed on any error), swapped into place when
-    complete (an earlier report moved into the temporary folder, removed with it); ``figures``: ``{task:
-    {file name: PNG bytes}}``."""
-    from qahub.files import made_folder
-
+    """Everything into a work folder beside ``out`` (removed on any error), swapped into place when complete
+    (``out`` was checked by ``check_out`` before the runs were read); ``figures``: ``{task: {file name: PNG
+    bytes}}``."""
     from .render import blocks, markdown, page
 
-    with made_folder(out.parent, out), \
-            tempfile.TemporaryDirectory(prefix=f".{out.name}.partial-", dir=out.parent) as work:
-        staging = Path(work) / out.name
-        (staging / "figures").mkdir(parents=True)
+    with staged(out) as work:
+        (work / "figures").mkdir()
         images = {name: png for per_task in figures.values() for name, png in per_task.items()}
         for name, png in images.items():
-            (staging / "figures" / name).write_bytes(png)
+            (work / "figures" / name).write_bytes(png)
         report = blocks(data, {task: list(per_task) for task, per_task in figures.items()})
-        (staging / "report.md").write_text(markdown(report), encoding="utf-8")
-        (staging / "report.html").write_text(page(report, images), encoding="utf-8")
-        (staging / MARKER).write_text(json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n",
-                                      encoding="utf-8")
-        if out.exists():
-            out.rename(Path(work) / "replaced")
-        staging.rename(out)
+        (work / "report.md").write_text(markdown(report), encoding="utf-8")
+        (work / "report.html").write_text(page(report, images), encoding="utf-8")
+        (work / MARKER).write_text(json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n",
+                                   encoding="utf-8")
