@@ -133,6 +133,7 @@ def test_epochs_are_averaged_per_document(scripts, tmp_path, tmp_path_factory):
     assert not entry["warnings"], entry["warnings"]  # inspect's own numbers: its reduction is the mean too
     assert entry["scores"]["two"]["exact_match"]["value"] == pytest.approx(0.5)
     assert entry["scores"]["two"]["exact_match"]["ci"] == [pytest.approx(0.5)] * 2  # 0.5 on every document
+    assert "two: 2 epochs: each document's numbers are the mean over its epochs" in " ".join(entry["notes"])
 
 
 def _one_line(err) -> str:

@@ -88,6 +88,7 @@ def task_report(task, spec, runs, baseline, settings) -> dict:
     entry = {"main_metric": main_metric(spec), "scores": {}, "breakdown": {}, "comparisons": {}, "notes": [],
              "warnings": []}
     entry["notes"] += [bleu_note(metric) for metric in metrics.values() if metric.kind == "bleu"]
+    entry["notes"] += [f"{run.name}: {note}" for run in runs for note in run.tasks[task].notes]
     estimators, jobs = {}, []
     for run in runs:
         tr = run.tasks[task]

@@ -130,9 +130,12 @@ def read_task(task: str, file: Path, spec: dict) -> TaskRun:
     items = {m: [values[m] for values, _ in per_doc] for m in present}
     categories = {f: [str(_category(meta, f, file)) for _, meta in per_doc] for f in fields}
     qahub = header.eval.metadata["qahub"]
+    most = max(len(e) for e in epochs.values())
+    notes = [f"{most} epochs: each document's numbers are the mean over its epochs, any other value (a BLEU pair, "
+             "a distinct-n reply) its first epoch's, as inspect reduces them"] if most > 1 else []
     return TaskRun(task, str(file), _values(header, present, file, task), [(i, None) for i in order], items,
                    categories, None, qahub.get("fewshot"), header.eval.config.limit,
-                   (qahub.get("location"), qahub.get("config"), qahub.get("split")), list(order))
+                   (qahub.get("location"), qahub.get("config"), qahub.get("split")), list(order), notes)
 
 
 def _averaged(epochs: list, present: list, file, sample_id) -> tuple[dict, dict]:

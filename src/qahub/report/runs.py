@@ -51,6 +51,7 @@ class TaskRun:
     limit: object = None
     dataset: tuple = ()  # (dataset_path, dataset_name, split) of the results file's task config
     ids: list = field(default_factory=list)  # the task's document id per doc (tasks.document_id): inspect's Sample.id
+    notes: list = field(default_factory=list)  # what the report says of how this run was read
 
 
 @dataclass
