@@ -136,6 +136,23 @@ def test_epochs_are_averaged_per_document(scripts, tmp_path, tmp_path_factory):
     assert "two: 2 epochs: each document's numbers are the mean over its epochs" in " ".join(entry["notes"])
 
 
+def test_failed_samples_of_an_eval_that_tolerates_them_are_left_out(scripts, tmp_path, tmp_path_factory):
+    tasks, replies = scripts
+    limur = tasks[sorted(inspect_tasks.task_names()).index("limur")]
+    broken = next(iter(limur.dataset)).input
+
+    def reply(prompt):
+        if prompt == broken:
+            raise RuntimeError("the model is down")
+        return replies["oracle"][prompt]
+
+    inspect_run([limur], reply, tmp_path / "logs", fail_on_error=False)
+    entry = report(tmp_path_factory, {"some": tmp_path / "logs"})["tasks"]["qahub_limur"]
+    assert not entry["warnings"], entry["warnings"]
+    assert entry["scores"]["some"]["exact_match"]["n"] == len(limur.dataset) - 1
+    assert "some: 1 sample(s) failed (an eval run with --no-fail-on-error): left out" in " ".join(entry["notes"])
+
+
 def _one_line(err) -> str:
     message = str(err.value)
     assert "\n" not in message

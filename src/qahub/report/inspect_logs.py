@@ -107,13 +107,15 @@ def read_task(task: str, file: Path, spec: dict) -> TaskRun:
 
     header = _header(file)
     metrics, fields = task_metrics(spec), list(spec.get("categories", {}))
-    epochs = {}  # sample id -> [(epoch, values, metadata)]
+    epochs, failed = {}, 0  # sample id -> [(epoch, values, metadata)]
     try:
-        for sample in read_eval_log_samples(str(file), exclude_fields=SKIPPED_FIELDS):
+        for sample in read_eval_log_samples(str(file), all_samples_required=False, exclude_fields=SKIPPED_FIELDS):
             score = (sample.scores or {}).get(task)
+            if score is None and sample.error:  # --no-fail-on-error: inspect leaves it out of every metric
+                failed += 1
+                continue
             if score is None:
-                why = f" ({' '.join(str(sample.error.message).split())})" if sample.error else ""
-                raise ReportError(f"{file}: sample {sample.id} epoch {sample.epoch} has no {task} score{why}")
+                raise ReportError(f"{file}: sample {sample.id} epoch {sample.epoch} has no {task} score")
             epochs.setdefault(sample.id, []).append((sample.epoch, document_values(score), sample.metadata))
     except ReportError:
         raise
@@ -133,6 +135,9 @@ def read_task(task: str, file: Path, spec: dict) -> TaskRun:
     most = max(len(e) for e in epochs.values())
     notes = [f"{most} epochs: each document's numbers are the mean over its epochs, any other value (a BLEU pair, "
              "a distinct-n reply) its first epoch's, as inspect reduces them"] if most > 1 else []
+    if failed:
+        notes.append(f"{failed} sample(s) failed (an eval run with --no-fail-on-error): left out, as inspect's "
+                     "metrics leave them out")
     return TaskRun(task, str(file), _values(header, present, file, task), [(i, None) for i in order], items,
                    categories, None, qahub.get("fewshot"), header.eval.config.limit,
                    (qahub.get("location"), qahub.get("config"), qahub.get("split")), list(order), notes)
