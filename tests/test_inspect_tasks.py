@@ -20,6 +20,7 @@ from test_harness import GARBAGE, TOP, Oracle, _evaluate  # noqa: E402  (lm-eval
 from test_limur_judge import MERA_REPLIES  # noqa: E402
 
 from qahub import harness, inspect_tasks, registry  # noqa: E402
+from qahub.tasks import document_id  # noqa: E402
 
 TESTS = Path(__file__).parent
 
@@ -81,7 +82,7 @@ def test_oracle_gets_the_top_of_every_gold_metric_with_ids_and_categories(locati
         assert all(math.isfinite(v) for v in scores.values()), (short, scores)
         for metric, top in TOP[name].items():
             assert scores[metric] == pytest.approx(top), (short, metric, scores)
-        docs = {inspect_tasks._doc_id(spec, doc, i): doc for i, doc in enumerate(_documents(locations, short))}
+        docs = {document_id(spec, doc, i): doc for i, doc in enumerate(_documents(locations, short))}
         assert sorted(map(str, (s.id for s in log.samples))) == sorted(map(str, docs))  # each document once, by id
         for sample in log.samples:
             expected = {field: category(docs[sample.id]) for field, category in spec.categories.items()}
@@ -205,7 +206,7 @@ def test_limur_judge_is_the_grader_role_with_meras_prompt_and_reading(locations,
     """Each reply has two candidates (the whole reply and the text after «Ответ:»); the grader answers each in
     prose from MERA_REPLIES; judge_score is the better of MERA's two grades."""
     task = build("limur", locations)
-    docs = {inspect_tasks._doc_id(harness.task_api("limur").TASKS["qahub_limur"], d, i): d
+    docs = {document_id(harness.task_api("limur").TASKS["qahub_limur"], d, i): d
             for i, d in enumerate(_documents(locations, "limur"))}
     replies = {s.input: f"Рассуждение {i}. Ответ: {s.target}" for i, s in enumerate(task.dataset)}
     prose = {}  # the judge's reply to each candidate, by the text that identifies it in the prompt

@@ -122,7 +122,7 @@ def _samples(spec: TaskSpec, docs: list, shots: list, fewshot: int, rnd: random.
             shown = demonstrations.draw(rnd, fewshot, doc if same_split else None)
         except harness.HarnessError as err:
             raise harness.HarnessError(f"fewshot={fewshot}: document {index}: {err}") from None
-        sample_id = _doc_id(spec, doc, index)
+        sample_id = tasks.document_id(spec, doc, index)
         if sample_id in by_id:
             raise harness.HarnessError(f"document {index}: id {sample_id!r} is also document "
                                        f"{list(by_id).index(sample_id)}'s")
@@ -131,12 +131,6 @@ def _samples(spec: TaskSpec, docs: list, shots: list, fewshot: int, rnd: random.
         samples.append(Sample(id=sample_id, input=context(spec, shown, doc), target=spec.target(doc),
                               metadata=categories))
     return samples, by_id
-
-
-def _doc_id(spec: TaskSpec, doc: dict, index: int):
-    """The id the task declares for the document, or its position when it declares none (or the doc has none)."""
-    value = spec.doc_id(doc) if spec.doc_id else None
-    return index if value is None else value
 
 
 def context(spec: TaskSpec, shots: list, doc: dict) -> str:

@@ -183,3 +183,10 @@ def all_tasks() -> dict:
 def task_corpora() -> dict:
     """``{task: corpus}`` of every corpus whose tasks can be run."""
     return {name: corpus for corpus, module in importable().items() for name in module.TASKS}
+
+
+def document_id(spec: TaskSpec, doc: dict, position: int):
+    """The document's id: the one its task declares (``doc_id``), or its position when it declares none (or the
+    document has none). inspect's Sample.id, and what a report pairs an lm-eval and an inspect run of it on."""
+    value = spec.doc_id(doc) if spec.doc_id else None
+    return position if value is None else value

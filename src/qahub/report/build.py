@@ -84,6 +84,7 @@ def task_report(task, spec, runs, baseline, settings) -> dict:
     entry = {"main_metric": spec.headline, "scores": {}, "breakdown": {}, "comparisons": {}, "notes": [],
              "warnings": []}
     entry["notes"] += [bleu_note(metric) for metric in metrics.values() if metric.kind == "bleu"]
+    entry["notes"] += [f"{run.name}: {note}" for run in runs for note in run.tasks[task].notes]
     estimators, jobs = {}, []
     for run in runs:
         tr = run.tasks[task]
@@ -149,7 +150,8 @@ def _check_points(entry, name, tr, ests):
 
 
 def pairing(task, base, run, entry):
-    """(baseline indices, run indices) of the documents both scored (same doc_id and doc_hash), or None."""
+    """(baseline indices, run indices) of the documents both scored (same doc_id and doc_hash; the task's document
+    id where a run is an inspect log, which has no doc_hash), or None."""
     b, r = base.tasks.get(task), run.tasks[task]
     if b is None:
         return None
@@ -157,14 +159,18 @@ def pairing(task, base, run, entry):
         entry["warnings"].append(f"{run.name}: not compared with {base.name}: a different dataset, config or split "
                                  f"({_dataset(r.dataset)} against {_dataset(b.dataset)})")
         return None
-    for what, mine, theirs in (("task version", r.version, b.version), ("number of shots", r.n_shot, b.n_shot)):
+    lm_eval = b.keys[0][1] is not None and r.keys[0][1] is not None  # an inspect log has no doc_hash
+    # an inspect task has no version of lm-eval's task file to compare
+    checks = (("task version", r.version, b.version),) * lm_eval + (("number of shots", r.n_shot, b.n_shot),)
+    for what, mine, theirs in checks:
         if mine != theirs:
             entry["warnings"].append(f"{run.name}: {what} {mine} differs from {base.name}'s {theirs}")
-    if b.keys == r.keys:
-        index = np.arange(len(b.keys))
+    base_keys, run_keys = (b.keys, r.keys) if lm_eval else (b.ids, r.ids)
+    if base_keys == run_keys:
+        index = np.arange(len(base_keys))
         return index, index
-    position = {key: i for i, key in enumerate(r.keys)}
-    pairs = [(i, position[key]) for i, key in enumerate(b.keys) if key in position]
+    position = {key: i for i, key in enumerate(run_keys)}
+    pairs = [(i, position[key]) for i, key in enumerate(base_keys) if key in position]
     if not pairs:
         entry["warnings"].append(f"{run.name}: no document in common with {base.name}; not compared")
         return None

@@ -50,6 +50,8 @@ class TaskRun:
     n_shot: object = None
     limit: object = None
     dataset: tuple = ()  # (dataset_path, dataset_name, split) of the results file's task config
+    ids: list = field(default_factory=list)  # the task's document id per doc (tasks.document_id): inspect's Sample.id
+    notes: list = field(default_factory=list)  # what the report says of how this run was read
 
 
 @dataclass
@@ -62,7 +64,7 @@ class Run:
     samples: dict = field(default_factory=dict)  # task -> its samples file
     tasks: dict = field(default_factory=dict)  # task -> TaskRun, read when that task is reported (``with_task``)
 
-    def with_task(self, task: str, spec: dict) -> Run:
+    def with_task(self, task: str, spec) -> Run:
         """This run with ``task``'s samples read."""
         return replace(self, tasks={task: read_task(task, self.samples[task], self.results, spec, self.results_file)})
 
@@ -149,6 +151,10 @@ def task_entry(results: dict, key: str, task: str, path) -> dict:
 
 
 def read_run(name: str | None, path: Path, specs: dict) -> tuple[Run, list[str]]:
+    from . import inspect_logs
+
+    if inspect_logs.is_log(path):
+        return inspect_logs.read_run(name, path, specs)
     chosen = results_file(path)
     results = read_json(chosen)
     date = RESULTS.match(chosen.name)["date"]
@@ -174,7 +180,7 @@ def read_task(task: str, samples: Path, results: dict, spec, results_name: str) 
     metrics = task_metrics(spec)
     categories = spec.categories
     present = _metrics_logged(samples, task, metrics)
-    rows, cats = [], {f: [] for f in categories}
+    rows, ids, cats = [], [], {f: [] for f in categories}
     fields = [(categories[f], column) for f, column in cats.items()]
     number, get = 0, operator.itemgetter("doc_id", "doc_hash", *present)
     with open(samples, "rb") as handle:
@@ -183,6 +189,7 @@ def read_task(task: str, samples: Path, results: dict, spec, results_name: str) 
                 sample = _sample(samples, number, line)
                 rows.append(get(sample))
                 doc = sample["doc"]
+                ids.append(tasks.document_id(spec, doc, sample["doc_id"]))
                 for category, column in fields:
                     column.append(str(category(doc)))
         except ReportError:
@@ -206,7 +213,7 @@ def read_task(task: str, samples: Path, results: dict, spec, results_name: str) 
     dataset = (config.get("dataset_path"), config.get("dataset_name"),
                config.get("test_split") or config.get("validation_split"))
     return TaskRun(task, str(samples), values, keys, items, cats, (results.get("versions") or {}).get(task),
-                   (results.get("n-shot") or {}).get(task), (results.get("config") or {}).get("limit"), dataset)
+                   (results.get("n-shot") or {}).get(task), (results.get("config") or {}).get("limit"), dataset, ids)
 
 
 def _check_count(samples: Path, count: int, n_samples: dict, results_name: str):

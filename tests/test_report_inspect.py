@@ -1,0 +1,206 @@
+"""``qahub report`` on inspect-ai logs (issue 29 item 4): the same scripted replies run through lm-eval and through
+inspect's ``eval`` give the same report; a report mixing both pairs on the document ids; what it refuses."""
+
+import shutil
+
+import pytest
+
+pytest.importorskip("inspect_ai", reason="inspect-ai is the [inspect] extra")
+pytest.importorskip("lm_eval", reason="lm-eval is the [harness] extra")
+
+import inspect_models  # noqa: E402, F401 - registers the scripted model
+from inspect_ai import Epochs, Task  # noqa: E402
+from inspect_ai import eval as inspect_eval  # noqa: E402
+from inspect_ai.dataset import Sample  # noqa: E402
+from inspect_ai.log import read_eval_log, write_eval_log  # noqa: E402
+from inspect_ai.model import get_model  # noqa: E402
+from inspect_ai.scorer import match  # noqa: E402
+from test_harness import TOP, Oracle, locations, manager, plan, task_dir  # noqa: E402, F401
+from test_report import WRONG, lm_eval_run  # noqa: E402
+
+from qahub import inspect_tasks  # noqa: E402
+from qahub.report import ReportError, write_report  # noqa: E402
+from qahub.report.runs import qahub_tasks  # noqa: E402
+
+RESAMPLES = 200
+
+
+def inspect_run(tasks, reply, folder, **kwargs):
+    """inspect's eval of ``tasks`` with a model replying ``reply(prompt)``, its logs in ``folder``."""
+    model = get_model("qahub_script/scripted", reply=reply, memoize=False)
+    logs = inspect_eval(tasks, model=model, log_dir=str(folder), display="none", **kwargs)
+    assert all(log.status == "success" for log in logs)
+    return [log.location for log in logs]
+
+
+@pytest.fixture(scope="module")
+def scripts(locations):  # noqa: F811
+    """The inspect tasks and two scripts ``{prompt: reply}``: the target always ("oracle"), and the target every
+    third document, a wrong or unreadable reply for the others ("half")."""
+    tasks = [inspect_tasks.TASKS[short](dataset=locations[corpus])
+             for short, (corpus, _) in sorted(inspect_tasks.task_names().items())]
+    oracle, half = {}, {}
+    for task in tasks:
+        for index, sample in enumerate(task.dataset):
+            oracle[sample.input] = sample.target
+            half[sample.input] = sample.target if index % 3 == 0 else WRONG[index % len(WRONG)]
+    return tasks, {"oracle": oracle, "half": half}
+
+
+class Scripted(Oracle):
+    script = {}
+
+    def generate_until(self, requests):
+        return [self.script[request.args[0]] for request in requests]  # KeyError: a prompt inspect did not build
+
+
+@pytest.fixture(scope="module")
+def runs(scripts, manager, plan, tmp_path_factory):  # noqa: F811
+    """``{(harness, script): run folder}``: each script through lm-eval and through inspect."""
+    tasks, replies = scripts
+    root = tmp_path_factory.mktemp("runs")
+    found = {}
+    for name, script in replies.items():
+        model = Scripted(manager)
+        model.script = script
+        found["lm-eval", name] = lm_eval_run(model, manager, sorted(plan), root / f"lm-{name}").parent
+        inspect_run(tasks, script.__getitem__, root / f"inspect-{name}")
+        found["inspect", name] = root / f"inspect-{name}"
+    return found
+
+
+def report(tmp_path_factory, named: dict) -> dict:
+    out = tmp_path_factory.mktemp("report") / "out"
+    return write_report([f"{name}={path}" for name, path in named.items()], out, resamples=RESAMPLES,
+                        progress=False, jobs=1)
+
+
+@pytest.fixture(scope="module")
+def reports(runs, tmp_path_factory):
+    """The report of half against oracle run through lm-eval, through inspect, and lm-eval's half against
+    inspect's oracle."""
+    return {harness: report(tmp_path_factory, {"half": runs[harness, "half"], "oracle": runs[harness, "oracle"]})
+            for harness in ("lm-eval", "inspect")} | {
+        "mixed": report(tmp_path_factory, {"half": runs["lm-eval", "half"], "oracle": runs["inspect", "oracle"]})}
+
+
+@pytest.mark.parametrize("task", sorted(TOP))
+def test_inspect_logs_give_the_report_lm_eval_runs_give(reports, task):
+    lm_eval, inspect = reports["lm-eval"]["tasks"][task], reports["inspect"]["tasks"][task]
+    assert not lm_eval["warnings"] and not inspect["warnings"], (lm_eval["warnings"], inspect["warnings"])
+    assert inspect["scores"]["half"] != inspect["scores"]["oracle"]  # the script is not the target everywhere
+    for part in ("scores", "breakdown", "comparisons", "notes"):
+        assert inspect[part] == lm_eval[part], part
+    mixed = reports["mixed"]["tasks"][task]  # lm-eval's half against inspect's oracle: paired on every document
+    assert not mixed["warnings"], mixed["warnings"]
+    assert mixed["comparisons"] == lm_eval["comparisons"] and mixed["scores"] == lm_eval["scores"]
+
+
+def test_runs_name_the_model_and_the_log(reports, runs):
+    entry = reports["inspect"]["runs"]["oracle"]
+    assert entry["model"] == "qahub_script/scripted" and entry["path"] == str(runs["inspect", "oracle"])
+
+
+def test_a_mixed_report_pairs_on_the_document_ids(scripts, runs, tmp_path, tmp_path_factory):
+    """inspect's log of each task's last two documents, in the reverse order, is paired with the same two of the
+    lm-eval run, by id (doc2dial's turn ids, LIMUR's MERA ids, ...)."""
+    tasks, replies = scripts
+    two = [Task(dataset=list(task.dataset)[:-3:-1], solver=task.solver, scorer=task.scorer, config=task.config,
+                metadata=task.metadata, name=task.name) for task in tasks]
+    inspect_run(two, replies["oracle"].__getitem__, tmp_path / "two")
+    data = report(tmp_path_factory, {"lm": runs["lm-eval", "oracle"], "two": tmp_path / "two"})
+    specs = qahub_tasks()
+    for task, entry in data["tasks"].items():
+        assert not entry["warnings"], entry["warnings"]
+        total = entry["scores"]["lm"][next(iter(specs[task]["metrics"]))]["n"]
+        assert f"two vs lm: paired on the 2 documents both scored (lm {total}, two 2" in " ".join(entry["notes"])
+        for metric, cell in entry["comparisons"]["two"].items():
+            assert cell["n"] == 2 and cell["delta"] == 0, (task, metric)
+
+
+def test_epochs_are_averaged_per_document(scripts, tmp_path, tmp_path_factory):
+    """Two epochs, the target in the first and a wrong reply in the second: each document scores their mean."""
+    tasks, replies = scripts
+    limur = tasks[sorted(inspect_tasks.task_names()).index("limur")]
+    asked = {}
+
+    def reply(prompt):
+        asked[prompt] = asked.get(prompt, 0) + 1
+        return replies["oracle"][prompt] if asked[prompt] == 1 else "no idea"
+
+    inspect_run([limur], reply, tmp_path / "logs", epochs=Epochs(2, "mean"), max_samples=1)
+    entry = report(tmp_path_factory, {"two": tmp_path / "logs"})["tasks"]["qahub_limur"]
+    assert not entry["warnings"], entry["warnings"]  # inspect's own numbers: its reduction is the mean too
+    assert entry["scores"]["two"]["exact_match"]["value"] == pytest.approx(0.5)
+    assert entry["scores"]["two"]["exact_match"]["ci"] == [pytest.approx(0.5)] * 2  # 0.5 on every document
+    assert "two: 2 epochs: each document's numbers are the mean over its epochs" in " ".join(entry["notes"])
+
+
+def test_failed_samples_of_an_eval_that_tolerates_them_are_left_out(scripts, tmp_path, tmp_path_factory):
+    tasks, replies = scripts
+    limur = tasks[sorted(inspect_tasks.task_names()).index("limur")]
+    broken = next(iter(limur.dataset)).input
+
+    def reply(prompt):
+        if prompt == broken:
+            raise RuntimeError("the model is down")
+        return replies["oracle"][prompt]
+
+    inspect_run([limur], reply, tmp_path / "logs", fail_on_error=False)
+    entry = report(tmp_path_factory, {"some": tmp_path / "logs"})["tasks"]["qahub_limur"]
+    assert not entry["warnings"], entry["warnings"]
+    assert entry["scores"]["some"]["exact_match"]["n"] == len(limur.dataset) - 1
+    assert "some: 1 sample(s) failed (an eval run with --no-fail-on-error): left out" in " ".join(entry["notes"])
+
+
+def _one_line(err) -> str:
+    message = str(err.value)
+    assert "\n" not in message
+    return message
+
+
+@pytest.fixture(scope="module")
+def limur_log(runs):
+    return next(runs["inspect", "oracle"].glob("*_limur_*.eval"))
+
+
+@pytest.mark.parametrize("status", ["started", "error", "cancelled"])
+def test_an_unfinished_failed_or_cancelled_eval_is_refused(limur_log, tmp_path, status):
+    log = read_eval_log(str(limur_log))
+    log.status = status
+    bad = tmp_path / f"bad{limur_log.suffix}"
+    write_eval_log(log, str(bad))
+    with pytest.raises(ReportError) as err:
+        write_report([str(bad)], tmp_path / "out", progress=False)
+    assert _one_line(err) == (f"{bad}: the eval's status is {status!r}, not 'success' (an unfinished, failed or "
+                              "cancelled eval); finish it (inspect eval-retry) or give another log")
+
+
+def test_a_log_of_another_task_is_refused(tmp_path):
+    other = Task(dataset=[Sample(input="2+2?", target="4", id=1)], scorer=match(), name="arithmetic")
+    (location,) = inspect_run([other], lambda prompt: "4", tmp_path / "logs")
+    with pytest.raises(ReportError) as err:
+        write_report([location], tmp_path / "out", progress=False)
+    assert _one_line(err) == f"{location}: task arithmetic is not a qahub task (qahub/<name>)"
+    with pytest.raises(ReportError) as err:  # a folder of none
+        write_report([str(tmp_path / "logs")], tmp_path / "out", progress=False)
+    assert _one_line(err) == f"{tmp_path / 'logs'}: holds no log of a qahub task (it has arithmetic)"
+
+
+def test_a_folder_with_two_logs_of_one_task_asks_which(limur_log, tmp_path):
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    for name in ("a", "b"):
+        shutil.copy(limur_log, folder / f"{name}_limur.eval")
+    with pytest.raises(ReportError) as err:
+        write_report([str(folder)], tmp_path / "out", progress=False)
+    assert _one_line(err) == (f"{folder}: holds 2 logs of qahub_limur (a_limur.eval, b_limur.eval); which one? "
+                              "pass that file (one log per task in a folder)")
+
+
+def test_a_file_that_is_no_log_is_refused(tmp_path):
+    bad = tmp_path / "notes.json"
+    bad.write_text("{}", encoding="utf-8")
+    with pytest.raises(ReportError) as err:
+        write_report([str(bad)], tmp_path / "out", progress=False)
+    assert _one_line(err).startswith(f"{bad}: not an inspect log (")
