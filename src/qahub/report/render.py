@@ -22,11 +22,17 @@ def blocks(data, figures) -> list:
     """The report as a list of blocks: ("h", level, text), ("p", text), ("table", header, rows), ("img", name)."""
     s = data["settings"]
     out = [("h", 1, "qahub report"),
-           ("p", f"Baseline {s['baseline']}; {s['resamples']} bootstrap resamples over documents, seed {s['seed']}, "
-                 f"{s['confidence']:.0%} percentile intervals. Comparisons: McNemar's exact test for 0/1 metrics, "
-                 "sacrebleu's paired bootstrap for BLEU, a paired bootstrap of the difference for the others; "
-                 "p_holm is Holm-adjusted over every comparison; * marks p_holm < "
-                 f"{1 - s['confidence']:.2g}."),
+           ("p", f"Baseline {s['baseline']}; {s['resamples']} resamples, seed {s['seed']}, {s['confidence']:.0%} "
+                 "intervals: Wilson score intervals for 0/1 metrics whose documents are independent, half-samples "
+                 "without replacement for distinct-n (a resample with replacement repeats documents and adds no "
+                 "distinct n-grams), the percentile bootstrap for the rest; where a task declares a cluster "
+                 "(Topical-Chat's conversation, doc2dial's dialogue, Jeopardy's theme) whole clusters are resampled, "
+                 "the same for every run. Comparisons: McNemar's exact test for 0/1 metrics of independent "
+                 "documents, sacrebleu's paired bootstrap for BLEU, a paired (cluster) bootstrap of the difference "
+                 "for the others; p_holm (Holm) and p_bh (Benjamini-Hochberg) are adjusted over every comparison; "
+                 f"* marks p_holm < {1 - s['confidence']:.2g}. MDE: the minimum difference detectable at "
+                 f"{s.get('power', 0.8):.0%} power and alpha {1 - s['confidence']:.2g}, from the observed paired "
+                 "variance (clustered where the task is)."),
            ("table", ["run", "model", "results file"],
             [[name, r["model"], r["results_file"]] for name, r in data["runs"].items()])]
     for task, entry in data["tasks"].items():
@@ -44,6 +50,8 @@ def task_blocks(task, entry, settings, figures):
                                                                        str(max(c["n"] for c in scores.values()))]
             for name, scores in entry["scores"].items()]
     out.append(("table", ["run", *metrics, "unparseable", "n"], rows))
+    if entry.get("intervals"):
+        out.append(("p", "Intervals: " + "; ".join(f"{m}: {how}" for m, how in entry["intervals"].items())))
     out += [("img", name) for name in figures.get(task, [])[:1]]
     main = entry["main_metric"]
     for field, cats in entry["breakdown"].items():
@@ -56,9 +64,12 @@ def task_blocks(task, entry, settings, figures):
         out.append(("h", 3, f"{task}: paired comparisons with {settings['baseline']}"))
         rows = [[name, m, f"{fmt(c['delta'])} [{fmt(c['ci'][0])}, {fmt(c['ci'][1])}]", fmt(c["p"], 3),
                  fmt(c["p_holm"], 3) + (" *" if (c["p_holm"] or 1) < 1 - settings["confidence"] else ""),
+                 fmt(c.get("p_bh"), 3), fmt(c.get("mde"), 3) + (" (underpowered)" if c.get("underpowered") else ""),
                  str(c["n"]), c["test"]]
                 for name, per in entry["comparisons"].items() for m, c in per.items()]
-        out.append(("table", ["run", "metric", "delta [CI]", "p", "p_holm", "n", "test"], rows))
+        out.append(("table", ["run", "metric", "delta [CI]", "p", "p_holm", "p_bh", "MDE", "n", "test"], rows))
+        out += [("p", f"{name}, {m}: {c['underpowered']}") for name, per in entry["comparisons"].items()
+                for m, c in per.items() if c.get("underpowered")]
     return out
 
 

@@ -34,6 +34,7 @@ class Metric:
     binary: bool = False
     order: int = 0  # distinct-n's n
     score: object = None  # BLEU: the task's function of summed sacreBLEU statistics (None: sacrebleu's BLEU())
+    scale: float = 1.0  # a binary metric's value of a right document (doc2dial's exact: 100)
 
 
 @dataclass
@@ -50,6 +51,8 @@ class TaskRun:
     n_shot: object = None
     limit: object = None
     dataset: tuple = ()  # (dataset_path, dataset_name, split) of the results file's task config
+    clusters: list = None  # the declared cluster of each doc (None: the doc alone), None when none is declared
+    cluster_name: str = None  # what a cluster is ("conversation"), None when the task declares none
 
 
 @dataclass
@@ -61,8 +64,9 @@ class Run:
     results: dict = field(default_factory=dict, repr=False)  # the results file's contents
     samples: dict = field(default_factory=dict)  # task -> its samples file
     tasks: dict = field(default_factory=dict)  # task -> TaskRun, read when that task is reported (``with_task``)
+    harness: str = "lm-eval"  # what wrote the run
 
-    def with_task(self, task: str, spec: dict) -> Run:
+    def with_task(self, task: str, spec) -> Run:
         """This run with ``task``'s samples read."""
         return replace(self, tasks={task: read_task(task, self.samples[task], self.results, spec, self.results_file)})
 
@@ -72,22 +76,38 @@ KINDS = {"mean": "mean", "mean_or_zero": "mean", "total": "sum", "bleu_of_pairs"
          "distinct_1": "distinct", "distinct_2": "distinct"}
 
 
+def declared(spec, name: str, default=None):
+    """One item of a task's declaration (the one place the report reads it), ``default`` when it has none."""
+    if isinstance(spec, dict):
+        return spec.get(name, default)
+    value = getattr(spec, name, default)
+    return default if value is None else value
+
+
+def cluster_name(cluster) -> str | None:
+    """What a declared cluster function groups by, from its name: ``conversation``, ``grounding_dialogue`` ->
+    ``dialogue``, ``theme``."""
+    return None if cluster is None else getattr(cluster, "__name__", "cluster").rsplit("_", 1)[-1]
+
+
 def qahub_tasks() -> dict:
     """``{task: spec}`` of every qahub lm-eval task (a corpus whose task_api does not import is left out, with a
     warning naming the file)."""
     return tasks.all_tasks()
 
 
-def task_metrics(spec: dict) -> dict:
+def task_metrics(spec) -> dict:
     metrics = {}
-    for name, (aggregation, _) in {**spec["metrics"], **spec.get("judge_metrics", {})}.items():
+    binary, oracle = declared(spec, "binary", ()), declared(spec, "oracle", {})
+    for name, (aggregation, _) in {**declared(spec, "metrics"), **declared(spec, "judge_metrics", {})}.items():
         how = aggregation if isinstance(aggregation, str) else getattr(aggregation, "__name__", "")
         if how not in KINDS:
             raise ReportError(f"metric {name}: no resampling known for its aggregation {how!r}")
         kind = KINDS[how]
         # a metric the task declares 0/1 per document (0/100 for doc2dial's exact): McNemar's test compares them
-        metrics[name] = Metric(name, kind, name in spec.get("binary", ()), int(how[-1]) if kind == "distinct" else 0,
-                               spec.get("bleu_of_statistics") if kind == "bleu" else None)
+        scale = oracle.get(name) if isinstance(oracle.get(name), int | float) and oracle.get(name) > 0 else 1.0
+        metrics[name] = Metric(name, kind, name in binary, int(how[-1]) if kind == "distinct" else 0,
+                               declared(spec, "bleu_of_statistics") if kind == "bleu" else None, float(scale))
     return metrics
 
 
@@ -169,11 +189,11 @@ def read_run(name: str | None, path: Path, specs: dict) -> tuple[Run, list[str]]
     return run, skipped
 
 
-def read_task(task: str, samples: Path, results: dict, spec: dict, results_name: str) -> TaskRun:
+def read_task(task: str, samples: Path, results: dict, spec, results_name: str) -> TaskRun:
     metrics = task_metrics(spec)
-    categories = spec.get("categories", {})
+    categories, cluster = declared(spec, "categories", {}), declared(spec, "cluster")
     present = _metrics_logged(samples, task, metrics)
-    rows, cats = [], {f: [] for f in categories}
+    rows, cats, clusters = [], {f: [] for f in categories}, [] if cluster else None
     fields = [(categories[f], column) for f, column in cats.items()]
     number, get = 0, operator.itemgetter("doc_id", "doc_hash", *present)
     with open(samples, "rb") as handle:
@@ -184,6 +204,8 @@ def read_task(task: str, samples: Path, results: dict, spec: dict, results_name:
                 doc = sample["doc"]
                 for category, column in fields:
                     column.append(str(category(doc)))
+                if cluster:
+                    clusters.append(cluster(doc))
         except ReportError:
             raise
         except (KeyError, TypeError, IndexError, AttributeError, ValueError) as err:
@@ -205,7 +227,8 @@ def read_task(task: str, samples: Path, results: dict, spec: dict, results_name:
     dataset = (config.get("dataset_path"), config.get("dataset_name"),
                config.get("test_split") or config.get("validation_split"))
     return TaskRun(task, str(samples), values, keys, items, cats, (results.get("versions") or {}).get(task),
-                   (results.get("n-shot") or {}).get(task), (results.get("config") or {}).get("limit"), dataset)
+                   (results.get("n-shot") or {}).get(task), (results.get("config") or {}).get("limit"), dataset,
+                   clusters, cluster_name(cluster))
 
 
 def _check_count(samples: Path, count: int, n_samples: dict, results_name: str):
