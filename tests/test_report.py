@@ -845,7 +845,7 @@ def test_paired_tests_on_clustered_errors_reject_a_true_null_at_most_6_percent()
     assert rejected / sims <= 0.06 and mcnemar / sims > 0.1, (rejected / sims, mcnemar / sims)
 
 
-def test_the_minimum_detectable_difference_is_the_paired_z_test_s(report, runs):
+def test_the_minimum_detectable_difference_is_the_paired_z_test_s():
     from scipy.stats import norm
     from statsmodels.stats.power import NormalIndPower
 

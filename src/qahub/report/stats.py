@@ -97,9 +97,10 @@ POWER = 0.8  # the power the minimum detectable difference is given at
 def detectable(se: float, alpha: float, power: float = POWER) -> float:
     """Minimum detectable difference of a two-sided test at level ``alpha`` with ``power``, for an estimate of
     standard error ``se`` (normal approximation: (z_{1-alpha/2} + z_power) x se)."""
-    from scipy.stats import norm
+    from statistics import NormalDist
 
-    return float((norm.ppf(1 - alpha / 2) + norm.ppf(power)) * se)
+    z = NormalDist().inv_cdf
+    return float((z(1 - alpha / 2) + z(power)) * se)
 
 
 class Linear:
@@ -252,7 +253,7 @@ def bootstrap(estimators: dict, n: int, seed: int, resamples: int, clusters=None
         groups.setdefault(_group(index), (index, []))[1].append(key)
     plans = [_plan(index, {key: estimators[key][0] for key in keys}, clusters) for index, keys in groups.values()]
     draws = {(_group(index), id(est)): [] for est, index in estimators.values()}
-    for halved, source in ((False, chunks(seed, units, resamples)), (True, halves(seed, units, resamples))):
+    for halved, source in ((False, chunks(seed, units, resamples)), (True, halves(seed, units, resamples, n))):
         wanted = [est.halved == halved for _, _, _, other in plans for _, est in other]
         if not any(wanted) and (halved or not any(linear for _, _, linear, _ in plans)):
             continue
@@ -274,11 +275,12 @@ def bootstrap(estimators: dict, n: int, seed: int, resamples: int, clusters=None
             else done[(_group(index), id(est))] for key, (est, index) in estimators.items()}
 
 
-def halves(seed: int, units: int, resamples: int):
+def halves(seed: int, units: int, resamples: int, documents: int):
     """0/1 matrices of ``resamples`` half-samples of ``units`` (documents or clusters) drawn without replacement:
-    each row holds ``units // 2`` of them (a fresh stream of ``seed``: every run of a task, the same rows)."""
+    each row holds ``units // 2`` of them (a fresh stream of ``seed``: every run of a task, the same rows); as
+    many rows at a time as a chunk of the ``documents`` they are spread over holds."""
     rng, m = np.random.default_rng([seed, 2]), units // 2
-    size = max(1, min(resamples, CELLS // max(units, 1)))
+    size = max(1, min(resamples, CELLS // max(documents, 1)))
     for start in range(0, resamples, size):
         rows = min(size, resamples - start)
         if m == 0:
@@ -325,8 +327,8 @@ def _plan(index, estimators, clusters=None):
     """Each estimator once (a comparison shares the runs' own), linear ones as columns of one matrix (summed
     per cluster when there are ``clusters``: the draws are of clusters)."""
     estimators = {id(est): est for est in estimators.values()}
-    linear = [(key, est) for key, est in estimators.items() if isinstance(est, Linear)]
-    other = [(key, est) for key, est in estimators.items() if not isinstance(est, Linear)]
+    linear = [(key, est) for key, est in estimators.items() if isinstance(est, Linear) and not est.halved]
+    other = [(key, est) for key, est in estimators.items() if not isinstance(est, Linear) or est.halved]
     columns = np.hstack([est.x for _, est in linear]) if linear else None
     if columns is not None and clusters is not None:
         columns = clusters.sums(columns)
