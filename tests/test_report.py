@@ -901,3 +901,36 @@ def test_report_json_holds_clusters_interval_methods_power_and_both_adjusted_ps(
     assert all(set(e["intervals"]) == {m for s in e["scores"].values() for m in s} for e in data["tasks"].values())
     text = (out / "report.md").read_text(encoding="utf-8")
     assert "p_bh" in text and "MDE" in text and "resampled by dialogue" in text
+
+
+def test_the_first_screen_is_a_summary_of_every_run_and_task_main_metric(report):
+    out, data, _ = report
+    text = (out / "report.md").read_text(encoding="utf-8")
+    lines = text.splitlines()
+    assert lines[0] == "# qahub report" and lines[2].startswith("| run | qahub_")  # the table comes first
+    header = lines[2]
+    assert all(f"{task}: {entry['main_metric']}" in header for task, entry in data["tasks"].items())
+    oracle = next(line for line in lines if line.startswith("| oracle |"))
+    limur = data["tasks"]["qahub_limur"]
+    cell = limur["comparisons"]["oracle"][limur["main_metric"]]
+    assert (" *" in oracle) == any(c["comparisons"]["oracle"][c["main_metric"]]["p_holm"] < 0.05
+                                   for c in data["tasks"].values()
+                                   if c["main_metric"] in c["comparisons"].get("oracle", {})
+                                   and c["comparisons"]["oracle"][c["main_metric"]]["p_holm"] is not None)
+    assert cell["p_holm"] is not None
+    assert next(line for line in lines if line.startswith("| half (baseline) |"))
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert html.index("<table>") < html.index("<h2>")  # the summary before any task
+
+
+def test_each_run_s_weakest_categories_against_the_baseline_are_named():
+    from qahub.report.render import weakest
+
+    def scores(value):
+        return {"m": {"value": value, "ci": [value, value], "n": 3}}
+
+    cats = {"a": {"b": scores(0.9), "r": scores(0.1)}, "b": {"b": scores(0.5), "r": scores(0.45)},
+            "c": {"b": scores(0.2), "r": scores(0.6)}, "d": {"b": scores(0.8), "r": scores(0.4)}}
+    data = {"settings": {"baseline": "b"},
+            "tasks": {"t": {"main_metric": "m", "breakdown": {"kind": cats}}}}
+    assert weakest(data, "r") == ["t kind=a: m 0.1 against 0.9", "t kind=d: m 0.4 against 0.8"]

@@ -21,7 +21,7 @@ def score_text(c):
 def blocks(data, figures) -> list:
     """The report as a list of blocks: ("h", level, text), ("p", text), ("table", header, rows), ("img", name)."""
     s = data["settings"]
-    out = [("h", 1, "qahub report"),
+    out = [("h", 1, "qahub report"), *summary_blocks(data),
            ("p", f"Baseline {s['baseline']}; {s['resamples']} resamples, seed {s['seed']}, {s['confidence']:.0%} "
                  "intervals: Wilson score intervals for 0/1 metrics whose documents are independent, half-samples "
                  "without replacement for distinct-n (a resample with replacement repeats documents and adds no "
@@ -40,6 +40,50 @@ def blocks(data, figures) -> list:
     if data["skipped"]:
         out.append(("p", "Skipped (not qahub tasks): " + ", ".join(data["skipped"])))
     return out
+
+
+def summary_blocks(data) -> list:
+    """The first screen: a row per run, a column per task's main metric (score [interval]; * where it differs
+    from the baseline after Holm's adjustment, "underpowered" where the difference is below the detectable
+    one), then each run's two categories weakest against the baseline."""
+    s, tasks = data["settings"], data["tasks"]
+    alpha, base = 1 - s["confidence"], s["baseline"]
+    rows = []
+    for name in data["runs"]:
+        row = [f"{name} (baseline)" if name == base else name]
+        for entry in tasks.values():
+            main = entry["main_metric"]
+            text = score_text(entry["scores"].get(name, {}).get(main))
+            compared = entry["comparisons"].get(name, {}).get(main)
+            if compared and compared["p_holm"] is not None and compared["p_holm"] < alpha:
+                text += " *"
+            if compared and compared.get("underpowered"):
+                text += " (underpowered)"
+            row.append(text)
+        rows.append(row)
+    header = ["run", *(f"{task}: {entry['main_metric']}" for task, entry in tasks.items())]
+    out = [("table", header, rows),
+           ("p", f"* differs from {base} (p_holm < {alpha:.2g}); underpowered: the difference is below the "
+                 "minimum detectable one (see each task).")]
+    for name in data["runs"]:
+        if name != base and (weak := weakest(data, name)):
+            out.append(("p", f"{name}, weakest against {base}: " + "; ".join(weak)))
+    return out
+
+
+def weakest(data, name, count=2) -> list:
+    """The ``count`` categories (over every task's breakdowns) where ``name``'s main metric is furthest below the
+    baseline's, as text."""
+    base, gaps = data["settings"]["baseline"], []
+    for task, entry in data["tasks"].items():
+        main = entry["main_metric"]
+        for field, cats in entry["breakdown"].items():
+            for cat, per_run in cats.items():
+                mine, theirs = (per_run.get(run, {}).get(main, {}).get("value") for run in (name, base))
+                if mine is not None and theirs is not None and mine < theirs:
+                    gaps.append(((mine - theirs) / max(abs(theirs), 1e-12), task, field, cat, mine, theirs, main))
+    return [f"{task} {field}={cat}: {main} {fmt(mine)} against {fmt(theirs)}"
+            for _, task, field, cat, mine, theirs, main in sorted(gaps, key=lambda g: g[0])[:count]]
 
 
 def task_blocks(task, entry, settings, figures):
