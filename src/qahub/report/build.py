@@ -386,7 +386,7 @@ def report_data(runs, skipped, specs, settings, progress, workers=1) -> tuple[di
     def work(task):
         having = [run.with_task(task, specs[task]) for run in runs if task in run.samples]
         entry = task_report(task, specs[task], having, settings["baseline"], settings)
-        return entry, task_figures(task, entry)
+        return entry, task_figures(task, entry, settings["baseline"])
 
     tasks = task_names(runs)
     sizes = {task: sum(run.samples[task].stat().st_size for run in runs if task in run.samples) for task in tasks}
