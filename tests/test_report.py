@@ -825,7 +825,7 @@ def test_paired_tests_on_clustered_errors_reject_a_true_null_at_most_6_percent()
     from qahub.report.build import compare
     from qahub.report.stats import Clusters, Mean, bootstrap
 
-    rng, clusters, turns, sims = np.random.default_rng(4), 60, 6, 500
+    rng, clusters, turns, sims = np.random.default_rng(4), 100, 4, 1000
     ids = np.repeat(np.arange(clusters), turns)
     design, metric = Clusters(ids), report_runs.Metric("m", "mean", binary=True)
     rejected = mcnemar = 0

@@ -355,13 +355,13 @@ def paired_test(metric, eb, er, db, dr, n, clusters=None, field=None):
         if np.ptp(per_doc) == 0:
             units = per_doc if clusters is None else np.bincount(clusters.ids, weights=per_doc)
             return f"sign test{over} (exact: the per-document differences are all equal)", sign_test_p(units)
-        return f"paired bootstrap{over}", bootstrap_p(dr - db, delta)
+        return f"paired bootstrap{over}", bootstrap_p(dr - db, delta, clusters)
     diffs = (dr - db)[np.isfinite(dr - db)]
     if delta != 0 and (n < 2 or not len(diffs) or np.ptp(diffs) == 0):
         return "too few documents (the resampled differences do not vary)", None
     if metric.kind == "bleu":
         return f"sacrebleu paired bootstrap{over}", sacrebleu_p(db, dr, pb, pr)
-    return f"paired bootstrap{over}", bootstrap_p(dr - db, delta)
+    return f"paired bootstrap{over}", bootstrap_p(dr - db, delta, clusters)
 
 
 def adjust(tasks: dict):

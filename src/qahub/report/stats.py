@@ -355,11 +355,14 @@ def sign_test_p(differences) -> float:
     return float(binomtest(up, up + down, 0.5).pvalue) if up + down else 1.0
 
 
-def bootstrap_p(draws, delta: float) -> float:
-    """Two-sided p of a paired bootstrap: how often the centred resampled difference is as far from 0."""
+def bootstrap_p(draws, delta: float, clusters=None) -> float:
+    """Two-sided p of a paired bootstrap: how often the centred resampled difference is as far from 0. Over
+    clusters the centred differences are widened by sqrt(C / (C - 1)), the finite-cluster correction of the
+    clustered standard error (a bootstrap of C clusters underestimates the variance by (C - 1) / C)."""
     draws = np.asarray(draws, dtype=float)
     draws = draws[np.isfinite(draws)]
-    return float((1 + np.sum(np.abs(draws - delta) >= abs(delta))) / (len(draws) + 1))
+    widen = 1.0 if clusters is None or clusters.count < 2 else np.sqrt(clusters.count / (clusters.count - 1))
+    return float((1 + np.sum(np.abs(draws - delta) * widen >= abs(delta))) / (len(draws) + 1))
 
 
 def sacrebleu_p(base_draws, other_draws, base_score: float, other_score: float) -> float:
