@@ -29,8 +29,9 @@ def sentence(rng, low=6, high=20):
 
 
 def make_doc(task, i, rng):
-    """The fields a task's prompt and categories read, the lines about as long as lm-eval's lines of the
-    bundled samples (doc2dial ~5 kB, LIMUR ~4 kB, the others ~2 kB)."""
+    """The fields a task's prompt, categories and cluster read, the lines about as long as lm-eval's lines of the
+    bundled samples (doc2dial ~5 kB, LIMUR ~4 kB, the others ~2 kB); clustered as the corpora are: 20 turns a
+    Topical-Chat conversation, 10 a doc2dial dialogue, 5 questions a Jeopardy theme."""
     text = sentence(rng, 60, 120)
     if task == "qahub_limur":
         return {"instruction": sentence(rng, 200, 360), "inputs": {"text": sentence(rng)}, "outputs": "А",
@@ -38,10 +39,13 @@ def make_doc(task, i, rng):
     if task.startswith("qahub_jemhopqa"):
         return {"qid": str(i), "type": i % 2, "question": sentence(rng, 40, 80), "answer": sentence(rng, 1, 3)}
     if task == "qahub_jeopardy":
-        return {"question_id": i, "question_number": 1 + i % 5, "question": text, "answer": sentence(rng, 1, 2)}
+        return {"question_id": i, "question_number": 1 + i % 5, "question": text, "answer": sentence(rng, 1, 2),
+                "tour_name": f"tour {i // 500}", "topic": f"topic {i // 5}"}
     if task.startswith("qahub_doc2dial"):
-        return {"id": str(i), "domain": DOMAINS[i % 4], "document": text + " " + sentence(rng, 300, 500)}
-    return {"conversation_id": str(i), "turn_index": i % 20, "knowledge": text, "history_messages": [sentence(rng)]}
+        return {"id": f"{i // 10}_{i % 10}", "dial_id": str(i // 10), "domain": DOMAINS[i // 10 % 4],
+                "document": text + " " + sentence(rng, 300, 500)}
+    return {"conversation_id": str(i // 20), "turn_index": i % 20, "knowledge": text,
+            "history_messages": [sentence(rng)]}
 
 
 def item(metric, reply, gold, rng):
@@ -105,7 +109,7 @@ def prepare_ours(root):
     import qahub.report.stats  # noqa: F401
 
     for module in ("matplotlib.pyplot", "sacrebleu", "scipy.sparse", "statsmodels.stats.contingency_tables",
-                   "statsmodels.stats.multitest", "tqdm", "qahub.metrics.topical_chat.responses"):
+                   "statsmodels.stats.multitest", "statsmodels.stats.proportion", "tqdm", "qahub.metrics.topical_chat.responses"):
         __import__(module)
     qahub.report.runs.qahub_tasks()
     return root, peak_rss_mb()

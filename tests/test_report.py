@@ -122,7 +122,10 @@ def test_breakdowns_are_the_mean_over_the_logged_documents_of_each_category(repo
 
 def test_mcnemar_p_is_binomtest_on_the_discordant_pairs(report, runs):
     _, data, _ = report
-    for task, metric in (("qahub_limur", "exact_match"), ("qahub_jeopardy", "accuracy")):
+    # Jeopardy's questions are clustered by theme: McNemar's test assumes independent pairs, a cluster bootstrap
+    assert data["tasks"]["qahub_jeopardy"]["comparisons"]["oracle"]["accuracy"]["test"] == \
+        "paired bootstrap over themes"
+    for task, metric in (("qahub_limur", "exact_match"),):
         base = {s["doc_id"]: s[metric] for s in _samples(runs["half"], task)}
         other = {s["doc_id"]: s[metric] for s in _samples(runs["oracle"], task)}
         b = sum(1 for d in base if base[d] > 0 and not other[d] > 0)
@@ -140,16 +143,52 @@ def test_bleu_p_is_sacrebleu_paired_bootstrap(report, runs, monkeypatch):
 
     _, data, _ = report
     monkeypatch.setenv("SACREBLEU_SEED", str(data["settings"]["seed"]))
-    for task in ("qahub_doc2dial_response", "qahub_topical_chat_freq"):
+    base, other = (_samples(runs[name], "qahub_topical_chat_freq") for name in ("half", "oracle"))
+    # no qahub BLEU task has independent documents (its turns are clustered by conversation): sacrebleu's own
+    # test over documents, through the report's functions, with no clusters
+    pairs = [(b["bleu"], o["bleu"]) for b, o in zip(base, other)]
+    from qahub.report.build import compare
+    from qahub.report.stats import Bleu, bleu_statistics, bootstrap
+
+    eb, er = Bleu(bleu_statistics([p[0] for p in pairs])), Bleu(bleu_statistics([p[1] for p in pairs]))
+    resamples, seed = data["settings"]["resamples"], data["settings"]["seed"]
+    draws = bootstrap({("vs", "r", "bleu", "b"): (eb, None), ("vs", "r", "bleu", "r"): (er, None)}, len(pairs),
+                      seed, resamples)
+    cell = compare("r", {"bleu": _metric("bleu")}, {"bleu": (eb, er, None)}, len(pairs), draws,
+                   {"confidence": 0.95})["bleu"]
+    test = PairedTest([("half", [p[0][0] for p in pairs]), ("oracle", [p[1][0] for p in pairs])], {"BLEU": BLEU()},
+                      [[p[0][1] for p in pairs]], test_type="bs", n_samples=resamples)
+    _, scores = test()
+    assert cell["test"] == "sacrebleu paired bootstrap"
+    assert cell["p"] == scores["BLEU"][1].p_value
+    assert cell["delta"] == pytest.approx(scores["BLEU"][1].score - scores["BLEU"][0].score)
+
+
+def test_clustered_bleu_p_is_sacrebleu_s_p_over_resampled_clusters(report, runs):
+    """The clustered BLEU test: sacrebleu's p formula over BLEU of whole conversations / dialogues drawn with
+    replacement (default_rng(seed), the clusters numbered in order of first appearance)."""
+    from sacrebleu.metrics import BLEU
+    from sacrebleu.significance import _compute_p_value
+
+    _, data, _ = report
+    resamples, seed = data["settings"]["resamples"], data["settings"]["seed"]
+    for task, field in (("qahub_doc2dial_response", "dial_id"), ("qahub_topical_chat_freq", "conversation_id")):
         base, other = _samples(runs["half"], task), _samples(runs["oracle"], task)
-        refs = [s["bleu"][1] for s in base]
-        test = PairedTest([("half", [s["bleu"][0] for s in base]), ("oracle", [s["bleu"][0] for s in other])],
-                          {"BLEU": BLEU()}, [refs], test_type="bs", n_samples=data["settings"]["resamples"])
-        _, scores = test()
+        ids = list(dict.fromkeys(s["doc"][field] for s in base))
+        members = [[i for i, s in enumerate(base) if s["doc"][field] == key] for key in ids]
+        bleu = BLEU()
+        stats = [np.array(bleu._extract_corpus_statistics([s["bleu"][0] for s in side], [[s["bleu"][1] for s in base]]))
+                 for side in (base, other)]
+        drawn = np.random.default_rng(seed).integers(0, len(ids), size=(resamples, len(ids)))
+        scores = [[bleu._compute_score_from_stats(list(stat[[d for c in row for d in members[c]]].sum(0))).score
+                   for row in drawn] for stat in stats]
+        diffs = np.abs(np.array(scores[1]) - np.array(scores[0]))
+        point = [bleu.corpus_score([s["bleu"][0] for s in side], [[s["bleu"][1] for s in base]]).score
+                 for side in (base, other)]
         cell = data["tasks"][task]["comparisons"]["oracle"]["bleu"]
-        assert cell["test"] == "sacrebleu paired bootstrap"
-        assert cell["p"] == scores["BLEU"][1].p_value
-        assert cell["delta"] == pytest.approx(scores["BLEU"][1].score - scores["BLEU"][0].score)
+        assert cell["test"] == f"sacrebleu paired bootstrap over {data['tasks'][task]['cluster']['field']}s"
+        assert cell["p"] == pytest.approx(_compute_p_value(diffs - diffs.mean(), abs(point[1] - point[0])))
+        assert data["tasks"][task]["cluster"]["runs"]["half"]["clusters"] == len(ids) < len(base)
 
 
 def test_identical_runs_compare_at_delta_0_and_p_1(runs, tmp_path):
@@ -358,13 +397,16 @@ def _tree(folder):
     return sorted((str(p.relative_to(folder)), p.read_bytes() if p.is_file() else None) for p in folder.rglob("*"))
 
 
-def test_an_earlier_complete_report_is_replaced_without_overwrite(report, runs, tmp_path):
+@pytest.mark.parametrize("schema", ["qahub-report/2", "qahub-report/1"])
+def test_an_earlier_complete_report_is_replaced_without_overwrite(report, runs, tmp_path, schema):
     out = _copy(report[0], tmp_path / "earlier")
     (out / "report.md").write_text("old", encoding="utf-8")
+    data = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    (out / "report.json").write_text(json.dumps({**data, "schema": schema}), encoding="utf-8")  # /1: the first
     done = qahub("report", f"half={runs['half']}", f"oracle={runs['oracle']}", "--out", str(out), "--resamples", "300")
     assert done.returncode == 0, done.stderr
     assert (out / "report.md").read_text(encoding="utf-8") == (report[0] / "report.md").read_text(encoding="utf-8")
-    assert json.loads((out / "report.json").read_text(encoding="utf-8"))["schema"] == "qahub-report/1"
+    assert json.loads((out / "report.json").read_text(encoding="utf-8"))["schema"] == "qahub-report/2"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["earlier"]  # no temporary folder left beside it
 
 
@@ -564,7 +606,7 @@ def test_a_paired_p_from_differences_that_do_not_vary_is_the_exact_sign_test(n):
 
 
 def test_one_paired_document_of_bleu_or_distinct_is_too_few_documents():
-    from qahub.report.build import holm
+    from qahub.report.build import adjust
     from qahub.report.render import task_blocks
 
     for metric, base, other in ((_metric("bleu"), [["a b c d", "a b c d"]], [["x y", "a b c d"]]),
@@ -573,7 +615,7 @@ def test_one_paired_document_of_bleu_or_distinct_is_too_few_documents():
         assert cell["p"] is None and cell["test"].startswith("too few documents") and cell["n"] == 1
     entry = {"scores": {}, "breakdown": {}, "comparisons": {"r": {"m": cell}}, "warnings": [], "notes": [],
              "main_metric": "m"}
-    holm({"t": entry})
+    adjust({"t": entry})
     assert cell["p_holm"] is None
     table = task_blocks("t", entry, {"baseline": "b", "confidence": 0.95}, {})[-1]
     assert table[2][0][3:5] == ["–", "–"] and "*" not in table[2][0][4]
@@ -657,3 +699,238 @@ def test_a_resample_s_bleu_is_the_task_s_aggregation_of_its_documents():
         drawn = np.random.default_rng(5).integers(0, 12, 12)
         w = np.bincount(drawn, minlength=12)[None, :].astype(float)
         assert est(w)[0] == pytest.approx(aggregation([pairs[i] for i in drawn]), rel=1e-6)
+
+
+def _cells(data):
+    """(where, value, interval) of every score, breakdown cell and comparison of a report."""
+    for task, entry in data["tasks"].items():
+        for run, scores in entry["scores"].items():
+            yield from (((task, run, m), c["value"], c["ci"]) for m, c in scores.items())
+        for field, cats in entry["breakdown"].items():
+            for cat, per_run in cats.items():
+                for run, scores in per_run.items():
+                    yield from (((task, field, cat, run, m), c["value"], c["ci"]) for m, c in scores.items())
+        for run, per in entry["comparisons"].items():
+            yield from (((task, "vs", run, m), c["delta"], c["ci"]) for m, c in per.items())
+
+
+def test_every_interval_holds_its_point_value(report, runs, tmp_path):
+    limited = tmp_path / "limited"  # a few documents: half-samples of one or two
+    done = qahub("report", f"half={runs['half']}", f"limited={runs['limited']}", "--out", str(limited),
+                 "--resamples", "200")
+    assert done.returncode == 0, done.stderr
+    seen = set()
+    for data in (report[1], json.loads((limited / "report.json").read_text(encoding="utf-8"))):
+        for where, value, (low, high) in _cells(data):
+            if value is not None and low is not None:
+                # 1e-6: sacrebleu's resamples sum BLEU statistics in float32, the point value in integers
+                slack = 1e-6 * max(1.0, abs(value))
+                assert low - slack <= value <= high + slack, (where, value, low, high)
+                seen.add(where[-1])
+    assert {"distinct_1", "distinct_2", "bleu", "exact_match", "game_score"} <= seen
+    methods = report[1]["tasks"]["qahub_topical_chat_freq"]["intervals"]
+    assert methods["distinct_1"].startswith("half-samples of the conversations without replacement")
+
+
+def test_distinct_n_half_samples_are_centred_on_the_point_and_as_wide_as_the_spread_of_documents():
+    """Half-samples without replacement: the deviations of the statistic, rescaled by sqrt(m / (n - m)), centred
+    on the point value; for a mean that is the bootstrap's spread (checked on distinct-1 of one-token replies,
+    whose distinct-1 over a half-sample is a mean when every reply is a different word)."""
+    from qahub.report.stats import Distinct, Mean, bootstrap, interval
+
+    rng = np.random.default_rng(0)
+    words = [f"w{i}" for i in range(2000)]
+    replies = [" ".join(rng.choice(words, size=rng.integers(3, 12))) for _ in range(401)]
+    est = Distinct.of(replies, 1)
+    draws = bootstrap({"d": (est, None)}, len(replies), 7, 1000)["d"]
+    low, high = interval(draws, 0.95)
+    assert low < est.point() < high and draws.mean() == pytest.approx(est.point())
+    # one word a reply, all different: distinct-1 is 1 on any sample; the half-samples keep it there
+    same = Distinct.of([f"x{i}" for i in range(50)], 1)
+    assert interval(bootstrap({"d": (same, None)}, 50, 7, 200)["d"], 0.95) == pytest.approx([1.0, 1.0])
+    # a linear statistic: its half-sample spread is the bootstrap's (the rescaling)
+    values = rng.random(401)
+    mean = Mean.of(values, np.ones(401, dtype=bool))
+    mean.halved = True
+    spread = np.std(bootstrap({"m": (mean, None)}, 401, 7, 4000)["m"])
+    assert spread == pytest.approx(np.std(values, ddof=1) / np.sqrt(401), rel=0.06)
+
+
+def test_wilson_intervals_are_statsmodels_and_0_of_7_is_not_a_point(report, runs):
+    from statsmodels.stats.proportion import proportion_confint
+
+    from qahub.report.build import cell
+    from qahub.report.stats import Mean
+
+    zeros = Mean.of(np.zeros(7), np.ones(7, dtype=bool))
+    c = cell(0.0, None, 7, 0.95, (zeros, 1.0))
+    assert c["ci"] == pytest.approx(list(proportion_confint(0, 7, alpha=0.05, method="wilson")), abs=1e-15)
+    assert c["ci"][1] > 0.3
+    hundreds = Mean.of(np.array([100.0, 0, 0, 100]), np.ones(4, dtype=bool))  # doc2dial's exact: 0 / 100
+    assert cell(50.0, None, 4, 0.9, (hundreds, 100.0))["ci"] == pytest.approx(
+        [100 * b for b in proportion_confint(2, 4, alpha=0.1, method="wilson")])
+    _, data, _ = report
+    entry = data["tasks"]["qahub_limur"]
+    assert entry["intervals"]["exact_match"] == "Wilson score interval"
+    samples = _samples(runs["half"], "qahub_limur")
+    right = sum(1 for s in samples if s["exact_match"] > 0)
+    assert entry["scores"]["half"]["exact_match"]["ci"] == pytest.approx(list(
+        proportion_confint(right, len(samples), alpha=0.05, method="wilson")), abs=1e-15)
+    # clustered 0/1 metrics keep the cluster bootstrap, flagged approximate with fewer than 30 clusters
+    method = data["tasks"]["qahub_doc2dial_grounding"]["intervals"]["exact"]
+    assert method.startswith("percentile bootstrap over dialogues") and "approximate" in method
+
+
+def test_clustered_stderr_is_inspect_ai_s():
+    from inspect_ai.scorer import SampleScore, Score, stderr
+
+    from qahub.report.stats import Clusters, clustered_stderr
+
+    rng = np.random.default_rng(1)
+    keys = [f"c{k}" for k in rng.integers(0, 23, size=300)]
+    values = rng.random(300) + np.array([hash(k) % 7 for k in keys]) / 7
+    scores = [SampleScore(score=Score(value=float(v)), sample_id=i, sample_metadata={"conversation": k})
+              for i, (v, k) in enumerate(zip(values, keys))]
+    assert clustered_stderr(values, Clusters.of(keys)) == pytest.approx(stderr(cluster="conversation")(scores),
+                                                                       rel=1e-12)
+    assert clustered_stderr(values) == pytest.approx(stderr()(scores), rel=1e-12)
+
+
+def _conversations(rng, shared, clusters=60, turns=20):
+    """Per-turn F1-like values of Topical-Chat-shaped replies: ``shared`` of the error is the conversation's."""
+    effect = np.repeat(rng.normal(0, 1, clusters), turns)
+    values = 0.5 + 0.2 * (shared * effect + (1 - shared) * rng.normal(0, 1, clusters * turns))
+    return values, np.repeat(np.arange(clusters), turns)
+
+
+def test_clustered_intervals_are_wider_where_errors_are_shared_within_conversations():
+    from qahub.report.stats import Clusters, Mean, bootstrap, interval
+
+    rng = np.random.default_rng(2)
+    for shared, low, high in ((0.7, 2.0, None), (0.0, 0.85, 1.15)):
+        values, ids = _conversations(rng, shared)
+        est = Mean.of(values, np.ones(len(values), dtype=bool))
+        width = [np.diff(interval(bootstrap({"m": (est, None)}, len(values), 3, 2000, clusters)["m"], 0.95))[0]
+                 for clusters in (Clusters.of(ids.tolist()), None)]
+        ratio = width[0] / width[1]
+        assert ratio > low and (high is None or ratio < high), (shared, ratio)
+
+
+def test_paired_tests_on_clustered_errors_reject_a_true_null_at_most_6_percent():
+    """The same model twice: each run's state of mind shared over a conversation's turns (a per-run, per-
+    conversation shift of the chance of a right reply). McNemar's test, which takes the turns as independent,
+    rejects far too often; the report's paired cluster bootstrap does not."""
+    from scipy.special import expit
+
+    from qahub.report.build import compare
+    from qahub.report.stats import Clusters, Mean, bootstrap
+
+    rng, clusters, turns, sims = np.random.default_rng(4), 100, 4, 1000
+    ids = np.repeat(np.arange(clusters), turns)
+    design, metric = Clusters(ids), report_runs.Metric("m", "mean", binary=True)
+    rejected = mcnemar = 0
+    for sim in range(sims):
+        difficulty = np.repeat(rng.normal(0, 1, clusters), turns)
+        a, b = (rng.random(len(ids)) < expit(difficulty + np.repeat(rng.normal(0, 1.2, clusters), turns))
+                for _ in range(2))
+        eb, er = (Mean.of(x.astype(float), np.ones(len(ids), dtype=bool)) for x in (a, b))
+        keyed = {("vs", "r", "m", "b"): (eb, None), ("vs", "r", "m", "r"): (er, None)}
+        draws = bootstrap(keyed, len(ids), 1000 + sim, 300, design)
+        cell = compare("r", {"m": metric}, {"m": (eb, er, None)}, len(ids), draws, {"confidence": 0.95}, design,
+                       "conversation")["m"]
+        assert cell["test"] == "paired bootstrap over conversations"
+        rejected += cell["p"] < 0.05
+        plain = compare("r", {"m": metric}, {"m": (eb, er, None)}, len(ids), draws, {"confidence": 0.95})
+        mcnemar += plain["m"]["p"] < 0.05
+    assert rejected / sims <= 0.06 and mcnemar / sims > 0.1, (rejected / sims, mcnemar / sims)
+
+
+def test_the_minimum_detectable_difference_is_the_paired_z_test_s():
+    from scipy.stats import norm
+    from statsmodels.stats.power import NormalIndPower
+
+    from qahub.report.build import compare
+    from qahub.report.stats import Clusters, Mean, bootstrap
+
+    rng = np.random.default_rng(6)
+    base, other = rng.random(80), rng.random(80) + 0.02
+    eb, er = (Mean.of(x, np.ones(80, dtype=bool)) for x in (base, other))
+    draws = bootstrap({("vs", "r", "m", "b"): (eb, None), ("vs", "r", "m", "r"): (er, None)}, 80, 1, 200)
+    cell = compare("r", {"m": _metric("mean")}, {"m": (eb, er, None)}, 80, draws, {"confidence": 0.9})["m"]
+    sd = np.std(other - base, ddof=1)
+    assert cell["mde"] == pytest.approx((norm.ppf(0.95) + norm.ppf(0.8)) * sd / np.sqrt(80), rel=1e-12)
+    # statsmodels' power of a one-sample (paired) z-test: the effect size it can detect, in standard deviations
+    assert cell["mde"] == pytest.approx(sd * NormalIndPower().solve_power(nobs1=80, alpha=0.1, power=0.8, ratio=0),
+                                        rel=1e-3)
+    assert cell["underpowered"] == f"underpowered: a difference below {cell['mde']:.3g} cannot be seen with 80 documents"
+    ids = np.repeat(np.arange(16), 5)  # clustered: the clustered standard error of the differences
+    design = Clusters(ids)
+    draws = bootstrap({("vs", "r", "m", "b"): (eb, None), ("vs", "r", "m", "r"): (er, None)}, 80, 1, 200, design)
+    cell = compare("r", {"m": _metric("mean")}, {"m": (eb, er, None)}, 80, draws, {"confidence": 0.9}, design,
+                   "dialogue")["m"]
+    d = other - base
+    clustered = np.sqrt(16 / 15 * sum((d[ids == k] - d.mean()).sum() ** 2 for k in range(16))) / 80
+    assert cell["mde"] == pytest.approx((norm.ppf(0.95) + norm.ppf(0.8)) * clustered, rel=1e-12)
+    assert cell["underpowered"].endswith("with 80 documents (16 dialogues)")
+
+
+def test_report_json_holds_clusters_interval_methods_power_and_both_adjusted_ps(report, runs):
+    from statsmodels.stats.multitest import multipletests
+
+    out, data, _ = report
+    assert data["schema"] == "qahub-report/2"
+    for name in ("half", "oracle"):
+        run = data["runs"][name]
+        assert run["harness"] == "lm-eval" and run["source"] == run["results_file"] and Path(run["source"]).is_file()
+    fields = {task: entry["cluster"]["field"] for task, entry in data["tasks"].items()}
+    assert fields == {**{task: None for task in fields}, "qahub_topical_chat_freq": "conversation",
+                      "qahub_topical_chat_rare": "conversation", "qahub_doc2dial_grounding": "dialogue",
+                      "qahub_doc2dial_response": "dialogue", "qahub_jeopardy": "theme"}
+    chat = data["tasks"]["qahub_topical_chat_freq"]
+    count = chat["cluster"]["runs"]["half"]
+    conversations = {s["doc"]["conversation_id"] for s in _samples(runs["half"], "qahub_topical_chat_freq")}
+    assert count["clusters"] == len(conversations) and count["documents"] > len(conversations)
+    assert count["design_effect"]["f1"] > 0
+    assert f"resampled by conversation: {count['clusters']} clusters of {count['documents']} documents" in \
+        " ".join(chat["notes"])
+    cells = [c for e in data["tasks"].values() for per in e["comparisons"].values() for c in per.values()
+             if c["p"] is not None]
+    assert [c["p_bh"] for c in cells] == pytest.approx(list(multipletests([c["p"] for c in cells],
+                                                                          method="fdr_bh")[1]))
+    assert all(c["mde"] is not None and c["mde"] >= 0 for c in cells)
+    assert all(set(e["intervals"]) == {m for s in e["scores"].values() for m in s} for e in data["tasks"].values())
+    text = (out / "report.md").read_text(encoding="utf-8")
+    assert "p_bh" in text and "MDE" in text and "resampled by dialogue" in text
+
+
+def test_the_first_screen_is_a_summary_of_every_run_and_task_main_metric(report):
+    out, data, _ = report
+    text = (out / "report.md").read_text(encoding="utf-8")
+    lines = text.splitlines()
+    assert lines[0] == "# qahub report" and lines[2].startswith("| run | qahub_")  # the table comes first
+    header = lines[2]
+    assert all(f"{task}: {entry['main_metric']}" in header for task, entry in data["tasks"].items())
+    oracle = next(line for line in lines if line.startswith("| oracle |"))
+    limur = data["tasks"]["qahub_limur"]
+    cell = limur["comparisons"]["oracle"][limur["main_metric"]]
+    assert (" *" in oracle) == any(c["comparisons"]["oracle"][c["main_metric"]]["p_holm"] < 0.05
+                                   for c in data["tasks"].values()
+                                   if c["main_metric"] in c["comparisons"].get("oracle", {})
+                                   and c["comparisons"]["oracle"][c["main_metric"]]["p_holm"] is not None)
+    assert cell["p_holm"] is not None
+    assert next(line for line in lines if line.startswith("| half (baseline) |"))
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert html.index("<table>") < html.index("<h2>")  # the summary before any task
+
+
+def test_each_run_s_weakest_categories_against_the_baseline_are_named():
+    from qahub.report.render import weakest
+
+    def scores(value):
+        return {"m": {"value": value, "ci": [value, value], "n": 3}}
+
+    cats = {"a": {"b": scores(0.9), "r": scores(0.1)}, "b": {"b": scores(0.5), "r": scores(0.45)},
+            "c": {"b": scores(0.2), "r": scores(0.6)}, "d": {"b": scores(0.8), "r": scores(0.4)}}
+    data = {"settings": {"baseline": "b"},
+            "tasks": {"t": {"main_metric": "m", "breakdown": {"kind": cats}}}}
+    assert weakest(data, "r") == ["t kind=a: m 0.1 against 0.9", "t kind=d: m 0.4 against 0.8"]

@@ -16,7 +16,8 @@ __all__ = ["ReportError", "write_report"]
 MARKER = "report.json"
 
 
-SCHEMA = "qahub-report/1"  # report.json's "schema": what marks a folder as a report --out may replace
+SCHEMA = "qahub-report/2"  # report.json's "schema": what marks a folder as a report --out may replace
+SCHEMAS = {SCHEMA, "qahub-report/1"}  # an earlier version's report is a report too
 REPORT_FILES = {"report.json", "report.md", "report.html"}
 
 
@@ -41,6 +42,7 @@ def _write(arguments, out, specs, baseline, resamples, seed, confidence, progres
     from tqdm import tqdm
 
     from .build import report_data, task_names
+    from .stats import POWER
     from .workers import jobs as workers
 
     runs, skipped = read_runs(arguments, specs)
@@ -48,7 +50,9 @@ def _write(arguments, out, specs, baseline, resamples, seed, confidence, progres
     if baseline not in {run.name for run in runs}:
         raise ReportError(f"--baseline {baseline}: no run of that name ({', '.join(run.name for run in runs)})")
     settings = {"resamples": resamples, "seed": seed, "confidence": confidence, "baseline": baseline,
-                "intervals": "percentile bootstrap over documents"}
+                "intervals": "per metric (each task's intervals): Wilson for 0/1 metrics of unclustered documents, "
+                             "half-samples for distinct-n, else the percentile bootstrap over documents or clusters",
+                "power": POWER}
     tasks = task_names(runs)
     count = workers(jobs, len(tasks))
     if count > 1:
@@ -83,7 +87,7 @@ def is_report(folder: Path) -> bool:
         marker = json.loads((folder / MARKER).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return False
-    if not isinstance(marker, dict) or marker.get("schema") != SCHEMA:
+    if not isinstance(marker, dict) or marker.get("schema") not in SCHEMAS:
         return False
     for path in folder.rglob("*"):
         name = path.relative_to(folder)

@@ -21,12 +21,18 @@ def score_text(c):
 def blocks(data, figures) -> list:
     """The report as a list of blocks: ("h", level, text), ("p", text), ("table", header, rows), ("img", name)."""
     s = data["settings"]
-    out = [("h", 1, "qahub report"),
-           ("p", f"Baseline {s['baseline']}; {s['resamples']} bootstrap resamples over documents, seed {s['seed']}, "
-                 f"{s['confidence']:.0%} percentile intervals. Comparisons: McNemar's exact test for 0/1 metrics, "
-                 "sacrebleu's paired bootstrap for BLEU, a paired bootstrap of the difference for the others; "
-                 "p_holm is Holm-adjusted over every comparison; * marks p_holm < "
-                 f"{1 - s['confidence']:.2g}."),
+    out = [("h", 1, "qahub report"), *summary_blocks(data),
+           ("p", f"Baseline {s['baseline']}; {s['resamples']} resamples, seed {s['seed']}, {s['confidence']:.0%} "
+                 "intervals: Wilson score intervals for 0/1 metrics whose documents are independent, half-samples "
+                 "without replacement for distinct-n (a resample with replacement repeats documents and adds no "
+                 "distinct n-grams), the percentile bootstrap for the rest; where a task declares a cluster "
+                 "(Topical-Chat's conversation, doc2dial's dialogue, Jeopardy's theme) whole clusters are resampled, "
+                 "the same for every run. Comparisons: McNemar's exact test for 0/1 metrics of independent "
+                 "documents, sacrebleu's paired bootstrap for BLEU, a paired (cluster) bootstrap of the difference "
+                 "for the others; p_holm (Holm) and p_bh (Benjamini-Hochberg) are adjusted over every comparison; "
+                 f"* marks p_holm < {1 - s['confidence']:.2g}. MDE: the minimum difference detectable at "
+                 f"{s.get('power', 0.8):.0%} power and alpha {1 - s['confidence']:.2g}, from the observed paired "
+                 "variance (clustered where the task is)."),
            ("table", ["run", "model", "results file"],
             [[name, r["model"], r["results_file"]] for name, r in data["runs"].items()])]
     for task, entry in data["tasks"].items():
@@ -34,6 +40,50 @@ def blocks(data, figures) -> list:
     if data["skipped"]:
         out.append(("p", "Skipped (not qahub tasks): " + ", ".join(data["skipped"])))
     return out
+
+
+def summary_blocks(data) -> list:
+    """The first screen: a row per run, a column per task's main metric (score [interval]; * where it differs
+    from the baseline after Holm's adjustment, "underpowered" where the difference is below the detectable
+    one), then each run's two categories weakest against the baseline."""
+    s, tasks = data["settings"], data["tasks"]
+    alpha, base = 1 - s["confidence"], s["baseline"]
+    rows = []
+    for name in data["runs"]:
+        row = [f"{name} (baseline)" if name == base else name]
+        for entry in tasks.values():
+            main = entry["main_metric"]
+            text = score_text(entry["scores"].get(name, {}).get(main))
+            compared = entry["comparisons"].get(name, {}).get(main)
+            if compared and compared["p_holm"] is not None and compared["p_holm"] < alpha:
+                text += " *"
+            if compared and compared.get("underpowered"):
+                text += " (underpowered)"
+            row.append(text)
+        rows.append(row)
+    header = ["run", *(f"{task}: {entry['main_metric']}" for task, entry in tasks.items())]
+    out = [("table", header, rows),
+           ("p", f"* differs from {base} (p_holm < {alpha:.2g}); underpowered: the difference is below the "
+                 "minimum detectable one (see each task).")]
+    for name in data["runs"]:
+        if name != base and (weak := weakest(data, name)):
+            out.append(("p", f"{name}, weakest against {base}: " + "; ".join(weak)))
+    return out
+
+
+def weakest(data, name, count=2) -> list:
+    """The ``count`` categories (over every task's breakdowns) where ``name``'s main metric is furthest below the
+    baseline's, as text."""
+    base, gaps = data["settings"]["baseline"], []
+    for task, entry in data["tasks"].items():
+        main = entry["main_metric"]
+        for field, cats in entry["breakdown"].items():
+            for cat, per_run in cats.items():
+                mine, theirs = (per_run.get(run, {}).get(main, {}).get("value") for run in (name, base))
+                if mine is not None and theirs is not None and mine < theirs:
+                    gaps.append(((mine - theirs) / max(abs(theirs), 1e-12), task, field, cat, mine, theirs, main))
+    return [f"{task} {field}={cat}: {main} {fmt(mine)} against {fmt(theirs)}"
+            for _, task, field, cat, mine, theirs, main in sorted(gaps, key=lambda g: g[0])[:count]]
 
 
 def task_blocks(task, entry, settings, figures):
@@ -44,6 +94,8 @@ def task_blocks(task, entry, settings, figures):
                                                                        str(max(c["n"] for c in scores.values()))]
             for name, scores in entry["scores"].items()]
     out.append(("table", ["run", *metrics, "unparseable", "n"], rows))
+    if entry.get("intervals"):
+        out.append(("p", "Intervals: " + "; ".join(f"{m}: {how}" for m, how in entry["intervals"].items())))
     out += [("img", name) for name in figures.get(task, [])[:1]]
     main = entry["main_metric"]
     for field, cats in entry["breakdown"].items():
@@ -56,9 +108,12 @@ def task_blocks(task, entry, settings, figures):
         out.append(("h", 3, f"{task}: paired comparisons with {settings['baseline']}"))
         rows = [[name, m, f"{fmt(c['delta'])} [{fmt(c['ci'][0])}, {fmt(c['ci'][1])}]", fmt(c["p"], 3),
                  fmt(c["p_holm"], 3) + (" *" if (c["p_holm"] or 1) < 1 - settings["confidence"] else ""),
+                 fmt(c.get("p_bh"), 3), fmt(c.get("mde"), 3) + (" (underpowered)" if c.get("underpowered") else ""),
                  str(c["n"]), c["test"]]
                 for name, per in entry["comparisons"].items() for m, c in per.items()]
-        out.append(("table", ["run", "metric", "delta [CI]", "p", "p_holm", "n", "test"], rows))
+        out.append(("table", ["run", "metric", "delta [CI]", "p", "p_holm", "p_bh", "MDE", "n", "test"], rows))
+        out += [("p", f"{name}, {m}: {c['underpowered']}") for name, per in entry["comparisons"].items()
+                for m, c in per.items() if c.get("underpowered")]
     return out
 
 
@@ -109,51 +164,63 @@ def page(blocks_, images: dict) -> str:
     return "\n".join(parts) + "\n"
 
 
-def task_figures(task, entry) -> dict:
-    """``{file name: PNG bytes}`` of a task: the main metric of each run with its interval; per breakdown field,
-    bars by category and run."""
+def task_figures(task, entry, baseline=None) -> dict:
+    """``{file name: PNG bytes}`` of a task: dot-and-interval (forest) plots of the main metric, each run's score
+    with its interval, the baseline's interval shaded, 0 marked; per breakdown field, one row group per
+    category."""
     import matplotlib
 
     matplotlib.use("Agg")
     main = entry["main_metric"]
     cells = {run: scores[main] for run, scores in entry["scores"].items() if main in scores}
-    images = {f"{task}.png": _bars(f"{task}: {main}", [""], {run: [c] for run, c in cells.items()})}
+    images = {f"{task}.png": _forest(f"{task}: {main}", ["all"], {run: [c] for run, c in cells.items()}, baseline)}
     for field, cats in entry["breakdown"].items():
         series = {run: [cats[cat].get(run, {}).get(main) for cat in cats] for run in entry["scores"]}
-        images[f"{task}_{field}.png"] = _bars(f"{task}: {main} by {field}", list(cats), series)
+        images[f"{task}_{field}.png"] = _forest(f"{task}: {main} by {field}", list(cats), series, baseline)
     return images
 
 
-def _bars(title, labels, series) -> bytes:
+def _forest(title, labels, series, baseline) -> bytes:
     import matplotlib.pyplot as plt
 
-    legend = 0.5 + 0.07 * max([len(str(run)) for run in series] or [0])  # inches beside the bars for the run names
-    width_in = max(4, 1.2 * len(labels) * max(1, len(series)) * 0.6 + 2) + legend
+    legend = 0.5 + 0.07 * max([len(str(run)) for run in series] or [0])  # inches beside the plot for the run names
+    label_in = 0.3 + 0.07 * max([len(str(label)) for label in labels] or [0])
+    width_in, height_in = 11.0 + legend + label_in, max(2.0, 0.9 + 0.28 * len(labels) * max(1, len(series)))
     with plt.rc_context({"text.parse_math": False}):  # run names and categories as given: "$x$" is not TeX
-        fig, ax = plt.subplots(figsize=(width_in, 3.2), dpi=80)
-        _draw(ax, title, labels, series)
+        fig, ax = plt.subplots(figsize=(width_in, height_in), dpi=100)  # about 1400 px wide
+        _draw(ax, title, labels, series, baseline)
         # fixed margins: tight_layout is slow
-        fig.subplots_adjust(left=0.5 / width_in, right=1 - legend / width_in, top=0.88,
-                            bottom=0.22 if len(labels) > 3 else 0.14)
+        fig.subplots_adjust(left=label_in / width_in, right=1 - legend / width_in, top=1 - 0.45 / height_in,
+                            bottom=0.45 / height_in)
         buffer = io.BytesIO()
         fig.savefig(buffer, format="png", metadata={"Software": None})
     plt.close(fig)
     return buffer.getvalue()
 
 
-def _draw(ax, title, labels, series):
-    import numpy as np
-
-    width = 0.8 / max(1, len(series))
-    x, bars = np.arange(len(labels)), []
-    for i, cells in enumerate(series.values()):
-        values = [c["value"] if c and c["value"] is not None else 0.0 for c in cells]
-        low = [v - c["ci"][0] if c and c["ci"][0] is not None else 0.0 for v, c in zip(values, cells)]
-        high = [c["ci"][1] - v if c and c["ci"][1] is not None else 0.0 for v, c in zip(values, cells)]
-        bars.append(ax.bar(x + i * width - 0.4 + width / 2, values, width, capsize=3,
-                           yerr=[np.maximum(low, 0), np.maximum(high, 0)]))
-    ax.set_xticks(x, labels, rotation=20 if len(labels) > 3 else 0)
+def _draw(ax, title, labels, series, baseline):
+    """A row per run within a group per label: the score as a dot, its interval as a line; the baseline's
+    interval shaded across its group; a line at 0."""
+    step = 1.0 / (len(series) + 1)
+    handles = []
+    for i, (run, cells) in enumerate(series.items()):
+        for row, c in enumerate(cells):
+            if not c or c["value"] is None:
+                continue
+            y = row + (i + 1) * step
+            low, high = c["ci"]
+            if low is not None:
+                ax.plot([low, high], [y, y], color=f"C{i}", linewidth=2)
+                if run == baseline:
+                    ax.axvspan(low, high, ymin=1 - (row + 1) / len(labels), ymax=1 - row / len(labels),
+                               color=f"C{i}", alpha=0.15, linewidth=0)
+        values = [(row + (i + 1) * step, c["value"]) for row, c in enumerate(cells) if c and c["value"] is not None]
+        handles.append(ax.scatter([v for _, v in values], [y for y, _ in values], color=f"C{i}", zorder=3, s=24))
+    ax.axvline(0, color="black", linewidth=0.8)  # a score of 0 is a dot on this line, not an invisible bar
+    ax.set_ylim(len(labels), 0)
+    ax.set_yticks([row + 0.5 for row in range(len(labels))], [str(label) for label in labels])
+    ax.grid(axis="x", linewidth=0.3)
     ax.set_title(title, fontsize=10, y=1.0)  # a fixed place: placing it above the ticks measures them
-    # the legend beside the bars, not over them ("best" tries every place against every bar: slow); the names
-    # given with the handles, as they are: a label= starting with "_" would be left out of the legend
-    ax.legend(bars, [str(run) for run in series], fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    # the legend beside the plot; the names given with the handles, as they are: a label= starting with "_"
+    # would be left out of the legend
+    ax.legend(handles, [str(run) for run in series], fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))

@@ -34,6 +34,7 @@ class Metric:
     binary: bool = False
     order: int = 0  # distinct-n's n
     score: object = None  # BLEU: the task's function of summed sacreBLEU statistics (None: sacrebleu's BLEU())
+    scale: float = 1.0  # a binary metric's value of a right document (doc2dial's exact: 100)
 
 
 @dataclass
@@ -52,6 +53,8 @@ class TaskRun:
     dataset: tuple = ()  # (dataset_path, dataset_name, split) of the results file's task config
     ids: list = field(default_factory=list)  # the task's document id per doc (tasks.document_id): inspect's Sample.id
     notes: list = field(default_factory=list)  # what the report says of how this run was read
+    clusters: list = None  # the declared cluster of each doc (None: the doc alone), None when none is declared
+    cluster_name: str = None  # what a cluster is ("conversation"), None when the task declares none
 
 
 @dataclass
@@ -63,6 +66,7 @@ class Run:
     results: dict = field(default_factory=dict, repr=False)  # the results file's contents
     samples: dict = field(default_factory=dict)  # task -> its samples file
     tasks: dict = field(default_factory=dict)  # task -> TaskRun, read when that task is reported (``with_task``)
+    harness: str = "lm-eval"  # what wrote the run
 
     def with_task(self, task: str, spec) -> Run:
         """This run with ``task``'s samples read."""
@@ -72,6 +76,12 @@ class Run:
 # aggregation (lm-eval's name or the task_api function's name) -> how a report resamples it
 KINDS = {"mean": "mean", "mean_or_zero": "mean", "total": "sum", "bleu_of_pairs": "bleu", "corpus_bleu": "bleu",
          "distinct_1": "distinct", "distinct_2": "distinct"}
+
+
+def cluster_name(cluster) -> str | None:
+    """What a declared cluster function groups by, from its name: ``conversation``, ``grounding_dialogue`` ->
+    ``dialogue``, ``theme``."""
+    return None if cluster is None else getattr(cluster, "__name__", "cluster").rsplit("_", 1)[-1]
 
 
 def qahub_tasks() -> dict:
@@ -89,8 +99,10 @@ def task_metrics(spec) -> dict:
             raise ReportError(f"metric {name}: no resampling known for its aggregation {how!r}")
         kind = KINDS[how]
         # a metric the task declares 0/1 per document (0/100 for doc2dial's exact): McNemar's test compares them
+        oracle = spec.oracle.get(name)
+        scale = oracle if isinstance(oracle, int | float) and oracle > 0 else 1.0
         metrics[name] = Metric(name, kind, name in spec.binary, int(how[-1]) if kind == "distinct" else 0,
-                               spec.bleu_of_statistics if kind == "bleu" else None)
+                               spec.bleu_of_statistics if kind == "bleu" else None, float(scale))
     return metrics
 
 
@@ -178,9 +190,9 @@ def read_run(name: str | None, path: Path, specs: dict) -> tuple[Run, list[str]]
 
 def read_task(task: str, samples: Path, results: dict, spec, results_name: str) -> TaskRun:
     metrics = task_metrics(spec)
-    categories = spec.categories
+    categories, cluster = spec.categories, spec.cluster
     present = _metrics_logged(samples, task, metrics)
-    rows, ids, cats = [], [], {f: [] for f in categories}
+    rows, ids, cats, clusters = [], [], {f: [] for f in categories}, [] if cluster else None
     fields = [(categories[f], column) for f, column in cats.items()]
     number, get = 0, operator.itemgetter("doc_id", "doc_hash", *present)
     with open(samples, "rb") as handle:
@@ -192,6 +204,8 @@ def read_task(task: str, samples: Path, results: dict, spec, results_name: str) 
                 ids.append(tasks.document_id(spec, doc, sample["doc_id"]))
                 for category, column in fields:
                     column.append(str(category(doc)))
+                if cluster:
+                    clusters.append(cluster(doc))
         except ReportError:
             raise
         except (KeyError, TypeError, IndexError, AttributeError, ValueError) as err:
@@ -213,7 +227,8 @@ def read_task(task: str, samples: Path, results: dict, spec, results_name: str) 
     dataset = (config.get("dataset_path"), config.get("dataset_name"),
                config.get("test_split") or config.get("validation_split"))
     return TaskRun(task, str(samples), values, keys, items, cats, (results.get("versions") or {}).get(task),
-                   (results.get("n-shot") or {}).get(task), (results.get("config") or {}).get("limit"), dataset, ids)
+                   (results.get("n-shot") or {}).get(task), (results.get("config") or {}).get("limit"), dataset, ids,
+                   [], clusters, cluster_name(cluster))
 
 
 def _check_count(samples: Path, count: int, n_samples: dict, results_name: str):

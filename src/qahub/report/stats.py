@@ -41,8 +41,72 @@ def chunks(seed: int, n: int, resamples: int):
         _kept[key] = made
 
 
+class Clusters:
+    """Which cluster each of a task's documents is in: ``ids`` (0 .. count - 1, numbered in order of first
+    appearance) and ``count``; ``of`` gives None when every cluster is a single document."""
+
+    def __init__(self, ids):
+        self.ids = np.asarray(ids, dtype=np.int64)
+        self.count = int(self.ids.max(initial=-1)) + 1
+        self.key = (self.count, self.ids.tobytes())
+
+    @classmethod
+    def of(cls, keys):
+        """The clusters of per-document keys (None: the document is a cluster of its own), or None."""
+        numbers, ids = {}, []
+        for key in keys:
+            key = object() if key is None else tuple(key) if isinstance(key, list) else key  # None: its own
+            ids.append(numbers.setdefault(key, len(numbers)))
+        return None if len(numbers) == len(ids) else cls(ids)
+
+    def take(self, index):
+        """The clusters of the documents ``index`` (renumbered), or None when each is then alone."""
+        return Clusters.of(self.ids[index].tolist())
+
+    def sums(self, x):
+        """Per-cluster column sums of ``x`` (documents x k)."""
+        out = np.zeros((self.count, x.shape[1]))
+        np.add.at(out, self.ids, x)
+        return out
+
+
+def clustered_stderr(values, clusters=None) -> float:
+    """Standard error of the mean of ``values``, clustered (Liang-Zeger with the finite-cluster correction
+    C / (C - 1), as inspect_ai's ``stderr(cluster=...)``); without clusters each document is one, which is the
+    sample standard deviation / sqrt(n). 0 for fewer than two clusters."""
+    values = np.asarray(values, dtype=float)
+    ids = np.arange(len(values)) if clusters is None else clusters.ids
+    count = int(ids.max(initial=-1)) + 1
+    if count < 2:
+        return 0.0
+    deviations = np.bincount(ids, weights=values - values.mean(), minlength=count)
+    return float(np.sqrt((deviations ** 2).sum() * count / (count - 1)) / len(values))
+
+
+def wilson(successes: int, n: int, confidence: float) -> list:
+    """Wilson score interval of a proportion (statsmodels ``proportion_confint(method="wilson")``)."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    low, high = proportion_confint(successes, n, alpha=1 - confidence, method="wilson")
+    return [float(low), float(high)]
+
+
+POWER = 0.8  # the power the minimum detectable difference is given at
+
+
+def detectable(se: float, alpha: float, power: float = POWER) -> float:
+    """Minimum detectable difference of a two-sided test at level ``alpha`` with ``power``, for an estimate of
+    standard error ``se`` (normal approximation: (z_{1-alpha/2} + z_power) x se)."""
+    from statistics import NormalDist
+
+    z = NormalDist().inv_cdf
+    return float((z(1 - alpha / 2) + z(power)) * se)
+
+
 class Linear:
     """A statistic of column sums: ``finish(sums)`` of ``W @ x`` (x: documents x k)."""
+
+    halved = False
 
     def __init__(self, x):
         self.x = np.asarray(x, dtype=float)
@@ -115,7 +179,13 @@ class Bleu(Linear):
 class Distinct:
     """Distinct n-grams of the resampled documents / their n-grams (the Topical-Chat metric's distinct-n):
     an n-gram found in one document only counts when that document is drawn; the others through a sparse
-    document x n-gram matrix."""
+    document x n-gram matrix.
+
+    Resampled on half-samples without replacement, not the bootstrap: a document drawn twice adds n-grams but
+    no distinct ones, so a with-replacement resample's distinct-n is biased low (the point value fell outside
+    its percentile interval). See ``halves`` and ``_centred``."""
+
+    halved = True
 
     def __init__(self, single, shared, totals):
         self.single, self.shared, self.totals = single, shared, totals
@@ -169,25 +239,68 @@ def interval(draws, confidence: float) -> list:
     return [float(low), float(high)]
 
 
-def bootstrap(estimators: dict, n: int, seed: int, resamples: int) -> dict:
+def bootstrap(estimators: dict, n: int, seed: int, resamples: int, clusters=None) -> dict:
     """``{key: draws}`` of every estimator on the same resamples of ``n`` documents. ``estimators`` maps a key
     to ``(estimator, index)``: the estimator is of the documents ``index`` (None: all) of the resampled ones.
-    The linear ones share one matrix product per chunk (those of a subset spread over all ``n``)."""
+    The linear ones share one matrix product per chunk (those of a subset spread over all ``n``). With
+    ``clusters`` (a ``Clusters`` of the ``n`` documents) whole clusters are drawn: a linear estimator's rows
+    summed per cluster (its sufficient statistics), the others given each document its cluster's draw.
+    Estimators with ``halved`` set (distinct-n) are drawn on half-samples instead (``halves``)."""
     estimators = _spread(estimators, n)
+    units = n if clusters is None else clusters.count
     groups = {}
     for key, (_, index) in estimators.items():
         groups.setdefault(_group(index), (index, []))[1].append(key)
-    plans = [_plan(index, {key: estimators[key][0] for key in keys}) for index, keys in groups.values()]
+    plans = [_plan(index, {key: estimators[key][0] for key in keys}, clusters) for index, keys in groups.values()]
     draws = {(_group(index), id(est)): [] for est, index in estimators.values()}
-    for w in chunks(seed, n, resamples):
-        for index, columns, linear, other in plans:
-            part = w if index is None else w[:, index]
-            sums = part @ columns if linear else None
-            for key, est, where in linear:
-                draws[(_group(index), key)].append(est.finish(sums[:, where]))
-            for key, est in other:
-                draws[(_group(index), key)].append(est(part))
-    return {key: np.concatenate(draws[(_group(index), id(est))]) for key, (est, index) in estimators.items()}
+    for halved, source in ((False, chunks(seed, units, resamples)), (True, halves(seed, units, resamples, n))):
+        wanted = [est.halved == halved for _, _, _, other in plans for _, est in other]
+        if not any(wanted) and (halved or not any(linear for _, _, linear, _ in plans)):
+            continue
+        for w in source:
+            per_doc = w if clusters is None else None
+            for index, columns, linear, other in plans:
+                if linear and not halved:
+                    sums = w @ columns
+                    for key, est, where in linear:
+                        draws[(_group(index), key)].append(est.finish(sums[:, where]))
+                for key, est in other:
+                    if est.halved == halved:
+                        if per_doc is None:
+                            per_doc = w[:, clusters.ids]
+                        draws[(_group(index), key)].append(est(per_doc if index is None else per_doc[:, index]))
+    done = {(_group(index), id(est)): np.concatenate(draws[(_group(index), id(est))])
+            for est, index in estimators.values()}
+    return {key: _centred(est, done[(_group(index), id(est))], units) if getattr(est, "halved", False)
+            else done[(_group(index), id(est))] for key, (est, index) in estimators.items()}
+
+
+def halves(seed: int, units: int, resamples: int, documents: int):
+    """0/1 matrices of ``resamples`` half-samples of ``units`` (documents or clusters) drawn without replacement:
+    each row holds ``units // 2`` of them (a fresh stream of ``seed``: every run of a task, the same rows); as
+    many rows at a time as a chunk of the ``documents`` they are spread over holds."""
+    rng, m = np.random.default_rng([seed, 2]), units // 2
+    size = max(1, min(resamples, CELLS // max(documents, 1)))
+    for start in range(0, resamples, size):
+        rows = min(size, resamples - start)
+        if m == 0:
+            yield np.zeros((rows, units))
+            continue
+        u = rng.random((rows, units))
+        yield (u <= np.partition(u, m - 1, axis=1)[:, m - 1:m]).astype(float)
+
+
+def _centred(est, draws, units: int) -> np.ndarray:
+    """Half-sample draws as draws of the full sample's statistic: the deviations from their own mean (a ratio of
+    distinct counts grows as the sample shrinks: that shift is not noise), rescaled by sqrt(m / (units - m)) (the
+    variance of a without-replacement m-subsample's mean about the full mean is (1/m - 1/units) of a
+    document's; for m = units // 2 the factor is 1, or just under for an odd count), around the point value."""
+    m = units // 2
+    finite = np.isfinite(draws)
+    if m == 0 or not finite.any():
+        return np.full(len(draws), est.point())
+    scale = np.sqrt(m / (units - m))
+    return est.point() + (draws - draws[finite].mean()) * scale
 
 
 def _spread(estimators: dict, n: int) -> dict:
@@ -210,12 +323,15 @@ def _group(index):
     return None if index is None else id(index)
 
 
-def _plan(index, estimators):
-    """Each estimator once (a comparison shares the runs' own), linear ones as columns of one matrix."""
+def _plan(index, estimators, clusters=None):
+    """Each estimator once (a comparison shares the runs' own), linear ones as columns of one matrix (summed
+    per cluster when there are ``clusters``: the draws are of clusters)."""
     estimators = {id(est): est for est in estimators.values()}
-    linear = [(key, est) for key, est in estimators.items() if isinstance(est, Linear)]
-    other = [(key, est) for key, est in estimators.items() if not isinstance(est, Linear)]
+    linear = [(key, est) for key, est in estimators.items() if isinstance(est, Linear) and not est.halved]
+    other = [(key, est) for key, est in estimators.items() if not isinstance(est, Linear) or est.halved]
     columns = np.hstack([est.x for _, est in linear]) if linear else None
+    if columns is not None and clusters is not None:
+        columns = clusters.sums(columns)
     ends = np.cumsum([est.x.shape[1] for _, est in linear])
     slices = [slice(end - est.x.shape[1], end) for end, (_, est) in zip(ends, linear)]
     return index, columns, [(key, est, where) for (key, est), where in zip(linear, slices)], other
@@ -239,11 +355,14 @@ def sign_test_p(differences) -> float:
     return float(binomtest(up, up + down, 0.5).pvalue) if up + down else 1.0
 
 
-def bootstrap_p(draws, delta: float) -> float:
-    """Two-sided p of a paired bootstrap: how often the centred resampled difference is as far from 0."""
+def bootstrap_p(draws, delta: float, clusters=None) -> float:
+    """Two-sided p of a paired bootstrap: how often the centred resampled difference is as far from 0. Over
+    clusters the centred differences are widened by sqrt(C / (C - 1)), the finite-cluster correction of the
+    clustered standard error (a bootstrap of C clusters underestimates the variance by (C - 1) / C)."""
     draws = np.asarray(draws, dtype=float)
     draws = draws[np.isfinite(draws)]
-    return float((1 + np.sum(np.abs(draws - delta) >= abs(delta))) / (len(draws) + 1))
+    widen = 1.0 if clusters is None or clusters.count < 2 else np.sqrt(clusters.count / (clusters.count - 1))
+    return float((1 + np.sum(np.abs(draws - delta) * widen >= abs(delta))) / (len(draws) + 1))
 
 
 def sacrebleu_p(base_draws, other_draws, base_score: float, other_score: float) -> float:
