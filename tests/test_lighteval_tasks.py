@@ -1,0 +1,127 @@
+"""lighteval tasks (issue 30): ``qahub.lighteval_tasks`` run through lighteval's own ``Pipeline`` with a scripted
+model, offline, give the lm-eval task's prompts, per-document values and aggregates."""
+
+import shutil
+
+import pytest
+
+pytest.importorskip("lighteval", reason="lighteval is the [lighteval] extra")
+
+from lighteval.logging.evaluation_tracker import EvaluationTracker  # noqa: E402
+from lighteval.models.dummy.dummy_model import DummyModel, DummyModelConfig  # noqa: E402
+from lighteval.models.model_output import ModelResponse  # noqa: E402
+from lighteval.pipeline import ParallelismManager, Pipeline, PipelineParameters  # noqa: E402
+from lighteval.tasks.prompt_manager import PromptManager  # noqa: E402
+from lighteval.tasks.registry import Registry  # noqa: E402
+from test_harness import GARBAGE, TOP, Oracle, _evaluate, _scores  # noqa: E402  (lm-eval's run, the same tables)
+
+from qahub import harness, lighteval_tasks  # noqa: E402
+
+FEWSHOT = 2
+
+
+@pytest.fixture(scope="module")
+def data(sample_exports):
+    """``QAHUB_LIGHTEVAL_DATA`` naming every corpus's exported sample."""
+    return ",".join(f"{corpus}={folder}" for corpus, folder in sample_exports.items())
+
+
+@pytest.fixture(autouse=True)
+def qahub_tasks_only(monkeypatch):
+    """lighteval 0.13's Registry imports every task module it ships before the custom ones: its tiny_benchmarks
+    downloads a file at import (no network here) and its mt_bench calls ``HfApi.list_models(model_name=...)``,
+    which huggingface_hub 1.x no longer takes. The registry here holds the custom tasks alone; the rest of the
+    pipeline (task selection, ``|N``, documents, generation requests, metrics, aggregation) is lighteval's."""
+    def load(custom_tasks=None, load_multilingual=False):
+        return Registry._extract_configs(Registry.create_custom_tasks_module(custom_tasks))
+
+    monkeypatch.setattr(Registry, "load_all_task_configs", staticmethod(load))
+    lighteval_tasks._tasks_table.cache_clear()
+
+
+class Scripted(DummyModel):
+    """Replies ``script[prompt]`` to the plain-text prompt lighteval's backends send (no chat template)."""
+
+    def __init__(self, script, tmp_path):
+        super().__init__(DummyModelConfig(model_name="scripted", cache_dir=str(tmp_path / "cache")))
+        self.script, self.prompts = script, []
+
+    def greedy_until(self, docs):
+        prompts = [PromptManager().prepare_prompt(doc) for doc in docs]
+        self.prompts += prompts
+        return [ModelResponse(text=[self.script[p]], input=p) for p in prompts]  # KeyError: a prompt not scripted
+
+
+def run(names, model, data, monkeypatch, tmp_path, fewshot=FEWSHOT):
+    monkeypatch.setenv(lighteval_tasks.ENV, data)
+    pipeline = Pipeline(tasks=",".join(f"{n}|{fewshot}" for n in names),
+                        pipeline_parameters=PipelineParameters(launcher_type=ParallelismManager.NONE,
+                                                               custom_tasks_directory="qahub.lighteval_tasks",
+                                                               bootstrap_iters=0),
+                        evaluation_tracker=EvaluationTracker(output_dir=str(tmp_path / "out"), save_details=False),
+                        model=model)
+    pipeline.evaluate()
+    return pipeline
+
+
+def _normal(values: dict) -> dict:
+    return {key: list(value) if isinstance(value, tuple) else value for key, value in values.items()}
+
+
+def test_one_lighteval_task_per_lm_eval_task(data):
+    assert [config.name for config in lighteval_tasks.tasks_table(data)] == list(harness.all_tasks())
+    assert set(harness.all_tasks()) == set(TOP)
+
+
+def test_the_same_replies_score_the_same_in_lm_eval_and_lighteval(data, sample_exports, monkeypatch, tmp_path):
+    """Replies alternating the target and hostile text, two demonstrations each: lighteval's pipeline sends the
+    lm-eval task's prompt for every document, and gives it the lm-eval task's per-document values and
+    aggregates."""
+    names = sorted(TOP)
+    lighteval_tasks.tasks_table(data)
+    script = {}
+    for name in names:
+        for index, sample in enumerate(lighteval_tasks._LOADED[name].samples(FEWSHOT)):
+            script[sample.input] = sample.target if index % 3 == 0 else GARBAGE[index % len(GARBAGE)]
+    model = Scripted(script, tmp_path)
+    pipeline = run(names, model, data, monkeypatch, tmp_path)
+    assert sorted(model.prompts) == sorted(script)  # every document once, each with its scripted prompt
+    details, results = pipeline.get_details(), pipeline.get_results()["results"]
+
+    out = tmp_path / "lm-eval-tasks"
+    harness.write_task_folder(out, {corpus: str(folder) for corpus, folder in sample_exports.items()})
+    from lm_eval.tasks import TaskManager
+
+    class LmEvalScripted(Oracle):
+        def generate_until(self, requests):
+            return [script[request.args[0]] for request in requests]  # KeyError: a prompt lighteval did not send
+
+    manager = TaskManager(include_path=str(out))
+    result = _evaluate(LmEvalScripted(manager), manager, names, num_fewshot=FEWSHOT, log_samples=True)
+    for name in names:
+        metrics = harness.all_tasks()[name]["metrics"]
+        lm_eval_values = {s["arguments"][0][0]: _normal({m: s[m] for m in metrics}) for s in result["samples"][name]}
+        lighteval_values = {d.model_response.input: _normal(d.metric) for d in details[f"{name}|{FEWSHOT}"]}
+        assert lighteval_values == lm_eval_values, name
+        lighteval_aggregates = {k: v for k, v in results[f"{name}:{FEWSHOT}"].items() if not k.endswith("_stderr")}
+        assert lighteval_aggregates == pytest.approx(_scores(result, name), rel=1e-12), name  # summed in another order
+
+
+def test_a_bad_task_name_or_a_damaged_export_is_one_line(data, sample_exports, monkeypatch, tmp_path):
+    with pytest.raises(ValueError, match="Cannot find task qahub_nosuch") as err:
+        run(["qahub_nosuch"], Scripted({}, tmp_path), data, monkeypatch, tmp_path)
+    assert "\n" not in str(err.value)
+
+    damaged = tmp_path / "limur"
+    shutil.copytree(sample_exports["limur"], damaged)
+    for shard in (damaged / "all").glob("*.parquet"):
+        shard.write_bytes(shard.read_bytes()[:100])
+    with pytest.raises(harness.HarnessError, match=str(damaged)) as err:
+        run(["qahub_limur"], Scripted({}, tmp_path), f"limur={damaged}", monkeypatch, tmp_path)
+    assert "\n" not in str(err.value)
+
+    for value, message in (("", "QAHUB_LIGHTEVAL_DATA is not set"), ("limur", "'limur' is not CORPUS=LOCATION"),
+                           ("nosuch=/x", "unknown corpus 'nosuch'")):
+        with pytest.raises(harness.HarnessError, match=message) as err:
+            lighteval_tasks.tasks_table(value)
+        assert "\n" not in str(err.value)
