@@ -12,7 +12,6 @@ from lighteval.models.dummy.dummy_model import DummyModel, DummyModelConfig  # n
 from lighteval.models.model_output import ModelResponse  # noqa: E402
 from lighteval.pipeline import ParallelismManager, Pipeline, PipelineParameters  # noqa: E402
 from lighteval.tasks.prompt_manager import PromptManager  # noqa: E402
-from lighteval.tasks.registry import Registry  # noqa: E402
 from test_harness import GARBAGE, TOP, Oracle, _evaluate, _scores  # noqa: E402  (lm-eval's run, the same tables)
 
 from qahub import harness, lighteval_tasks  # noqa: E402
@@ -27,16 +26,13 @@ def data(sample_exports):
 
 
 @pytest.fixture(autouse=True)
-def qahub_tasks_only(monkeypatch):
-    """lighteval 0.13's Registry imports every task module it ships before the custom ones: its tiny_benchmarks
-    downloads a file at import (no network here) and its mt_bench calls ``HfApi.list_models(model_name=...)``,
-    which huggingface_hub 1.x no longer takes. The registry here holds the custom tasks alone; the rest of the
-    pipeline (task selection, ``|N``, documents, generation requests, metrics, aggregation) is lighteval's."""
-    def load(custom_tasks=None, load_multilingual=False):
-        return Registry._extract_configs(Registry.create_custom_tasks_module(custom_tasks))
-
-    monkeypatch.setattr(Registry, "load_all_task_configs", staticmethod(load))
+def qahub_tasks_only():
+    """The registry holds the custom tasks alone (``custom_tasks_only``: two of lighteval 0.13's own task modules
+    fail to import here); the rest of the pipeline (task selection, ``|N``, documents, generation requests,
+    metrics, aggregation) is lighteval's."""
     lighteval_tasks._tasks_table.cache_clear()
+    with lighteval_tasks.custom_tasks_only():
+        yield
 
 
 class Scripted(DummyModel):

@@ -24,6 +24,7 @@ documents themselves are read by qahub from LOCATION.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -131,19 +132,36 @@ def _scores_class():
     return Scores
 
 
+class Aggregate:
+    """One metric's aggregation over all documents, the lm-eval task's: its ``mean`` or the task's own function,
+    finite-checked (``harness.task_functions``). A picklable object, not a closure: lighteval bootstraps the
+    stderr of an aggregation whose name is not a mean in worker processes."""
+
+    def __init__(self, corpus: str, name: str, metric: str):
+        self.corpus, self.name, self.metric = corpus, name, metric
+        how = self._how()
+        self.__name__ = how if isinstance(how, str) else getattr(how, "__name__", "aggregate")  # lighteval reads it
+
+    def _how(self):
+        return declaration(self.corpus, self.name)["metrics"][self.metric][0]
+
+    def __call__(self, values) -> float:
+        from qahub import inspect_tasks
+
+        how = self._how()
+        return inspect_tasks._mean(values) if how == "mean" else harness._finite(how)(values)
+
+
 def task_metric(loaded: Loaded):
     """The task's metrics as one SampleLevelMetricGrouping, each aggregated as the lm-eval task does."""
     from lighteval.metrics.utils.metric_utils import SampleLevelMetricGrouping
     from lighteval.tasks.requests import SamplingMethod
 
-    from qahub import inspect_tasks
-
     metrics = loaded.declared["metrics"]
     return SampleLevelMetricGrouping(
         metric_name=list(metrics), category=SamplingMethod.GENERATIVE,
         sample_level_fn=_scores_class()(loaded.name),
-        corpus_level_fn={m: inspect_tasks._mean if how == "mean" else loaded.functions.aggregate[m]
-                         for m, (how, _) in metrics.items()},
+        corpus_level_fn={m: Aggregate(loaded.corpus, loaded.name, m) for m in metrics},
         higher_is_better={m: higher for m, (_, higher) in metrics.items()})
 
 
@@ -189,7 +207,42 @@ def _tasks_table(value: str) -> tuple:
     return tuple(table)
 
 
+@contextlib.contextmanager
+def custom_tasks_only():
+    """lighteval's ``Registry`` holding the ``--custom-tasks`` alone. lighteval 0.13 imports every task module it
+    ships before the custom ones, and two of them stop it: ``tiny_benchmarks`` downloads a file at import (offline:
+    an error), ``mt_bench`` calls ``HfApi.list_models(model_name=...)``, which huggingface_hub 1.x no longer
+    takes (a TypeError with the huggingface_hub that datasets 5 and transformers 5 need)."""
+    from lighteval.tasks.registry import Registry
+
+    original = Registry.__dict__["load_all_task_configs"]
+
+    def load(custom_tasks=None, load_multilingual=False):
+        if custom_tasks is None:
+            return {}
+        return Registry._extract_configs(Registry.create_custom_tasks_module(custom_tasks))
+
+    Registry.load_all_task_configs = staticmethod(load)
+    try:
+        yield
+    finally:
+        Registry.load_all_task_configs = original
+
+
+def main(argv=None):
+    """``python -m qahub.lighteval_tasks accelerate|vllm|endpoint ... --custom-tasks qahub.lighteval_tasks``:
+    lighteval's own command line, its registry holding the custom tasks alone (``custom_tasks_only``)."""
+    from lighteval.__main__ import app
+
+    with custom_tasks_only():
+        app(args=argv, prog_name="python -m qahub.lighteval_tasks")
+
+
 def __getattr__(name):
     if name == "TASKS_TABLE":  # built when lighteval reads it, from the environment of that moment
         return tasks_table()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+if __name__ == "__main__":
+    main()
