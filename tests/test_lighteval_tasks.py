@@ -13,6 +13,7 @@ from lighteval.models.model_output import ModelResponse  # noqa: E402
 from lighteval.pipeline import ParallelismManager, Pipeline, PipelineParameters  # noqa: E402
 from lighteval.tasks.prompt_manager import PromptManager  # noqa: E402
 from test_harness import GARBAGE, TOP, Oracle, _evaluate, _scores  # noqa: E402  (lm-eval's run, the same tables)
+from test_limur_judge import MERA_REPLIES, _mera_env, prose_judge  # noqa: E402, F401  (the fixture is used)
 
 from qahub import harness, lighteval_tasks  # noqa: E402
 
@@ -26,10 +27,10 @@ def data(sample_exports):
 
 
 @pytest.fixture(autouse=True)
-def qahub_tasks_only():
+def qahub_tasks_only(no_judge_env):
     """The registry holds the custom tasks alone (``custom_tasks_only``: two of lighteval 0.13's own task modules
     fail to import here); the rest of the pipeline (task selection, ``|N``, documents, generation requests,
-    metrics, aggregation) is lighteval's."""
+    metrics, aggregation) is lighteval's. No judge unless a test configures one."""
     lighteval_tasks._tasks_table.cache_clear()
     with lighteval_tasks.custom_tasks_only():
         yield
@@ -84,23 +85,53 @@ def test_the_same_replies_score_the_same_in_lm_eval_and_lighteval(data, sample_e
     assert sorted(model.prompts) == sorted(script)  # every document once, each with its scripted prompt
     details, results = pipeline.get_details(), pipeline.get_results()["results"]
 
-    out = tmp_path / "lm-eval-tasks"
-    harness.write_task_folder(out, {corpus: str(folder) for corpus, folder in sample_exports.items()})
+    lm_eval_values, lm_eval_aggregates = _lm_eval_values(sample_exports, names, script, tmp_path)
+    for name in names:
+        lighteval_values = {d.model_response.input: _normal(d.metric) for d in details[f"{name}|{FEWSHOT}"]}
+        assert lighteval_values == lm_eval_values[name], name
+        lighteval_aggregates = {k: v for k, v in results[f"{name}:{FEWSHOT}"].items() if not k.endswith("_stderr")}
+        assert lighteval_aggregates == pytest.approx(lm_eval_aggregates[name], rel=1e-12), name  # another order
+
+
+def _lm_eval_values(locations, names, script, tmp_path, judge=False):
+    """``{task: {prompt: per-document values}}`` and the aggregates of lm-eval's run of the same replies."""
     from lm_eval.tasks import TaskManager
 
     class LmEvalScripted(Oracle):
         def generate_until(self, requests):
             return [script[request.args[0]] for request in requests]  # KeyError: a prompt lighteval did not send
 
+    out = tmp_path / "lm-eval-tasks"
+    harness.write_task_folder(out, locations, judge=judge)
     manager = TaskManager(include_path=str(out))
     result = _evaluate(LmEvalScripted(manager), manager, names, num_fewshot=FEWSHOT, log_samples=True)
+    values = {}
     for name in names:
-        metrics = harness.all_tasks()[name]["metrics"]
-        lm_eval_values = {s["arguments"][0][0]: _normal({m: s[m] for m in metrics}) for s in result["samples"][name]}
-        lighteval_values = {d.model_response.input: _normal(d.metric) for d in details[f"{name}|{FEWSHOT}"]}
-        assert lighteval_values == lm_eval_values, name
-        lighteval_aggregates = {k: v for k, v in results[f"{name}:{FEWSHOT}"].items() if not k.endswith("_stderr")}
-        assert lighteval_aggregates == pytest.approx(_scores(result, name), rel=1e-12), name  # summed in another order
+        metrics = harness.task_metrics(harness.all_tasks()[name], judge)
+        values[name] = {s["arguments"][0][0]: _normal({m: s[m] for m in metrics}) for s in result["samples"][name]}
+    return values, {name: _scores(result, name) for name in names}
+
+
+def test_limurs_judge_grades_as_in_lm_eval(sample_exports, prose_judge, monkeypatch, tmp_path):  # noqa: F811
+    """With qahub's judge configured (MERA's variables, an OpenAI-compatible judge on 127.0.0.1), qahub_limur
+    reports judge_score and judge_coverage: MERA's grade of each reply, as lm-eval's judge task gives it."""
+    _mera_env(monkeypatch, prose_judge())
+    data = f"limur={sample_exports['limur']}"
+    lighteval_tasks.tasks_table(data)
+    samples = lighteval_tasks._LOADED["qahub_limur"].samples(FEWSHOT)
+    script = {sample.input: f"R{index % len(MERA_REPLIES)}" for index, sample in enumerate(samples)}
+    pipeline = run(["qahub_limur"], Scripted(script, tmp_path), data, monkeypatch, tmp_path)
+    values = {d.model_response.input: _normal(d.metric) for d in pipeline.get_details()[f"qahub_limur|{FEWSHOT}"]}
+    for prompt, reply in script.items():
+        grade = MERA_REPLIES[int(reply[1:])][1]
+        assert (values[prompt]["judge_score"], values[prompt]["judge_coverage"]) == (grade or 0.0, int(grade is not None))
+    assert {v["judge_coverage"] for v in values.values()} == {0, 1}
+    lm_eval_values, lm_eval_aggregates = _lm_eval_values({"limur": sample_exports["limur"]}, ["qahub_limur"], script,
+                                                         tmp_path, judge=True)
+    assert values == lm_eval_values["qahub_limur"]
+    aggregates = pipeline.get_results()["results"][f"qahub_limur:{FEWSHOT}"]
+    assert {k: v for k, v in aggregates.items() if not k.endswith("_stderr")} == \
+        pytest.approx(lm_eval_aggregates["qahub_limur"], rel=1e-12)
 
 
 def test_a_bad_task_name_or_a_damaged_export_is_one_line(data, sample_exports, monkeypatch, tmp_path):
