@@ -1,7 +1,12 @@
 """lighteval tasks (issue 30): ``qahub.lighteval_tasks`` run through lighteval's own ``Pipeline`` with a scripted
 model, offline, give the lm-eval task's prompts, per-document values and aggregates."""
 
+import json
+import math
+import os
+import shlex
 import shutil
+import subprocess
 
 import pytest
 
@@ -13,9 +18,10 @@ from lighteval.models.model_output import ModelResponse  # noqa: E402
 from lighteval.pipeline import ParallelismManager, Pipeline, PipelineParameters  # noqa: E402
 from lighteval.tasks.prompt_manager import PromptManager  # noqa: E402
 from test_harness import GARBAGE, TOP, Oracle, _evaluate, _scores  # noqa: E402  (lm-eval's run, the same tables)
+from test_harness_hf_model import _command, _readme_block, tiny_model  # noqa: E402, F401  (the fixture is used)
 from test_limur_judge import MERA_REPLIES, _mera_env, prose_judge  # noqa: E402, F401  (the fixture is used)
 
-from qahub import harness, lighteval_tasks  # noqa: E402
+from qahub import harness, lighteval_tasks, registry  # noqa: E402
 
 FEWSHOT = 2
 
@@ -152,3 +158,34 @@ def test_a_bad_task_name_or_a_damaged_export_is_one_line(data, sample_exports, m
         with pytest.raises(harness.HarnessError, match=message) as err:
             lighteval_tasks.tasks_table(value)
         assert "\n" not in str(err.value)
+
+
+def test_the_readme_block_runs_lightevals_command_line_on_a_tiny_local_model(tiny_model, tmp_path):  # noqa: F811
+    """The README's block as written (the model: the tiny one, one request at a time rather than lighteval's
+    search for a batch size), offline: results and details hold every per-document value and document id."""
+    import pandas
+
+    env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
+           "TOKENIZERS_PARALLELISM": "false"}
+    samples = f"{registry.samples_dir()}/"
+    lines = _readme_block("## Evaluate with lighteval", "--custom-tasks")
+    assert lines[0].startswith('pip install -e ".[lighteval]"')
+    for line in lines[1:]:  # the first line is the install, which made this environment
+        words = [w.replace("src/qahub/samples/", samples).replace("model_name=MODEL,", f"model_name={tiny_model},"
+                                                                   "batch_size=1,")
+                 for w in shlex.split(line, comments=True)]
+        settings = dict(w.split("=", 1) for w in words[:next(i for i, w in enumerate(words) if "=" not in w)])
+        done = subprocess.run(_command(words[len(settings):]), cwd=tmp_path, env={**env, **settings},
+                              capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, (line, done.stderr[-3000:])
+    [results] = list((tmp_path / "results" / "results").rglob("results_*.json"))
+    scores = json.loads(results.read_text(encoding="utf-8"))["results"]["qahub_jeopardy|1"]
+    metrics = harness.all_tasks()["qahub_jeopardy"]["metrics"]
+    assert set(metrics) <= set(scores) and all(math.isfinite(scores[m]) for m in metrics), scores
+    [details] = list((tmp_path / "results" / "details").rglob("details_qahub_jeopardy|1_*.parquet"))
+    rows = pandas.read_parquet(details)
+    assert len(rows) == 2 and all(set(metrics) == set(row) for row in rows["metric"])
+    spec = harness.all_tasks()["qahub_jeopardy"]
+    for doc in rows["doc"]:  # the document's id, and the document it was scored against
+        assert doc["specific"]["qahub_id"] == spec["doc_id"](doc["specific"]["qahub_doc"])
+        assert doc["query"].endswith(spec["prompt"](doc["specific"]["qahub_doc"]))
