@@ -95,6 +95,9 @@ def test_the_same_replies_score_the_same_in_lm_eval_and_lighteval(data, sample_e
     for name in names:
         lighteval_values = {d.model_response.input: _normal(d.metric) for d in details[f"{name}|{FEWSHOT}"]}
         assert lighteval_values == lm_eval_values[name], name
+        keys = {d.model_response.input: (d.doc.specific["qahub_doc_id"], d.doc.specific["qahub_doc_hash"])
+                for d in details[f"{name}|{FEWSHOT}"]}
+        assert keys == lm_eval_values[name, "keys"], name  # qahub report pairs the two runs' documents by them
         lighteval_aggregates = {k: v for k, v in results[f"{name}:{FEWSHOT}"].items() if not k.endswith("_stderr")}
         assert lighteval_aggregates == pytest.approx(lm_eval_aggregates[name], rel=1e-12), name  # another order
 
@@ -115,6 +118,7 @@ def _lm_eval_values(locations, names, script, tmp_path, judge=False):
     for name in names:
         metrics = harness.task_metrics(harness.all_tasks()[name], judge)
         values[name] = {s["arguments"][0][0]: _normal({m: s[m] for m in metrics}) for s in result["samples"][name]}
+        values[name, "keys"] = {s["arguments"][0][0]: (s["doc_id"], s["doc_hash"]) for s in result["samples"][name]}
     return values, {name: _scores(result, name) for name in names}
 
 

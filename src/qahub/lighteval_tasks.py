@@ -11,7 +11,8 @@ task's few-shot split by ``harness.Demonstrations`` with lm-eval's seed, in docu
 nor a turn of its conversation), its gold the task's target; generation stops at the task's stop sequences within
 its token limit. lighteval's own few-shot sampling is kept out: its plain-text prompt joins a demonstration with
 " " and strips it, which is not the task's format. The ``|N`` of a task name is the number of demonstrations.
-One ``SampleLevelMetricGrouping`` gives every per-document value of the task (the lm-eval task's
+The details (``--save-details``) hold each document's id, its position and hash as lm-eval logs them
+(``doc_id``, ``doc_hash``: ``qahub report`` reads them) and the document. One ``SampleLevelMetricGrouping`` gives every per-document value of the task (the lm-eval task's
 ``process_results``) and aggregates each as the lm-eval task does (corpus BLEU over every pair, distinct-n, sums,
 means). LIMUR's judge values are added when qahub's judge is configured (as for lm-eval: QAHUB_JUDGE_URL and
 QAHUB_JUDGE_MODEL, or LM_EVAL_JUDGE_API_BASE and LM_EVAL_JUDGE_MODEL).
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import json
 import os
 import random
@@ -112,8 +114,18 @@ def make_doc(config, line: dict, task_name: str):
     loaded = _LOADED[task_name]
     index = line["qahub_index"]
     sample = loaded.samples(config.num_fewshots)[index]
+    entry = loaded.entry
     return Doc(query=sample.input, choices=[sample.target], gold_index=0, task_name=task_name,
-               specific={"qahub_id": sample.id, "qahub_doc": loaded.docs[index]})
+               specific={"qahub_id": sample.id, "qahub_doc": loaded.docs[index], "qahub_doc_id": index,
+                         "qahub_doc_hash": doc_hash(loaded.docs[index]),
+                         "qahub_dataset": [entry["location"], entry["config"], entry["split"]]})
+
+
+def doc_hash(doc) -> str:
+    """lm-eval's ``doc_hash`` of a logged sample (``hash_string(json.dumps(doc, indent=2, ...))``): with the
+    position (lm-eval's ``doc_id``) it pairs a lighteval run's documents with an lm-eval run's in ``qahub report``."""
+    text = json.dumps(doc, indent=2, default=str, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _scores_class():
