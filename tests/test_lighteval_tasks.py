@@ -22,6 +22,7 @@ from test_harness_hf_model import _command, _readme_block, tiny_model  # noqa: E
 from test_limur_judge import MERA_REPLIES, _mera_env, prose_judge  # noqa: E402, F401  (the fixture is used)
 
 from qahub import harness, lighteval_tasks, registry  # noqa: E402
+from qahub.report import ReportError, write_report  # noqa: E402
 
 FEWSHOT = 2
 
@@ -55,15 +56,19 @@ class Scripted(DummyModel):
         return [ModelResponse(text=[self.script[p]], input=p) for p in prompts]  # KeyError: a prompt not scripted
 
 
-def run(names, model, data, monkeypatch, tmp_path, fewshot=FEWSHOT):
+def run(names, model, data, monkeypatch, tmp_path, fewshot=FEWSHOT, save=False):
+    """lighteval's pipeline; with ``save``, its results and details in ``tmp_path/lighteval`` (``--output-dir``,
+    ``--save-details``)."""
     monkeypatch.setenv(lighteval_tasks.ENV, data)
+    tracker = EvaluationTracker(output_dir=str(tmp_path / "lighteval"), save_details=save)
     pipeline = Pipeline(tasks=",".join(f"{n}|{fewshot}" for n in names),
                         pipeline_parameters=PipelineParameters(launcher_type=ParallelismManager.NONE,
                                                                custom_tasks_directory="qahub.lighteval_tasks",
                                                                bootstrap_iters=0),
-                        evaluation_tracker=EvaluationTracker(output_dir=str(tmp_path / "out"), save_details=False),
-                        model=model)
+                        evaluation_tracker=tracker, model=model)
     pipeline.evaluate()
+    if save:
+        pipeline.save_and_push_results()
     return pipeline
 
 
@@ -82,28 +87,42 @@ def test_the_same_replies_score_the_same_in_lm_eval_and_lighteval(data, sample_e
     aggregates."""
     names = sorted(TOP)
     lighteval_tasks.tasks_table(data)
-    script = {}
+    script, script_of = {}, {}
     for name in names:
         for index, sample in enumerate(lighteval_tasks._LOADED[name].samples(FEWSHOT)):
             script[sample.input] = sample.target if index % 3 == 0 else GARBAGE[index % len(GARBAGE)]
+            script_of.setdefault(name, []).append(sample.input)
     model = Scripted(script, tmp_path)
-    pipeline = run(names, model, data, monkeypatch, tmp_path)
+    pipeline = run(names, model, data, monkeypatch, tmp_path, save=True)
     assert sorted(model.prompts) == sorted(script)  # every document once, each with its scripted prompt
     details, results = pipeline.get_details(), pipeline.get_results()["results"]
 
-    lm_eval_values, lm_eval_aggregates = _lm_eval_values(sample_exports, names, script, tmp_path)
+    lm_eval_values, lm_eval_aggregates = _lm_eval_values(sample_exports, names, script, tmp_path, save=True)
     for name in names:
         lighteval_values = {d.model_response.input: _normal(d.metric) for d in details[f"{name}|{FEWSHOT}"]}
         assert lighteval_values == lm_eval_values[name], name
         keys = {d.model_response.input: (d.doc.specific["qahub_doc_id"], d.doc.specific["qahub_doc_hash"])
                 for d in details[f"{name}|{FEWSHOT}"]}
         assert keys == lm_eval_values[name, "keys"], name  # qahub report pairs the two runs' documents by them
+
+    # qahub report reads both runs: the same numbers, every document paired, no difference
+    data = write_report([f"lm_eval={tmp_path / 'lm-eval'}", f"lighteval={tmp_path / 'lighteval'}"],
+                        tmp_path / "report", resamples=20, progress=False, jobs=1)
+    assert set(data["tasks"]) == set(names) and not data["skipped"]
+    for name, entry in data["tasks"].items():
+        assert entry["scores"]["lighteval"] == entry["scores"]["lm_eval"], name
+        assert not entry["warnings"] and not any("paired on" in n for n in entry["notes"]), (name, entry)
+        compared = entry["comparisons"]["lighteval"]
+        assert compared and all(c["delta"] == pytest.approx(0, abs=1e-9) and c["n"] == len(script_of[name])
+                                for c in compared.values()), (name, compared)
         lighteval_aggregates = {k: v for k, v in results[f"{name}:{FEWSHOT}"].items() if not k.endswith("_stderr")}
         assert lighteval_aggregates == pytest.approx(lm_eval_aggregates[name], rel=1e-12), name  # another order
 
 
-def _lm_eval_values(locations, names, script, tmp_path, judge=False):
-    """``{task: {prompt: per-document values}}`` and the aggregates of lm-eval's run of the same replies."""
+def _lm_eval_values(locations, names, script, tmp_path, judge=False, save=False):
+    """``{task: {prompt: per-document values}}`` and the aggregates of lm-eval's run of the same replies; with
+    ``save``, the run in ``tmp_path/lm-eval`` as ``lm_eval --output_path --log_samples`` saves it."""
+    from lm_eval.loggers import EvaluationTracker as LmEvalTracker
     from lm_eval.tasks import TaskManager
 
     class LmEvalScripted(Oracle):
@@ -113,12 +132,19 @@ def _lm_eval_values(locations, names, script, tmp_path, judge=False):
     out = tmp_path / "lm-eval-tasks"
     harness.write_task_folder(out, locations, judge=judge)
     manager = TaskManager(include_path=str(out))
-    result = _evaluate(LmEvalScripted(manager), manager, names, num_fewshot=FEWSHOT, log_samples=True)
+    tracker = LmEvalTracker(output_path=str(tmp_path / "lm-eval")) if save else None
+    result = _evaluate(LmEvalScripted(manager), manager, names, num_fewshot=FEWSHOT, log_samples=True,
+                       evaluation_tracker=tracker)
     values = {}
     for name in names:
         metrics = harness.task_metrics(harness.all_tasks()[name], judge)
         values[name] = {s["arguments"][0][0]: _normal({m: s[m] for m in metrics}) for s in result["samples"][name]}
         values[name, "keys"] = {s["arguments"][0][0]: (s["doc_id"], s["doc_hash"]) for s in result["samples"][name]}
+    if save:  # as lm_eval/_cli/run.py saves a run (which rewrites the samples' arguments)
+        tracker.save_results_aggregated(results={k: v for k, v in result.items() if k != "samples"},
+                                        samples=result["samples"])
+        for task in result["configs"]:
+            tracker.save_results_samples(task_name=task, samples=result["samples"][task])
     return values, {name: _scores(result, name) for name in names}
 
 
@@ -155,6 +181,13 @@ def test_a_bad_task_name_or_a_damaged_export_is_one_line(data, sample_exports, m
         shard.write_bytes(shard.read_bytes()[:100])
     with pytest.raises(harness.HarnessError, match=str(damaged)) as err:
         run(["qahub_limur"], Scripted({}, tmp_path), f"limur={damaged}", monkeypatch, tmp_path)
+    assert "\n" not in str(err.value)
+
+    empty = tmp_path / "empty-run"
+    for folder in ("results", "details"):
+        (empty / folder).mkdir(parents=True)
+    with pytest.raises(ReportError, match="no results/.*results_.*json.*lighteval") as err:
+        write_report([str(empty)], tmp_path / "report", progress=False, jobs=1)
     assert "\n" not in str(err.value)
 
     for value, message in (("", "QAHUB_LIGHTEVAL_DATA is not set"), ("limur", "'limur' is not CORPUS=LOCATION"),
