@@ -69,8 +69,11 @@ class Run:
     harness: str = "lm-eval"  # what wrote the run
 
     def with_task(self, task: str, spec) -> Run:
-        """This run with ``task``'s samples read."""
-        return replace(self, tasks={task: read_task(task, self.samples[task], self.results, spec, self.results_file)})
+        """This run with ``task``'s samples read (a lighteval run's details: ``lighteval_runs``)."""
+        from . import lighteval_runs
+
+        read = lighteval_runs.read_task if self.samples[task].suffix == ".parquet" else read_task
+        return replace(self, tasks={task: read(task, self.samples[task], self.results, spec, self.results_file)})
 
 
 # aggregation (lm-eval's name or the task_api function's name) -> how a report resamples it
@@ -163,10 +166,12 @@ def task_entry(results: dict, key: str, task: str, path) -> dict:
 
 
 def read_run(name: str | None, path: Path, specs: dict) -> tuple[Run, list[str]]:
-    from . import inspect_logs
+    from . import inspect_logs, lighteval_runs
 
     if inspect_logs.is_log(path):
         return inspect_logs.read_run(name, path, specs)
+    if lighteval_runs.is_lighteval(path):
+        return lighteval_runs.read_run(name, path, specs)
     chosen = results_file(path)
     results = read_json(chosen)
     date = RESULTS.match(chosen.name)["date"]

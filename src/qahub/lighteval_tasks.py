@@ -1,0 +1,260 @@
+"""lighteval tasks: one ``qahub_<name>`` task for each lm-eval task of that name, derived from the same declaration
+(the ``TASKS`` table of the corpus's metric ``task_api``) and the same documents.
+
+``QAHUB_LIGHTEVAL_DATA=limur=EXPORT,jemhopqa=ORG/NAME lighteval accelerate MODEL "qahub_limur|2"
+--custom-tasks qahub.lighteval_tasks``: each ``CORPUS=LOCATION`` (an export folder or a Hub dataset id, resolved
+and read as ``qahub harness-tasks`` reads it) gives that corpus's tasks; ``TASKS_TABLE`` holds them, built when
+lighteval first reads it (importing this module reads nothing and needs no lighteval).
+
+A document's query is the lm-eval context as plain text (``inspect_tasks``: its demonstrations drawn from the
+task's few-shot split by ``harness.Demonstrations`` with lm-eval's seed, in document order, never the document
+nor a turn of its conversation), its gold the task's target; generation stops at the task's stop sequences within
+its token limit. lighteval's own few-shot sampling is kept out: its plain-text prompt joins a demonstration with
+" " and strips it, which is not the task's format. The ``|N`` of a task name is the number of demonstrations.
+The details (``--save-details``) hold each document's id, its position and hash as lm-eval logs them
+(``doc_id``, ``doc_hash``: ``qahub report`` reads them) and the document. One ``SampleLevelMetricGrouping`` gives every per-document value of the task (the lm-eval task's
+``process_results``) and aggregates each as the lm-eval task does (corpus BLEU over every pair, distinct-n, sums,
+means). LIMUR's judge values are added when qahub's judge is configured (as for lm-eval: QAHUB_JUDGE_URL and
+QAHUB_JUDGE_MODEL, or LM_EVAL_JUDGE_API_BASE and LM_EVAL_JUDGE_MODEL).
+
+lighteval reads a task's rows with ``datasets.load_dataset(hf_repo, hf_subset)``, one document per row, while a
+task whose documents are joined from several rows (doc2dial's agent turns) has more documents than rows; so
+``hf_repo`` is a small folder written here (``ROWS``), one row ``{"qahub_index": i}`` per document, and the
+documents themselves are read by qahub from LOCATION.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import json
+import os
+import random
+import tempfile
+from pathlib import Path
+
+from qahub import harness, tasks
+
+ENV = "QAHUB_LIGHTEVAL_DATA"  # CORPUS=LOCATION,CORPUS=LOCATION
+FEWSHOT_SEED = 1234  # lm-eval's default fewshot_random_seed
+SPLIT = "test"  # the split name of the index folder (a name datasets infers from the file name)
+_LOADED = {}  # {task: Loaded}; kept here, not on the config, which lighteval deep-copies
+
+
+class LightevalTaskError(harness.HarnessError):
+    pass
+
+
+def locations(value: str | None = None) -> dict:
+    """``{corpus: location}`` from ``QAHUB_LIGHTEVAL_DATA`` (``CORPUS=LOCATION,...``)."""
+    value = os.environ.get(ENV, "") if value is None else value
+    if not value.strip():
+        raise LightevalTaskError(f"{ENV} is not set: set it to CORPUS=LOCATION[,CORPUS=LOCATION...] (an export "
+                                 f"folder or a Hub dataset id; corpora: {', '.join(tasks.corpora())})")
+    found = {}
+    for item in value.split(","):
+        corpus, sep, location = (part.strip() for part in item.partition("="))
+        if not sep or not corpus or not location:
+            raise LightevalTaskError(f"{ENV}: {item.strip()!r} is not CORPUS=LOCATION")
+        if corpus not in tasks.corpora():
+            raise LightevalTaskError(f"{ENV}: unknown corpus {corpus!r}; tasks exist for: "
+                                     f"{', '.join(tasks.corpora())}")
+        found[corpus] = location
+    return found
+
+
+def declaration(corpus: str, name: str) -> dict:
+    """What lighteval needs of the task's declaration (the one place here that reads it)."""
+    spec = harness.task_api(corpus).TASKS[name]
+    judged = bool(spec.judge) and bool(spec.judge_configured and spec.judge_configured())
+    return {"spec": spec, "judge": judged, "metrics": harness.task_metrics(spec, judged), "until": list(spec.until),
+            "max_gen_toks": spec.max_gen_toks}
+
+
+class Loaded:
+    """One task's plan, documents and few-shot pool at one location; its prompts for each number of shots."""
+
+    def __init__(self, corpus: str, name: str, location: str):
+        self.corpus, self.name = corpus, name
+        self.declared = declaration(corpus, name)
+        self.entry = harness.plan_tasks(corpus, location)[name]
+        self.functions = harness.task_functions(corpus, name, self.entry["location"], judge=self.declared["judge"],
+                                                config=self.entry["config"],
+                                                splits=(self.entry["split"], self.entry["fewshot_split"]))
+        from qahub import inspect_tasks
+
+        read = self.functions.dataset()
+        spec = self.declared["spec"]
+        self.docs = inspect_tasks._docs(spec, self.functions, read[self.entry["split"]])
+        inspect_tasks._refuse_closed(spec, self.docs, self.entry)
+        self.shots = inspect_tasks._docs(spec, self.functions, read[self.entry["fewshot_split"]])
+        self._samples = {}
+
+    def samples(self, fewshot: int) -> list:
+        """The inspect Samples (input: the lm-eval context, target, id) with ``fewshot`` demonstrations, as
+        ``qahub/<task>`` builds them, so one seed gives the same prompts in the three harnesses."""
+        from qahub import inspect_tasks
+
+        if fewshot not in self._samples:
+            same_split = self.entry["fewshot_split"] == self.entry["split"]
+            self._samples[fewshot], _ = inspect_tasks._samples(self.declared["spec"], self.docs, self.shots, fewshot,
+                                                               random.Random(FEWSHOT_SEED), same_split)
+        return self._samples[fewshot]
+
+
+def make_doc(config, line: dict, task_name: str):
+    """lighteval's prompt function: the Doc of index row ``line``. ``config`` is the task's config as lighteval
+    runs it (a ``functools.partial`` argument is deep-copied with it, so ``num_fewshots`` is the ``|N`` asked
+    for); the few-shot pool lighteval reads from the same rows gets no docs (None), so it adds no demonstrations."""
+    from lighteval.tasks.requests import Doc
+
+    if line.get("__few_shots"):
+        return None
+    loaded = _LOADED[task_name]
+    index = line["qahub_index"]
+    sample = loaded.samples(config.num_fewshots)[index]
+    entry = loaded.entry
+    return Doc(query=sample.input, choices=[sample.target], gold_index=0, task_name=task_name,
+               specific={"qahub_id": sample.id, "qahub_doc": loaded.docs[index], "qahub_doc_id": index,
+                         "qahub_doc_hash": doc_hash(loaded.docs[index]),
+                         "qahub_dataset": [entry["location"], entry["config"], entry["split"]]})
+
+
+def doc_hash(doc) -> str:
+    """lm-eval's ``doc_hash`` of a logged sample (``hash_string(json.dumps(doc, indent=2, ...))``): with the
+    position (lm-eval's ``doc_id``) it pairs a lighteval run's documents with an lm-eval run's in ``qahub report``."""
+    text = json.dumps(doc, indent=2, default=str, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _scores_class():
+    from lighteval.metrics.metrics_sample import SampleLevelComputation
+
+    class Scores(SampleLevelComputation):
+        """Every per-document value of one task: the lm-eval task's ``process_results`` on the reply."""
+
+        def __init__(self, task_name: str):
+            self.task_name = task_name
+
+        def compute(self, doc, model_response, **kwargs) -> dict:
+            reply = model_response.final_text[0] if model_response.final_text else ""
+            return _LOADED[self.task_name].functions.process_results(doc.specific["qahub_doc"], [reply])
+
+    return Scores
+
+
+class Aggregate:
+    """One metric's aggregation over all documents, the lm-eval task's: its ``mean`` or the task's own function,
+    finite-checked (``harness.task_functions``). A picklable object, not a closure: lighteval bootstraps the
+    stderr of an aggregation whose name is not a mean in worker processes."""
+
+    def __init__(self, corpus: str, name: str, metric: str):
+        self.corpus, self.name, self.metric = corpus, name, metric
+        how = self._how()
+        self.__name__ = how if isinstance(how, str) else getattr(how, "__name__", "aggregate")  # lighteval reads it
+
+    def _how(self):
+        return declaration(self.corpus, self.name)["metrics"][self.metric][0]
+
+    def __call__(self, values) -> float:
+        from qahub import inspect_tasks
+
+        how = self._how()
+        return inspect_tasks._mean(values) if how == "mean" else harness._finite(how)(values)
+
+
+def task_metric(loaded: Loaded):
+    """The task's metrics as one SampleLevelMetricGrouping, each aggregated as the lm-eval task does."""
+    from lighteval.metrics.utils.metric_utils import SampleLevelMetricGrouping
+    from lighteval.tasks.requests import SamplingMethod
+
+    metrics = loaded.declared["metrics"]
+    return SampleLevelMetricGrouping(
+        metric_name=list(metrics), category=SamplingMethod.GENERATIVE,
+        sample_level_fn=_scores_class()(loaded.name),
+        corpus_level_fn={m: Aggregate(loaded.corpus, loaded.name, m) for m in metrics},
+        higher_is_better={m: higher for m, (_, higher) in metrics.items()})
+
+
+def task_config(loaded: Loaded, rows: str):
+    from lighteval.tasks.lighteval_task import LightevalTaskConfig
+
+    config = LightevalTaskConfig(
+        name=loaded.name, prompt_function=None, hf_repo=rows, hf_subset=None, metrics=[task_metric(loaded)],
+        hf_avail_splits=[SPLIT], evaluation_splits=[SPLIT], few_shots_split=SPLIT, few_shots_select="sequential",
+        generation_size=loaded.declared["max_gen_toks"], stop_sequence=loaded.declared["until"],
+        version=1)
+    config.prompt_function = functools.partial(make_doc, config)
+    return config
+
+
+def index_rows(name: str, count: int) -> str:
+    """A folder with ``test.jsonl``: one row ``{"qahub_index": i}`` per document (what lighteval iterates)."""
+    folder = Path(tempfile.gettempdir()) / f"qahub-lighteval-{os.getuid()}" / name / str(count)
+    if not (folder / f"{SPLIT}.jsonl").is_file():
+        folder.mkdir(parents=True, exist_ok=True)
+        staged = folder / f".{SPLIT}.jsonl.{os.getpid()}"
+        staged.write_text("".join(json.dumps({"qahub_index": i}) + "\n" for i in range(count)), encoding="utf-8")
+        staged.replace(folder / f"{SPLIT}.jsonl")
+    return str(folder)
+
+
+def tasks_table(value: str | None = None) -> list:
+    """A LightevalTaskConfig for every task of every corpus in ``QAHUB_LIGHTEVAL_DATA`` (or ``value``)."""
+    return list(_tasks_table(os.environ.get(ENV, "") if value is None else value))
+
+
+@functools.lru_cache(maxsize=None)  # lighteval asks hasattr, then getattr: one read of the data
+def _tasks_table(value: str) -> tuple:
+    try:
+        import lighteval  # noqa: F401
+    except ImportError:
+        raise LightevalTaskError("lighteval is not installed: pip install 'qahub[lighteval]'") from None
+    table = []
+    for corpus, location in locations(value).items():
+        for name in harness.task_api(corpus).TASKS:
+            loaded = _LOADED[name] = Loaded(corpus, name, location)
+            table.append(task_config(loaded, index_rows(name, len(loaded.docs))))
+    return tuple(table)
+
+
+@contextlib.contextmanager
+def custom_tasks_only():
+    """lighteval's ``Registry`` holding the ``--custom-tasks`` alone. lighteval 0.13 imports every task module it
+    ships before the custom ones, and two of them stop it: ``tiny_benchmarks`` downloads a file at import (offline:
+    an error), ``mt_bench`` calls ``HfApi.list_models(model_name=...)``, which huggingface_hub 1.x no longer
+    takes (a TypeError with the huggingface_hub that datasets 5 and transformers 5 need)."""
+    from lighteval.tasks.registry import Registry
+
+    original = Registry.__dict__["load_all_task_configs"]
+
+    def load(custom_tasks=None, load_multilingual=False):
+        if custom_tasks is None:
+            return {}
+        return Registry._extract_configs(Registry.create_custom_tasks_module(custom_tasks))
+
+    Registry.load_all_task_configs = staticmethod(load)
+    try:
+        yield
+    finally:
+        Registry.load_all_task_configs = original
+
+
+def main(argv=None):
+    """``python -m qahub.lighteval_tasks accelerate|vllm|endpoint ... --custom-tasks qahub.lighteval_tasks``:
+    lighteval's own command line, its registry holding the custom tasks alone (``custom_tasks_only``)."""
+    from lighteval.__main__ import app
+
+    with custom_tasks_only():
+        app(args=argv, prog_name="python -m qahub.lighteval_tasks")
+
+
+def __getattr__(name):
+    if name == "TASKS_TABLE":  # built when lighteval reads it, from the environment of that moment
+        return tasks_table()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+if __name__ == "__main__":
+    main()
