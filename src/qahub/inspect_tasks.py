@@ -34,6 +34,7 @@ FEWSHOT_SEED = 1234  # lm-eval's default fewshot_random_seed
 GRADER = "grader"  # inspect's model role the judge runs on
 logger = logging.getLogger(__name__)
 CARRIED = "qahub_values"  # a Score's metadata key: the per-document values that are not numbers
+CLUSTER = "qahub_cluster"  # a Sample's metadata key: the document's declared cluster (TaskSpec.cluster)
 
 
 class TaskInputError(PrerequisiteError, harness.HarnessError):
@@ -127,9 +128,11 @@ def _samples(spec: TaskSpec, docs: list, shots: list, fewshot: int, rnd: random.
             raise harness.HarnessError(f"document {index}: id {sample_id!r} is also document "
                                        f"{list(by_id).index(sample_id)}'s")
         by_id[sample_id] = doc
-        categories = {field: category(doc) for field, category in spec.categories.items()}
+        metadata = {field: category(doc) for field, category in spec.categories.items()}
+        if spec.cluster:  # what `qahub report` resamples by when it reads the log
+            metadata[CLUSTER] = spec.cluster(doc)
         samples.append(Sample(id=sample_id, input=context(spec, shown, doc), target=spec.target(doc),
-                              metadata=categories))
+                              metadata=metadata))
     return samples, by_id
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .runs import RESULTS, ReportError, Run, TaskRun, task_metrics
+from .runs import RESULTS, ReportError, Run, TaskRun, cluster_name, task_metrics
 
 SUFFIXES = (".eval", ".json")
 PREFIX = "qahub_"  # lm-eval's task qahub_limur is inspect's qahub/limur
@@ -103,7 +103,7 @@ def _check_finished(header, file):
 def read_task(task: str, file: Path, spec) -> TaskRun:
     from inspect_ai.log import read_eval_log_samples
 
-    from qahub.inspect_tasks import document_values
+    from qahub.inspect_tasks import CLUSTER, document_values
 
     header = _header(file)
     metrics, fields = task_metrics(spec), list(spec.categories)
@@ -131,6 +131,7 @@ def read_task(task: str, file: Path, spec) -> TaskRun:
     per_doc = [_averaged(epochs[i], present, file, i) for i in order]
     items = {m: [values[m] for values, _ in per_doc] for m in present}
     categories = {f: [str(_category(meta, f, file)) for _, meta in per_doc] for f in fields}
+    clusters = [(meta or {}).get(CLUSTER) for _, meta in per_doc] if spec.cluster else None
     qahub = header.eval.metadata["qahub"]
     most = max(len(e) for e in epochs.values())
     notes = [f"{most} epochs: each document's numbers are the mean over its epochs, any other value (a BLEU pair, "
@@ -140,7 +141,8 @@ def read_task(task: str, file: Path, spec) -> TaskRun:
                      "metrics leave them out")
     return TaskRun(task, str(file), _values(header, present, file, task), [(i, None) for i in order], items,
                    categories, None, qahub.get("fewshot"), header.eval.config.limit,
-                   (qahub.get("location"), qahub.get("config"), qahub.get("split")), list(order), notes)
+                   (qahub.get("location"), qahub.get("config"), qahub.get("split")), list(order), notes,
+                   clusters, cluster_name(spec.cluster))
 
 
 def _averaged(epochs: list, present: list, file, sample_id) -> tuple[dict, dict]:
