@@ -217,7 +217,7 @@ def test_the_readme_block_runs_lightevals_command_line_on_a_tiny_local_model(tin
         assert done.returncode == 0, (line, done.stderr[-3000:])
     [results] = list((tmp_path / "results" / "results").rglob("results_*.json"))
     scores = json.loads(results.read_text(encoding="utf-8"))["results"]["qahub_jeopardy|1"]
-    metrics = harness.all_tasks()["qahub_jeopardy"]["metrics"]
+    metrics = harness.all_tasks()["qahub_jeopardy"].metrics
     assert set(metrics) <= set(scores) and all(math.isfinite(scores[m]) for m in metrics), scores
     [details] = list((tmp_path / "results" / "details").rglob("details_qahub_jeopardy|1_*.parquet"))
     rows = pandas.read_parquet(details)

@@ -112,7 +112,7 @@ def test_a_mixed_report_pairs_on_the_document_ids(scripts, runs, tmp_path, tmp_p
     specs = qahub_tasks()
     for task, entry in data["tasks"].items():
         assert not entry["warnings"], entry["warnings"]
-        total = entry["scores"]["lm"][next(iter(specs[task]["metrics"]))]["n"]
+        total = entry["scores"]["lm"][next(iter(specs[task].metrics))]["n"]
         assert f"two vs lm: paired on the 2 documents both scored (lm {total}, two 2" in " ".join(entry["notes"])
         for metric, cell in entry["comparisons"]["two"].items():
             assert cell["n"] == 2 and cell["delta"] == 0, (task, metric)
