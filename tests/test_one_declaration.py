@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from qahub import evaluate_cli, harness, loaders, metrics, registry
+from qahub import evaluate_cli, harness, lighteval_tasks, loaders, metrics, registry
 from qahub.report import runs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -135,6 +135,7 @@ def test_a_sixth_corpus_in_its_own_files_is_found_everywhere(quiz):
     assert "quiz" in harness.corpora()
     assert harness.all_tasks()["qahub_quiz"].oracle == {"exact_match": 1.0, "unparseable": 0.0}
     assert "qahub_quiz" in runs.qahub_tasks()
+    assert set(lighteval_tasks.declaration("quiz", "qahub_quiz")["metrics"]) == {"exact_match", "unparseable"}
     assert "quiz" in evaluate_cli.scoring_names()
     declared = bench_builds.case("quiz")
     assert declared["config"] == "plain"
