@@ -1,4 +1,5 @@
-"""``qahub report`` speed and memory: 2 runs x every qahub task x 10,000 documents, 1,000 resamples.
+"""``qahub report`` speed and memory: 2 runs x every qahub task x 10,000 documents, 1,000 resamples; and 8 runs x
+every task x 2,500 documents (as many documents in all, against one baseline: 7 comparisons a metric).
 
 The runs are synthetic ``lm_eval --output_path X --log_samples`` folders (results_<date>.json and
 samples_<task>_<date>.jsonl, lines shaped as lm-eval 0.4.13 logs them: doc, arguments with the prompt, resps,
@@ -18,6 +19,7 @@ from pathlib import Path
 from _common import measure, peak_rss_mb, row
 
 DOCS = 10_000
+MANY_RUNS, MANY_DOCS = 8, 2_500
 RESAMPLES = 1_000
 DATE = "2026-01-01T00-00-00.000000"
 WORDS = [f"w{i}" for i in range(3000)] + ["the", "a", "of", "is", "to", "and", ",", ".", "?"] * 60
@@ -60,7 +62,7 @@ def item(metric, reply, gold, rng):
     return rng.choice([-5.0, -2.0, 0.0, 3.0, 4.0]) if metric.kind == "sum" else rng.random()
 
 
-def write_run(folder: Path, model: str, seed: int) -> int:
+def write_run(folder: Path, model: str, seed: int, docs: int = DOCS) -> int:
     """A synthetic run of every qahub task; returns the bytes of its samples files."""
     from qahub.report.runs import qahub_tasks, task_metrics
 
@@ -73,7 +75,7 @@ def write_run(folder: Path, model: str, seed: int) -> int:
         path = folder / f"samples_{task}_{DATE}.jsonl"
         corpus = random.Random(task)  # every run answers the same documents with the same targets, as two models do
         with open(path, "w", encoding="utf-8") as handle:
-            for i in range(DOCS):
+            for i in range(docs):
                 doc, gold = make_doc(task, i, corpus), sentence(corpus)
                 reply = gold if rng.random() < 0.3 else sentence(rng)
                 values = {m: item(metric, reply, gold, rng) for m, metric in metrics.items()}
@@ -90,7 +92,7 @@ def write_run(folder: Path, model: str, seed: int) -> int:
         results[task] = {f"{m},none": _aggregate(spec, m, values) for m, values in items.items()}
     (folder / f"results_{DATE}.json").write_text(json.dumps(
         {"results": results, "versions": {t: 1.0 for t in results}, "n-shot": {t: 0 for t in results},
-         "n-samples": {t: {"original": DOCS, "effective": DOCS} for t in results}, "model_name": model}),
+         "n-samples": {t: {"original": docs, "effective": docs} for t in results}, "model_name": model}),
         encoding="utf-8")
     return size
 
@@ -122,7 +124,9 @@ def ours(root, imported_mb, jobs=None):
     from qahub.report import qahub_tasks, write_report
     from qahub.report.workers import jobs as workers
 
-    write_report([f"a={root}/a", f"b={root}/b"], f"{root}/out-{jobs}", resamples=RESAMPLES, progress=False, jobs=jobs)
+    runs = sorted(p.name for p in Path(root).iterdir() if p.is_dir() and not p.name.startswith("out-"))
+    write_report([f"{name}={root}/{name}" for name in runs], f"{root}/out-{jobs}", resamples=RESAMPLES,
+                 progress=False, jobs=jobs)
     worker_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # KiB on Linux; 0 without workers
     return imported_mb, workers(jobs, len(qahub_tasks())), worker_mb
 
@@ -143,7 +147,7 @@ def above_imports(measured) -> tuple[int, float]:
 
 def floor(root):
     count = 0
-    for path in sorted(Path(root).glob("*/samples_*.jsonl")):
+    for path in sorted(Path(root).glob("[!o]*/samples_*.jsonl")):
         with open(path, encoding="utf-8") as handle:
             for line in handle:
                 json.loads(line)
@@ -167,4 +171,16 @@ def run() -> list[dict]:
     name = f"report 2 runs x every task x {DOCS:,} docs, {RESAMPLES:,} resamples"
     note_alone = (f"{alone[0] / base[0]:.2f}x the json floor on one CPU (--jobs 1; no target: the default uses "
                   f"every CPU); {above_imports(alone)[1]:.0f} MiB above imports")
-    return [row(name, mine, base, note), row(f"{name}, --jobs 1", alone, base, note_alone)]
+    return [row(name, mine, base, note), row(f"{name}, --jobs 1", alone, base, note_alone), many_runs()]
+
+
+def many_runs() -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        size = sum(write_run(Path(tmp) / f"m{seed}", f"m{seed}", seed, MANY_DOCS) for seed in range(MANY_RUNS))
+        base = measure("bench_report:floor", tmp)
+        mine = measure("bench_report:ours", tmp)
+    workers, above = above_imports(mine)
+    note = (f"{mine[0] / base[0]:.2f}x the json floor with {workers} worker(s) (target <= 3x: "
+            f"{'ok' if mine[0] <= 3 * base[0] else 'MISSED'}); {above:.0f} MiB above imports, workers included, "
+            f"for {size / 2**20:.0f} MiB of samples")
+    return row(f"report {MANY_RUNS} runs x every task x {MANY_DOCS:,} docs, {RESAMPLES:,} resamples", mine, base, note)

@@ -72,4 +72,8 @@ def compare_export(corpus: str, data_dir, out: Path, scratch: Path, configs) -> 
 if __name__ == "__main__":
     datasets.disable_progress_bars()
     corpus_arg, data_arg, out_arg, scratch_arg, *config_args = sys.argv[1:]
-    print(json.dumps(compare_export(corpus_arg, data_arg or None, Path(out_arg), Path(scratch_arg), config_args)))
+    print(json.dumps(compare_export(corpus_arg, data_arg or None, Path(out_arg), Path(scratch_arg), config_args)),
+          flush=True)
+    # every check has passed: skip the interpreter's teardown, where a native thread of the streaming reader
+    # sometimes aborts the process ("terminate called without an active exception", seen 2 in 8 runs of -m quick)
+    os._exit(0)
