@@ -11,7 +11,7 @@ from qahub import registry
 
 
 def scoring_modules() -> dict:
-    """The adapters: the modules of ``evaluate_cli`` named after a metric (``references`` serves them all). One
+    """The adapters: the modules of ``evaluate_cli`` named after a metric. One
     that does not import is left out with a warning naming it: the other commands still run."""
     modules = {}
     for name in scoring_names():
