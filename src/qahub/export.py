@@ -294,7 +294,6 @@ def _option_value(key: str, value: str, kind: str):
     return value
 
 
-
 def _is_names(value) -> bool:
     items = [value] if isinstance(value, str) else value
     return isinstance(items, (list, tuple)) and bool(items) and all(isinstance(x, str) and x for x in items)

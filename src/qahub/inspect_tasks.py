@@ -146,9 +146,8 @@ def context(spec: TaskSpec, shots: list, doc: dict) -> str:
 def task_scorer(name: str, spec: TaskSpec, docs: dict, aggregate: dict):
     """One scorer giving every per-document value of the task (a dict Score value); the judge's values too when
     the task declares a grader and the eval binds the grader role."""
-    declared = dict(spec.metrics)
-    if spec.grader:
-        declared.update(spec.judge_metrics)  # left out of the results when no sample holds them (no grader)
+    # with a grader, the judge's metrics too: left out of the results when no sample holds them (no grader bound)
+    declared = harness.task_metrics(spec, judge=bool(spec.grader))
     metrics = {key: _metrics(key, how, spec, aggregate) for key, (how, _) in declared.items()}
 
     @scorer(metrics=metrics, name=name)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from qahub import tasks
 
-from .runs import RESULTS, ReportError, Run, TaskRun, cluster_name, task_metrics
+from .runs import RESULTS, ReportError, Run, TaskRun, aggregates, cluster_name, task_metrics
 
 
 def is_lighteval(path: Path) -> bool:
@@ -81,12 +81,7 @@ def read_task(task: str, details: Path, results: dict, spec, results_name: str) 
     if any(not isinstance(i, int) or not isinstance(h, str) for i, h in keys) or len(set(keys)) != len(keys):
         raise ReportError(f"{details}: qahub_doc_id / qahub_doc_hash missing or repeated; the details are damaged")
     present = [m for m in task_metrics(spec) if logged[0].get(m) is not None]
-    scores = results["results"].get(key, {})
-    values = {}
-    for metric in present:
-        if not isinstance(scores.get(metric), int | float) or isinstance(scores.get(metric), bool):
-            raise ReportError(f"{results_name}: task {key} has no number {metric!r}")
-        values[metric] = float(scores[metric])
+    values = aggregates(results["results"].get(key, {}), present, f"{results_name}: task {key}")
     categories = {field: [str(category(s["qahub_doc"])) for s in specific]
                   for field, category in spec.categories.items()}
     items = {metric: [row[metric] for row in logged] for metric in present}

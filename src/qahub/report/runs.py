@@ -221,19 +221,26 @@ def read_task(task: str, samples: Path, results: dict, spec, results_name: str) 
     items = dict(zip(present, columns[2:]))
     _check_keys(samples, keys)
     _check_count(samples, len(rows), task_entry(results, "n-samples", task, results_name), results_name)
-    scores = task_entry(results, "results", task, results_name)
-    values = {}
-    for metric in present:
-        key = f"{metric},none"
-        if not isinstance(scores.get(key), int | float) or isinstance(scores.get(key), bool):
-            raise ReportError(f"{results_name}: task {task} has no number {key!r}")
-        values[metric] = float(scores[key])
+    values = aggregates(task_entry(results, "results", task, results_name), present, f"{results_name}: task {task}",
+                        key="{},none".format)
     config = task_entry(results, "configs", task, results_name)
     dataset = (config.get("dataset_path"), config.get("dataset_name"),
                config.get("test_split") or config.get("validation_split"))
     return TaskRun(task, str(samples), values, keys, items, cats, (results.get("versions") or {}).get(task),
                    (results.get("n-shot") or {}).get(task), (results.get("config") or {}).get("limit"), dataset, ids,
                    [], clusters, cluster_name(cluster))
+
+
+def aggregates(scores: dict, present: list, where: str, key=str) -> dict:
+    """Each metric's value over all documents, from a results file's ``scores`` (``key(metric)`` its name there):
+    a missing one, or one that is not a number, is an error naming ``where``."""
+    values = {}
+    for metric in present:
+        value = scores.get(key(metric))
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            raise ReportError(f"{where} has no number {key(metric)!r}")
+        values[metric] = float(value)
+    return values
 
 
 def _check_count(samples: Path, count: int, n_samples: dict, results_name: str):
