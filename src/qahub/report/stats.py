@@ -75,11 +75,11 @@ def clustered_stderr(values, clusters=None) -> float:
     C / (C - 1), as inspect_ai's ``stderr(cluster=...)``); without clusters each document is one, which is the
     sample standard deviation / sqrt(n). 0 for fewer than two clusters."""
     values = np.asarray(values, dtype=float)
-    ids = np.arange(len(values)) if clusters is None else clusters.ids
-    count = int(ids.max(initial=-1)) + 1
+    clusters = clusters or Clusters(np.arange(len(values)))
+    count = clusters.count
     if count < 2:
         return 0.0
-    deviations = np.bincount(ids, weights=values - values.mean(), minlength=count)
+    deviations = np.bincount(clusters.ids, weights=values - values.mean(), minlength=count)
     return float(np.sqrt((deviations ** 2).sum() * count / (count - 1)) / len(values))
 
 
