@@ -335,11 +335,7 @@ def underpowered(delta, mde, n, clusters, field):
     if not (math.isfinite(delta) and math.isfinite(mde)) or abs(delta) >= mde:
         return None
     where = f"{n} documents" + (f" ({clusters.count} {field}s)" if clusters is not None else "")
-    return f"underpowered: a difference below {fmt_number(mde)} cannot be seen with {where}"
-
-
-def fmt_number(value) -> str:
-    return f"{value:.3g}"
+    return f"underpowered: a difference below {mde:.3g} cannot be seen with {where}"
 
 
 def paired_test(metric, eb, er, db, dr, n, clusters=None, field=None):
