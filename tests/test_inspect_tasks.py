@@ -104,7 +104,7 @@ def _documents(locations, short, entry=None):
     entry = entry or harness.plan_tasks(corpus, locations[corpus])[name]
     functions = harness.task_functions(corpus, name, entry["location"], config=entry["config"],
                                        splits=(entry["split"],))
-    return inspect_tasks._docs(harness.task_api(corpus).TASKS[name], functions, functions.dataset()[entry["split"]])
+    return inspect_tasks.task_docs(harness.task_api(corpus).TASKS[name], functions, functions.dataset()[entry["split"]])
 
 
 def test_hostile_replies_finish_with_finite_aggregates(locations, tmp_path):

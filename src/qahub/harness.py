@@ -366,7 +366,7 @@ def task_functions(corpus: str, name: str, location: str, judge: bool = False, c
     def dataset(**_metadata):  # lm-eval's custom_dataset hook; it passes the task's metadata, unused here
         return {split: _reference_rows(location, config, split, corpus) for split in dict.fromkeys(splits)}
 
-    aggregate = {m: _finite(a) for m, (a, _) in metrics.items() if not isinstance(a, str)}
+    aggregate = {m: finite(a) for m, (a, _) in metrics.items() if not isinstance(a, str)}
     return SimpleNamespace(doc_to_text=spec.prompt, doc_to_target=spec.target, process_docs=process_docs,
                            process_results=process_results, aggregate=aggregate, dataset=dataset,
                            judge_filter=spec.judge_filter,
@@ -427,7 +427,7 @@ def lm_eval_sampler(cluster):
     return ClusterSampler
 
 
-def _finite(aggregation):
+def finite(aggregation):
     """An aggregation whose result is checked: a NaN or infinite aggregate is a bug in qahub, not a score."""
     def aggregate(items):
         value = float(aggregation(items))

@@ -59,10 +59,10 @@ def build_task(corpus: str, name: str, dataset: str, config: str | None = None, 
     functions = harness.task_functions(corpus, name, entry["location"], config=entry["config"],
                                        splits=(entry["split"], entry["fewshot_split"]))
     read = functions.dataset()
-    docs = _docs(spec, functions, read[entry["split"]])
-    _refuse_closed(spec, docs, entry)
-    shots = _docs(spec, functions, read[entry["fewshot_split"]]) if fewshot else []
-    samples, by_id = _samples(spec, docs, shots, fewshot, random.Random(fewshot_seed),
+    docs = task_docs(spec, functions, read[entry["split"]])
+    refuse_closed(spec, docs, entry)
+    shots = task_docs(spec, functions, read[entry["fewshot_split"]]) if fewshot else []
+    samples, by_id = task_samples(spec, docs, shots, fewshot, random.Random(fewshot_seed),
                               entry["fewshot_split"] == entry["split"])
     where = f"{entry['location']} config {entry['config']} split {entry['split']}"
     return Task(
@@ -75,7 +75,7 @@ def build_task(corpus: str, name: str, dataset: str, config: str | None = None, 
     )
 
 
-def _refuse_closed(spec: TaskSpec, docs: list, entry: dict):
+def refuse_closed(spec: TaskSpec, docs: list, entry: dict):
     """A split none of whose documents has its gold (``usable``; MERA's public LIMUR test) has nothing to score."""
     if spec.usable is None or any(spec.usable(doc) for doc in docs):
         return
@@ -108,11 +108,11 @@ def task_entry(corpus: str, name: str, dataset: str, config: str | None, split: 
             "fewshot_split": harness.fewshot_split(spec, present, split)}
 
 
-def _docs(spec: TaskSpec, functions, rows) -> list[dict]:
+def task_docs(spec: TaskSpec, functions, rows) -> list[dict]:
     return list(functions.process_docs(rows) if spec.docs else rows)
 
 
-def _samples(spec: TaskSpec, docs: list, shots: list, fewshot: int, rnd: random.Random, same_split: bool):
+def task_samples(spec: TaskSpec, docs: list, shots: list, fewshot: int, rnd: random.Random, same_split: bool):
     """The Samples, in document order, and ``{sample id: document}``."""
     if fewshot and len(shots) < fewshot:
         raise harness.HarnessError(f"fewshot={fewshot}: the few-shot split has only {len(shots)} document(s)")
@@ -200,7 +200,7 @@ def _aggregate(key: str, how, checked):
     """An inspect metric aggregating the per-document values of ``key`` as the lm-eval task does: lm-eval's
     ``mean``, or the task's own aggregation (``checked``: harness.task_functions' finite-checked one)."""
     if how == "mean":
-        checked = _mean
+        checked = finite_mean
     elif isinstance(how, str):
         raise ValueError(f"metric {key}: aggregation {how!r} has no inspect counterpart here")
     label = how if isinstance(how, str) else getattr(how, "__name__", "aggregate")
@@ -215,7 +215,7 @@ def _aggregate(key: str, how, checked):
     return aggregation()
 
 
-def _mean(values) -> float:
+def finite_mean(values) -> float:
     """lm-eval's ``mean`` aggregation."""
     values = list(values)
     return sum(values) / len(values)

@@ -86,9 +86,9 @@ class Loaded:
 
         read = self.functions.dataset()
         spec = self.declared["spec"]
-        self.docs = inspect_tasks._docs(spec, self.functions, read[self.entry["split"]])
-        inspect_tasks._refuse_closed(spec, self.docs, self.entry)
-        self.shots = inspect_tasks._docs(spec, self.functions, read[self.entry["fewshot_split"]])
+        self.docs = inspect_tasks.task_docs(spec, self.functions, read[self.entry["split"]])
+        inspect_tasks.refuse_closed(spec, self.docs, self.entry)
+        self.shots = inspect_tasks.task_docs(spec, self.functions, read[self.entry["fewshot_split"]])
         self._samples = {}
 
     def samples(self, fewshot: int) -> list:
@@ -98,7 +98,7 @@ class Loaded:
 
         if fewshot not in self._samples:
             same_split = self.entry["fewshot_split"] == self.entry["split"]
-            self._samples[fewshot], _ = inspect_tasks._samples(self.declared["spec"], self.docs, self.shots, fewshot,
+            self._samples[fewshot], _ = inspect_tasks.task_samples(self.declared["spec"], self.docs, self.shots, fewshot,
                                                                random.Random(FEWSHOT_SEED), same_split)
         return self._samples[fewshot]
 
@@ -161,7 +161,7 @@ class Aggregate:
         from qahub import inspect_tasks
 
         how = self._how()
-        return inspect_tasks._mean(values) if how == "mean" else harness._finite(how)(values)
+        return inspect_tasks.finite_mean(values) if how == "mean" else harness.finite(how)(values)
 
 
 def task_metric(loaded: Loaded):
