@@ -123,10 +123,10 @@ def _values(question_numbers, multiplier):
         shown = ", ".join(f"{i} ({question_numbers[i]})" for i in outside[:5])
         warnings.warn(f"{len(outside)} question number(s) outside 1-5, scored as given: {shown}", stacklevel=4)
     values = [number * multiplier for number in question_numbers]
-    try:
-        finite = math.isfinite(sum(abs(value) for value in values))
-    except OverflowError:  # an int too large for a float is still an exact, finite score
-        finite = True
+    try:  # every game score is at most this sum, so it must fit a float (JSON readers read scores as floats)
+        finite = math.isfinite(float(sum(abs(value) for value in values)))
+    except OverflowError:  # an int too large for a float
+        finite = False
     if not finite:
         raise ValueError(f"the game score overflows: question numbers x value_multiplier {multiplier!r} "
                          "are not finite numbers")
