@@ -60,6 +60,18 @@ def test_sample_qa_rows(tmp_path):
     assert dsd["train"]["question_id"] == list(range(5)) and dsd["validation"]["question_id"] == list(range(4))
 
 
+@pytest.mark.parametrize("config, split, name", [("extended", "train", jeopardy.EXTENDED),
+                                                 ("qa", "train", jeopardy.TRAINING),
+                                                 ("qa", "validation", jeopardy.VALIDATION)])
+def test_the_file_reader_gives_the_builders_rows(tmp_path, config, split, name):
+    """``qahub evaluate`` reads an upstream file with the builder's reader, without building: the same rows."""
+    from qahub.loaders import _jeopardy_tables
+
+    built = build("jeopardy", config, SAMPLE, tmp_path)[split]
+    assert _jeopardy_tables.rows(SAMPLE / name, config) == built.to_list()
+    assert _jeopardy_tables.SCHEMAS[config] == built.features.arrow_schema
+
+
 def test_configs_and_features():
     assert registry.config_names("jeopardy") == ["extended", "qa"]
     assert registry.default_config("jeopardy") == "extended"

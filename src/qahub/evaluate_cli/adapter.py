@@ -33,6 +33,9 @@ class Adapter:
     references_required = True  # one of --references / --data-dir is needed
     predictions_first = False  # the predictions are read before the references are had (their errors first)
     input_errors: tuple = ()  # errors of the scorer that name the inputs: said with the files (scoring_error)
+    # no metric scores with torch, but spaCy (Jeopardy's tokenizer) imports thinc, which imports torch whenever it
+    # is installed: seconds and hundreds of MiB for nothing; thinc goes on without it
+    unimportable: tuple = ("torch",)
 
     def add_arguments(self, parser):
         parser.add_argument("--predictions", required=True, help=self.predictions_help)
@@ -89,7 +92,7 @@ class Adapter:
         return {}
 
     def score(self, args, **inputs) -> dict:
-        with torch_unimportable():
+        with unimportable(*self.unimportable):
             return direct_score(self.metric).score(**inputs)
 
     def scoring_error(self, err, args, where) -> Exception:
@@ -100,19 +103,22 @@ class Adapter:
         return result
 
 
-class _NoTorch(importlib.abc.MetaPathFinder):
+class _Unimportable(importlib.abc.MetaPathFinder):
+    def __init__(self, names):
+        self.names = names
+
     def find_spec(self, name, path, target=None):
-        if name == "torch" or name.startswith("torch."):
+        if any(name == module or name.startswith(module + ".") for module in self.names):
             raise ModuleNotFoundError(f"No module named {name!r} (not imported for a qahub evaluate score)")
         return None
 
 
 @contextlib.contextmanager
-def torch_unimportable():
-    """``import torch`` fails while a score is computed (unless torch is imported already). No metric scores with
-    torch, but spaCy (Jeopardy's tokenizer) imports thinc, which imports torch whenever it is installed: seconds and
-    hundreds of MiB for nothing; thinc goes on without it."""
-    finder = _NoTorch()
+def unimportable(*names):
+    """``import NAME`` (and its submodules) fails while a score is computed, unless it is imported already.
+    Used for modules the scorer's own imports pull in for nothing when they are installed, which go on without
+    them (``except ImportError``); a module the score needed would fail loudly, never change a number."""
+    finder = _Unimportable(names)
     sys.meta_path.insert(0, finder)
     try:
         yield

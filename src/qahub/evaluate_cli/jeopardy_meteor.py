@@ -5,7 +5,8 @@ or ``qahub.export``: a folder, or a Hub dataset id, read with ``datasets.load_da
 folder of upstream files, built with ``qahub.load("jeopardy", config, data_dir=...)`` (both through
 ``qahub.exports``), with ``--config`` and ``--split``. Kept for compatibility: ``--references`` an upstream file
 (the tab-separated ``Russian_QA_Jeopardy_dataset_extended.csv`` layout, or a ``QuestionText,Answer`` file whose
-question ids are its 0-based rows) is built with the builder, a folder of upstream files is a ``--data-dir``, and
+question ids are its 0-based rows) is read by the builder's own reader (``loaders/_jeopardy_tables.py``, no
+``datasets`` import), a folder of upstream files is a ``--data-dir``, and
 JSON / JSONL rows (``question_id``, ``answer``, optional ``question_number``) are read as rows.
 Predictions: CSV with a header (``question_id``/``id``, ``prediction``/``answer``, optional ``confidence``),
 a header-less ``id,answer`` CSV (the upstream ``deeppavlov_0_99_answers.csv``), JSON ``{id: reply}``, or
@@ -21,7 +22,8 @@ from pathlib import Path
 
 from qahub.evaluate_cli import predictions
 from qahub.evaluate_cli.adapter import Adapter
-from qahub.exports import built_file_rows, built_rows, export_rows
+from qahub.exports import built_rows, export_rows
+from qahub.loaders import _jeopardy_tables as jeopardy_tables
 
 HELP = "Russian QA Jeopardy!: METEOR correctness (official recipe), accuracy and the game score"
 
@@ -34,6 +36,9 @@ SPLITS = ("validation", "train")  # the split read when none is named
 
 class JeopardyMeteor(Adapter):
     metric, help, fields = "jeopardy_meteor", HELP, (FIELDS,)
+    # NLTK's package __init__ imports scipy.stats and scikit-learn whenever they are installed, for parts METEOR
+    # never calls (collocations' Fisher test, a classifier wrapper), and goes on without them: 1 s and 70 MiB
+    unimportable = (*Adapter.unimportable, "scipy.stats", "sklearn")
     predictions_help = "predictions file (.csv, .json or .jsonl)"
     references = {"help": "gold answers: an export folder or Hub dataset id (qahub build --out), with --config and "
                           "--split; also an upstream .csv/.tsv file or .json/.jsonl rows"}
@@ -164,10 +169,9 @@ def read_references(location, config=None, split=None, build=False) -> dict:
 
 
 def _upstream_folder(path):
-    from qahub.loaders import jeopardy
-
-    return path.is_dir() and any((path / name).is_file() for name in (jeopardy.EXTENDED, jeopardy.TRAINING,
-                                                                        jeopardy.VALIDATION))
+    return path.is_dir() and any((path / name).is_file() for name in (jeopardy_tables.EXTENDED,
+                                                                        jeopardy_tables.TRAINING,
+                                                                        jeopardy_tables.VALIDATION))
 
 
 def _built_rows(folder, config, split):
@@ -182,16 +186,13 @@ def _built_rows(folder, config, split):
 
 
 def _upstream_rows(path):
-    """The builder's rows of one upstream file, whatever its name: built as the upstream file of its config."""
-    from qahub.loaders import jeopardy
-
-    config = _upstream_config(path)
-    name, split = (jeopardy.EXTENDED, "train") if config == "extended" else (jeopardy.VALIDATION, "validation")
-    return _columns(built_file_rows("jeopardy", config, split, path, name, present_splits_only=True))
+    """The rows of one upstream file, whatever its name, read as the builder reads the upstream file of its config
+    (by the same reader, without building a dataset)."""
+    return _columns(jeopardy_tables.rows(path, _upstream_config(path)))
 
 
 def _upstream_config(path):
-    with open(path, "rb") as f:  # the header line only: the builder reports a file that is not UTF-8
+    with open(path, "rb") as f:  # the header line only: the reader reports a file that is not UTF-8
         first = f.readline(100_000).decode("utf-8", errors="replace").lstrip("\ufeff")
     if "QuestionID" in first:
         return "extended"
