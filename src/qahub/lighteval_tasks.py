@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import json
 import os
 import random
@@ -122,10 +121,12 @@ def make_doc(config, line: dict, task_name: str):
 
 
 def doc_hash(doc) -> str:
-    """lm-eval's ``doc_hash`` of a logged sample (``hash_string(json.dumps(doc, indent=2, ...))``): with the
-    position (lm-eval's ``doc_id``) it pairs a lighteval run's documents with an lm-eval run's in ``qahub report``."""
-    text = json.dumps(doc, indent=2, default=str, ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    """lm-eval's ``doc_hash`` of a logged sample, made with lm-eval's own ``hash_string`` and
+    ``handle_non_serializable`` as its evaluator makes it: with the position (lm-eval's ``doc_id``) it pairs a
+    lighteval run's documents with an lm-eval run's in ``qahub report``."""
+    from lm_eval.utils import handle_non_serializable, hash_string
+
+    return hash_string(json.dumps(doc, indent=2, default=handle_non_serializable, ensure_ascii=False))
 
 
 def _scores_class():

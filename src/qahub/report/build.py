@@ -172,6 +172,7 @@ def cluster_notes(cluster, main) -> list:
 
 
 FEW_CLUSTERS = 30  # fewer clusters than this: a cluster bootstrap's interval is approximate
+WILSON = "Wilson score interval"  # the method of a metric's intervals that ``cell`` makes with ``wilson``
 
 
 def intervals(metrics, runs, task, designs, estimators, field) -> dict:
@@ -185,7 +186,7 @@ def intervals(metrics, runs, task, designs, estimators, field) -> dict:
     for m in {m for ests in estimators.values() for m in ests}:
         ests = [estimators[run.name][m] for run in runs if m in estimators[run.name]]
         if wilson_scale(metrics[m], ests, clustered) is not None:
-            methods[m] = "Wilson score interval"
+            methods[m] = WILSON
         elif metrics[m].kind == "distinct":
             methods[m] = f"half-samples of the {unit} without replacement, centred on the point value{few}"
         else:
@@ -215,7 +216,7 @@ def bleu_note(metric) -> str:
 
 
 def scores(entry, runs, task, estimators, draws, confidence, metrics):
-    wilson_ones = {m for m, method in entry["intervals"].items() if method.startswith("Wilson")}
+    wilson_ones = {m for m, method in entry["intervals"].items() if method == WILSON}
 
     def made(m, est, value, key, n):
         return cell(value, draws[key], n, confidence, (est, metrics[m].scale) if m in wilson_ones else None)
