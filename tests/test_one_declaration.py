@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from qahub import evaluate_cli, harness, lighteval_tasks, loaders, metrics, registry
+from qahub import evaluate_cli, harness, lighteval_tasks, loaders, metrics, registry, tasks
 from qahub.report import runs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -159,9 +159,20 @@ def test_a_doc_s_columns_are_its_features(metric):
     assert api.DOC_COLUMNS == tuple(api.doc_features())
 
 
-def test_listing_the_inspect_tasks_imports_no_datasets():
-    """inspect imports the entry point to list tasks: no corpus's task_api pulls datasets (or torch) for it."""
-    code = ("import sys, qahub._registry; print(sorted(m for m in ('datasets', 'torch', 'transformers') "
-            "if m in sys.modules))")
+def test_listing_the_inspect_tasks_imports_no_task_api():
+    """inspect imports the entry point to list tasks: the names are read from the task_api files, none of which is
+    imported for it (nor datasets, torch or transformers); they are the names the imported TASKS tables have."""
+    code = ("import sys, qahub._registry; print(sorted(m for m in sys.modules if m.endswith('.task_api') or m in "
+            "('datasets', 'torch', 'transformers')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+    assert tasks.declared_tasks() == tasks.task_corpora()
+
+
+def test_a_tasks_table_that_is_not_literal_is_imported_for_its_names(tmp_path):
+    api = tmp_path / "task_api.py"
+    api.write_text('CORPUS = "x"\nTASKS = {"qahub_x": 1}\n', encoding="utf-8")
+    assert tasks._literal_names(api) == ["qahub_x"]
+    for text in ('TASKS = {name: 1 for name in "ab"}\n', 'TASKS = {NAME: 1}\n', "TASKS = dict(a=1)\n", "def (:\n"):
+        api.write_text(text, encoding="utf-8")
+        assert tasks._literal_names(api) is None, text

@@ -139,6 +139,28 @@ def test_a_broken_task_api_leaves_out_its_corpus_with_one_warning(broken_limur, 
         harness.task_api("limur")
 
 
+def test_a_task_api_that_parses_but_does_not_import_is_said_when_its_inspect_task_is_built(tmp_path, monkeypatch):
+    """inspect registers the tasks by the names the files declare, without importing them: a task_api that fails
+    only when imported is still listed, and building its task says why in one line; the others build."""
+    copy = tmp_path / "metrics"
+    shutil.copytree(ROOT / "metrics", copy, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+    broken = copy / "limur" / "task_api.py"
+    broken.write_text("import qahub_no_such_module\n" + broken.read_text(encoding="utf-8"), encoding="utf-8")
+    monkeypatch.setattr(metrics, "__path__", [str(copy)])
+    for name in [m for m in sys.modules if m.startswith("qahub.metrics.")]:
+        monkeypatch.delitem(sys.modules, name)
+    tasks.clear()
+    try:
+        assert inspect_tasks.task_names()["limur"] == ("limur", "qahub_limur")
+        registered = {short: inspect_tasks._register(short, *entry) for short, entry in inspect_tasks.task_names().items()}
+        with pytest.raises(inspect_tasks.TaskInputError, match=f"^qahub/limur: {broken}: does not import: "
+                                                               "ModuleNotFoundError: No module named"):
+            registered["limur"](dataset=str(tmp_path))
+        assert tasks.task_api("jeopardy").TASKS
+    finally:
+        tasks.clear()
+
+
 def test_harness_tasks_and_report_of_a_jemhopqa_run_work_beside_a_broken_limur(broken_limur, sample_exports,
                                                                                  tmp_path, caplog, capsys):
     pytest.importorskip("lm_eval", reason="lm-eval is the [harness] extra")

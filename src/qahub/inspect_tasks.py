@@ -46,9 +46,10 @@ class TaskInputError(PrerequisiteError, harness.HarnessError):
 
 
 def task_names() -> dict:
-    """``{inspect task name: (corpus, lm-eval task name)}`` for every task that imports (``qahub.tasks``: a
-    corpus whose task_api is broken is left out with a warning, the others are registered)."""
-    return {name.removeprefix(PREFIX): (corpus, name) for name, corpus in tasks.task_corpora().items()}
+    """``{inspect task name: (corpus, lm-eval task name)}`` of every declared task, read from the task_api files
+    without importing them (``qahub.tasks.declared_tasks``): a task's corpus is imported when the task is built,
+    and a task_api that does not import is said then, in one line."""
+    return {name.removeprefix(PREFIX): (corpus, name) for name, corpus in tasks.declared_tasks().items()}
 
 
 def build_task(corpus: str, name: str, dataset: str, config: str | None = None, split: str | None = None,

@@ -12,6 +12,7 @@ alone (``importable`` warns once, naming the file). Each ``TASKS`` entry is a ``
 
 from __future__ import annotations
 
+import ast
 import functools
 import importlib
 import logging
@@ -25,7 +26,8 @@ from qahub.metrics._shared.task_spec import Grader, Metric, TaskSpec, is_task_sp
 
 # the task declaration's type, re-exported: `from qahub.tasks import TaskSpec`
 __all__ = ["Grader", "Metric", "TaskSpec", "TaskError", "all_tasks", "clear", "corpora", "corpus_names",
-           "importable", "is_task_spec", "left_out", "metric_dirs", "scan", "task_api", "task_corpora"]
+           "declared_tasks", "importable", "is_task_spec", "left_out", "metric_dirs", "scan", "task_api",
+           "task_corpora"]
 
 logger = logging.getLogger(__name__)
 BUILDER = re.compile(r"^class\s+\w+\s*\(([^)]*)\)\s*:", re.M)  # a top-level class and its bases
@@ -183,6 +185,34 @@ def all_tasks() -> dict:
 def task_corpora() -> dict:
     """``{task: corpus}`` of every corpus whose tasks can be run."""
     return {name: corpus for corpus, module in importable().items() for name in module.TASKS}
+
+
+def declared_tasks() -> dict:
+    """``{task: corpus}`` as the task_api files declare them, read without importing them (what inspect's entry
+    point registers: a corpus's task_api is imported when its task is built). A file whose ``TASKS`` is not a
+    top-level dict with literal names (or that does not parse) is imported instead, by ``importable``'s rules."""
+    found = {}
+    for corpus in corpus_names():
+        names = _literal_names(metric_dirs()[scan().metric_of[corpus]] / "task_api.py")
+        if names is None:
+            module = importable().get(corpus)
+            names = list(module.TASKS) if module else []
+        found.update(dict.fromkeys(names, corpus))
+    return found
+
+
+def _literal_names(path: Path) -> list[str] | None:
+    """The string keys of the top-level ``TASKS = {...}`` of ``path``, or None."""
+    try:
+        body = ast.parse(_text(path)).body
+    except (SyntaxError, ValueError):
+        return None
+    for node in body:
+        if (isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["TASKS"]
+                and isinstance(node.value, ast.Dict)
+                and all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in node.value.keys)):
+            return [k.value for k in node.value.keys]
+    return None
 
 
 def document_id(spec: TaskSpec, doc: dict, position: int):
