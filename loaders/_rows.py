@@ -9,8 +9,7 @@ import sys
 
 import datasets
 import pyarrow as pa
-
-from ._gc import gc_paused
+from qahub.metrics._shared.gc_pause import gc_paused
 
 # see RowsBuilder.__init__
 _patched_for_streaming = True

@@ -114,7 +114,9 @@ def reversed_copy(export, corpus, tmp_path):
     return copy
 
 
-def assert_one_line(code, out, err, pattern):
+def assert_one_line(result, pattern):
+    """``result``, a command's ``(exit status, stdout, stderr)``, is a failure with one error line matching ``pattern``."""
+    code, out, err = result
     assert (code, out) == (1, ""), err
     assert re.fullmatch(ERROR_LINE, err), err
     assert re.search(pattern, err), err
@@ -148,19 +150,14 @@ def test_jeopardy_qa_gold_answers_score_1_on_a_reordered_export(sample_exports, 
 
 
 @pytest.mark.parametrize("corpus", CORPORA)
-def test_a_bare_reply_list_is_refused_without_by_position(sample_exports, tmp_path, corpus):
+def test_a_bare_reply_list_is_refused_without_by_position_and_scored_as_records_with_it(sample_exports, tmp_path,
+                                                                                        corpus):
     export = sample_exports[corpus]
     replies = write(tmp_path / "replies.json", [text for _, text in items(export, corpus)])
     id_field = " + ".join(_id_fields(export, corpus))
-    code, out, err = evaluate(corpus, export, replies)
-    assert_one_line(code, out, err, rf"replies\.json: a list of \d+ replies without ids: .*'{re.escape(id_field)}'"
-                                    r".*--by-position")
-
-
-@pytest.mark.parametrize("corpus", CORPORA)
-def test_a_bare_reply_list_with_by_position_scores_as_records_with_ids(sample_exports, tmp_path, corpus):
-    export = sample_exports[corpus]
-    replies = write(tmp_path / "replies.json", [text for _, text in items(export, corpus)])
+    assert_one_line(evaluate(corpus, export, replies),
+                    rf"replies\.json: a list of \d+ replies without ids: .*'{re.escape(id_field)}'"
+                    r".*--by-position")
     with_ids = write(tmp_path / "records.json", records(export, corpus))
     assert scores(corpus, export, replies, "--by-position") == scores(corpus, export, with_ids)
 
@@ -170,8 +167,8 @@ def test_jemhopqa_reply_list_against_a_reversed_export_is_refused(sample_exports
     export = sample_exports["jemhopqa"]
     replies = write(tmp_path / "replies.json", [text for _, text in items(export, "jemhopqa")])
     assert scores("jemhopqa", export, replies, "--by-position")["a"]["em"] == 1.0
-    code, out, err = evaluate("jemhopqa", reversed_copy(export, "jemhopqa", tmp_path), replies)
-    assert_one_line(code, out, err, r"without ids: give each reply its row's id.*\"qid\"")
+    assert_one_line(evaluate("jemhopqa", reversed_copy(export, "jemhopqa", tmp_path), replies),
+                    r"without ids: give each reply its row's id.*\"qid\"")
 
 
 @pytest.mark.parametrize("options", [["--ignore-missing"], ["--ignore-missing", "--by-position"]])
@@ -179,9 +176,9 @@ def test_a_reply_list_one_short_is_refused_even_with_ignore_missing(sample_expor
     """A list one reply short shifted every reply by one under --ignore-missing (em 0.050)."""
     export = sample_exports["jemhopqa"]
     replies = write(tmp_path / "replies.json", [text for _, text in items(export, "jemhopqa")][1:])
-    code, out, err = evaluate("jemhopqa", export, replies, *options)
-    assert_one_line(code, out, err, r"replies\.json: (a list of \d+ replies without ids|--by-position: \d+ replies "
-                                    r"for the \d+ rows)")
+    assert_one_line(evaluate("jemhopqa", export, replies, *options),
+                    r"replies\.json: (a list of \d+ replies without ids|--by-position: \d+ replies "
+                    r"for the \d+ rows)")
 
 
 def test_ignore_missing_scores_the_replies_given_by_id_unshifted(sample_exports, tmp_path):
@@ -220,8 +217,8 @@ def test_an_id_given_twice_is_one_line_naming_the_record(sample_exports, tmp_pat
     export = sample_exports[corpus]
     given = records(export, corpus)
     predictions = write(tmp_path / "twice.json", [*given, given[0]])
-    code, out, err = evaluate(corpus, export, predictions)
-    assert_one_line(code, out, err, rf"twice\.json: record {len(given)}: the id .* is given twice \(first in record 0\)")
+    assert_one_line(evaluate(corpus, export, predictions),
+                    rf"twice\.json: record {len(given)}: the id .* is given twice \(first in record 0\)")
 
 
 @pytest.mark.parametrize("problem, value, message", [
@@ -235,8 +232,7 @@ def test_a_bad_id_is_one_line_naming_the_record(sample_exports, tmp_path, corpus
     given[1] = {**given[1], _id_fields(export, corpus)[0]: value}
     predictions = tmp_path / "bad.json"
     predictions.write_text(json.dumps(given), encoding="utf-8")  # ASCII: a lone surrogate as a \u escape
-    code, out, err = evaluate(corpus, export, predictions)
-    assert_one_line(code, out, err, rf"bad\.json: record 1: {message}")
+    assert_one_line(evaluate(corpus, export, predictions), rf"bad\.json: record 1: {message}")
 
 
 @pytest.mark.parametrize("corpus", CORPORA)
@@ -254,17 +250,16 @@ def test_a_reply_with_a_lone_surrogate_is_scored_not_refused(sample_exports, tmp
 
 @pytest.mark.parametrize("corpus", CORPORA)
 def test_dev_zero_as_predictions_under_a_4_gib_limit_is_one_line(sample_exports, corpus):
-    code, out, err = evaluate(corpus, sample_exports[corpus], "/dev/zero", limit=FOUR_GIB)
-    assert_one_line(code, out, err, r"/dev/zero: larger than [\d,]+ bytes: not a predictions file "
-                                    r"\(\$QAHUB_MAX_PREDICTIONS_BYTES sets the limit\)")
+    assert_one_line(evaluate(corpus, sample_exports[corpus], "/dev/zero", limit=FOUR_GIB),
+                    r"/dev/zero: larger than [\d,]+ bytes: not a predictions file "
+                    r"\(\$QAHUB_MAX_PREDICTIONS_BYTES sets the limit\)")
 
 
 def test_a_file_over_the_size_cap_is_refused_before_it_is_read(sample_exports, tmp_path):
     huge = tmp_path / "huge.json"
     with open(huge, "wb") as f:
         f.truncate(300 << 20)  # sparse: 300 MiB of NULs that take no disk
-    code, out, err = evaluate("limur", sample_exports["limur"], huge, limit=FOUR_GIB)
-    assert_one_line(code, out, err, r"huge\.json: larger than [\d,]+ bytes")
+    assert_one_line(evaluate("limur", sample_exports["limur"], huge, limit=FOUR_GIB), r"huge\.json: larger than [\d,]+ bytes")
 
 
 def test_a_lone_surrogate_in_a_references_jsonl_names_the_file_and_record(tmp_path):
@@ -272,8 +267,8 @@ def test_a_lone_surrogate_in_a_references_jsonl_names_the_file_and_record(tmp_pa
     references.write_text('{"question_id": 0, "answer": "Рим"}\n{"question_id": 1, "answer": "\\ud800"}\n',
                           encoding="utf-8")
     predictions = write(tmp_path / "p.json", {"0": "Рим", "1": "Лима"})
-    code, out, err = qahub("evaluate", "jeopardy_meteor", "--predictions", predictions, "--references", references)
-    assert_one_line(code, out, err, r"refs\.jsonl: record line 2: question 1: the gold answer holds a lone surrogate")
+    assert_one_line(qahub("evaluate", "jeopardy_meteor", "--predictions", predictions, "--references", references),
+                    r"refs\.jsonl: record line 2: question 1: the gold answer holds a lone surrogate")
 
 
 @pytest.mark.parametrize("metric, id_field", [("jemhopqa", "'qid'"), ("limur", "'id' or 'meta.id'"),
@@ -297,9 +292,9 @@ def test_rows_plus_a_reply_column_are_refused_naming_both_fields(sample_exports,
     1.0, though the model answered "don't know" everywhere)."""
     export = sample_exports[corpus]
     made = write(tmp_path / "rows.json", [{**doc, output: DONT_KNOW} for doc in docs(export, corpus)])
-    code, out, err = evaluate(corpus, export, made)
-    assert_one_line(code, out, err, rf"rows\.json: record 0: holds the gold field '{CASES[corpus]['gold']}' and the "
-                                    rf"field '{output}': which is the model's reply\? Name it with --reply-field {output} ")
+    assert_one_line(evaluate(corpus, export, made),
+                    rf"rows\.json: record 0: holds the gold field '{CASES[corpus]['gold']}' and the "
+                    rf"field '{output}': which is the model's reply\? Name it with --reply-field {output} ")
 
 
 @pytest.mark.parametrize("corpus", CORPORA)
@@ -317,14 +312,14 @@ def test_reply_field_scores_the_reply_column_of_the_rows(sample_exports, tmp_pat
 @pytest.mark.parametrize("corpus", CORPORA)
 def test_the_rows_themselves_are_refused_as_rows_without_a_reply(sample_exports, tmp_path, corpus):
     export = sample_exports[corpus]
-    code, out, err = evaluate(corpus, export, write(tmp_path / "rows.json", docs(export, corpus)))
+    result = evaluate(corpus, export, write(tmp_path / "rows.json", docs(export, corpus)))
     gold = CASES[corpus]["gold"]
     if gold != CASES[corpus]["reply"]:  # the gold field is not a reply field: the record has no reply at all
-        assert_one_line(code, out, err, r"rows\.json: record 0: (no reply|holds the gold field)")
+        assert_one_line(result, r"rows\.json: record 0: (no reply|holds the gold field)")
         return
-    assert_one_line(code, out, err, rf"rows\.json: record 0: holds the gold field '{gold}' and the dataset's fields "
-                                    r"'\w+'.*: a row of the dataset, no model reply in it; add the reply as a field "
-                                    r"and name it with --reply-field NAME")
+    assert_one_line(result, rf"rows\.json: record 0: holds the gold field '{gold}' and the dataset's fields "
+                            r"'\w+'.*: a row of the dataset, no model reply in it; add the reply as a field "
+                            r"and name it with --reply-field NAME")
 
 
 def test_a_predictions_only_record_with_the_documented_gold_named_field_is_read(sample_exports, tmp_path):
@@ -342,9 +337,9 @@ def test_a_predictions_only_record_with_the_documented_gold_named_field_is_read(
 ])
 def test_a_reply_field_that_is_no_reply_is_one_line(sample_exports, tmp_path, value, problem):
     export = sample_exports["limur"]
-    code, out, err = evaluate("limur", export, write(tmp_path / "p.json", records(export, "limur")),
-                              "--reply-field", value)
-    assert_one_line(code, out, err, rf"p\.json: {problem}")
+    assert_one_line(evaluate("limur", export, write(tmp_path / "p.json", records(export, "limur")),
+                             "--reply-field", value),
+                    rf"p\.json: {problem}")
 
 
 def test_help_documents_reply_field_and_the_gold_fields():
@@ -364,5 +359,5 @@ def test_a_csv_header_naming_a_column_twice_is_refused_naming_it(sample_exports,
     lines = [",".join(names)] + [",".join(str(record[name]) for name in names[:-1]) + ",x" for record in given]
     path = tmp_path / "twice.csv"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    code, out, err = evaluate(corpus, export, path)
-    assert_one_line(code, out, err, rf"twice\.csv: record line 1: the header names the column '{reply}' twice")
+    assert_one_line(evaluate(corpus, export, path),
+                    rf"twice\.csv: record line 1: the header names the column '{reply}' twice")

@@ -198,35 +198,34 @@ def document_texts(location, load=_load_dataset):
     return dict(zip(rows["doc_id"], rows["doc_text"], strict=True))
 
 
+# what the two tasks share: splits, demonstrations from train, a reply ending at a blank line, the domain
+# breakdown, the turn's id
+_COMMON = {"splits": ["validation", "train"], "fewshot_split": "train", "until": ["\n\n"],
+           "categories": {"domain": domain}, "doc_id": doc_id}
+
 # the corpus these tasks run on (qahub.harness finds the tasks of every corpus by it)
 CORPUS = "doc2dial"
 
 TASKS = {
     "qahub_doc2dial_grounding": TaskSpec(
+        **_COMMON,
         configs=["doc2dial_rc"],
-        splits=["validation", "train"],
-        fewshot_split="train",
         prompt=grounding_prompt,
         target=grounding_target,
-        until=["\n\n"],
         max_gen_toks=512,  # grounding spans can be a few paragraphs long
         score=grounding_score,
         metrics={"exact": ("mean", True), "f1": ("mean", True), "unparseable": ("mean", False)},
         oracle={"exact": 100.0, "f1": 100.0, "unparseable": 0.0},
         binary=["exact", "unparseable"],  # exact: 0/100 per document
-        categories={"domain": domain},
-        doc_id=doc_id,
         # few-shot demonstrations never come from the document's own dialogue (qahub.harness.Demonstrations)
         cluster=grounding_dialogue,
     ),
     "qahub_doc2dial_response": TaskSpec(
+        **_COMMON,
         configs=["dialogue_domain"],
-        splits=["validation", "train"],
-        fewshot_split="train",
         docs=response_docs,
         prompt=response_prompt,
         target=response_target,
-        until=["\n\n"],
         max_gen_toks=128,
         score=response_score,
         metrics={"bleu": (corpus_bleu, True), "unparseable": ("mean", False)},
@@ -234,8 +233,6 @@ TASKS = {
         bleu_of_statistics=bleu_of_statistics,
         oracle={"bleu": 100.0, "unparseable": 0.0},
         binary=["unparseable"],
-        categories={"domain": domain},
-        doc_id=doc_id,
         cluster=response_dialogue,
     ),
 }

@@ -1,11 +1,10 @@
 """LIMUR's scores without ``evaluate`` around them: what ``compute(predictions=..., references=...)`` returns,
 for ``qahub evaluate limur`` (which never imports ``evaluate``, nor what it pulls in) and for the metric."""
 
-import contextlib
-import gc
 from operator import itemgetter
 
 from .answers import LETTERS
+from .gc_pause import gc_paused
 from .judge import (
     Endpoint,
     JudgeConfigError,
@@ -64,19 +63,6 @@ def score_all(predictions, references, judge=None, judge_name=None, judge_cache=
     result.pop("judged", None)  # in judge_info
     result["judge"] = judge_info
     return result
-
-
-@contextlib.contextmanager
-def gc_paused():
-    """The cyclic garbage collector paused while a dict per example is made: it would walk every one of them
-    again and again, finding no cycle (reference counting still frees what is dropped)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _judge_options(options):

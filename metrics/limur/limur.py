@@ -7,7 +7,8 @@ import evaluate
 # evaluate copies only the helpers this file imports: direct_score's are imported here as well
 from .answers import LETTERS
 from .direct_metric import DirectMetric
-from .direct_score import gc_paused, score, score_all
+from .direct_score import score, score_all
+from .gc_pause import gc_paused
 from .judge import JudgeConfigError
 from .judge_settings import keyword_docs
 from .mera import answer_candidates

@@ -23,7 +23,7 @@ REPORT_FILES = {"report.json", "report.md", "report.html"}
 
 def write_report(arguments, out, baseline=None, resamples=1000, seed=12345, confidence=0.95, overwrite=False,
                  progress=True, jobs=None) -> dict:
-    from qahub.loaders._gc import gc_paused
+    from qahub.metrics._shared.gc_pause import gc_paused
 
     if resamples < 1:
         raise ReportError(f"--resamples {resamples}: must be at least 1")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from qahub import tasks
 
-from .runs import RESULTS, ReportError, Run, TaskRun, aggregates, cluster_name, task_metrics
+from .runs import RESULTS, ReportError, Run, TaskRun, add_samples, aggregates, cluster_name, task_metrics
 
 
 def is_lighteval(path: Path) -> bool:
@@ -31,24 +31,9 @@ def read_run(name: str | None, path: Path, specs: dict) -> tuple[Run, list[str]]
     date = RESULTS.match(chosen.name)["date"]
     model = str((results["config_general"].get("model_config") or {}).get("model_name") or models[0])
     run = Run(name or model, str(path), model, str(chosen), results)
-    skipped = []
-    for key in sorted(results["results"]):
-        task, _, shots = key.rpartition("|")
-        if key == "all":
-            continue
-        if task not in specs:
-            skipped.append(key)
-            continue
-        if task in run.samples:
-            raise ReportError(f"{chosen}: task {task} ran with two numbers of shots; report one of them per run")
-        details = path / "details" / models[0] / date / f"details_{key}_{date}.parquet"
-        if not details.is_file():
-            raise ReportError(f"{chosen}: task {key} has no details file {details.name}; rerun lighteval with "
-                              "--save-details")
-        run.samples[task] = details
-    if not run.samples:
-        raise ReportError(f"{chosen}: holds no qahub task (it has {', '.join(sorted(results['results']))})")
-    return run, skipped
+    found = [(key, key.rpartition("|")[0], path / "details" / models[0] / date / f"details_{key}_{date}.parquet")
+             for key in results["results"] if key != "all"]
+    return run, add_samples(run, chosen, found, specs, "details", "rerun lighteval with --save-details")
 
 
 def _read_json(path: Path) -> dict:

@@ -177,20 +177,31 @@ def read_run(name: str | None, path: Path, specs: dict) -> tuple[Run, list[str]]
     date = RESULTS.match(chosen.name)["date"]
     model = str(results.get("model_name") or results.get("model_name_sanitized") or chosen.parent.name)
     run = Run(name or model, str(path), model, str(chosen), results)
+    found = [(task, task, chosen.parent / f"samples_{task}_{date}.jsonl") for task in results["results"]]
+    skipped = add_samples(run, chosen, found, specs, "samples", "rerun lm_eval with --log_samples",
+                          check=lambda task: task_entry(results, "results", task, chosen))
+    return run, skipped
+
+
+def add_samples(run: Run, chosen: Path, found: list, specs: dict, kind: str, rerun: str, check=None) -> list[str]:
+    """``run.samples[task] = file`` for each ``(key, task, file)`` of ``found`` whose task is a qahub task (``key``:
+    the task as the results file ``chosen`` names it; ``file``: its samples, an error saying ``rerun`` when missing),
+    after ``check(task)``. Returns the keys of the other tasks. Shared by the lm-eval and lighteval readers."""
     skipped = []
-    for task in sorted(results["results"]):
+    for key, task, samples in sorted(found):
         if task not in specs:
-            skipped.append(task)
+            skipped.append(key)
             continue
-        task_entry(results, "results", task, chosen)
-        samples = chosen.parent / f"samples_{task}_{date}.jsonl"
+        if task in run.samples:
+            raise ReportError(f"{chosen}: task {task} ran with two numbers of shots; report one of them per run")
+        if check:
+            check(task)
         if not samples.is_file():
-            raise ReportError(f"{chosen}: task {task} has no samples file {samples.name}; "
-                              "rerun lm_eval with --log_samples")
+            raise ReportError(f"{chosen}: task {key} has no {kind} file {samples.name}; {rerun}")
         run.samples[task] = samples
     if not run.samples:
-        raise ReportError(f"{chosen}: holds no qahub task (it has {', '.join(sorted(results['results'])) or 'none'})")
-    return run, skipped
+        raise ReportError(f"{chosen}: holds no qahub task (it has {', '.join(sorted(run.results['results'])) or 'none'})")
+    return skipped
 
 
 def read_task(task: str, samples: Path, results: dict, spec, results_name: str) -> TaskRun:

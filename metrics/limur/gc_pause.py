@@ -1,0 +1,1 @@
+../_shared/gc_pause.py
