@@ -64,6 +64,19 @@ def test_list_prints_each_builders_configs_and_splits():
         assert re.search(rf"^{metric}\s+yes$", printed, re.M)
 
 
+@pytest.mark.parametrize("argv", [["--help"], ["list"], ["evaluate", "jeopardy_meteor", "--help"]],
+                         ids=["help", "list", "evaluate-help"])
+def test_help_and_list_import_no_data_library(argv):
+    """The 0.3 s start (benchmarks/bench_cli.py) holds only while these never import pyarrow, numpy or datasets: a
+    module-level import in any adapter or builder helper would cost 0.1 s and more, unseen by a timing-free test."""
+    code = ("import contextlib, io, sys; from qahub import cli\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    try:\n        cli.main(sys.argv[1:])\n    except SystemExit:\n        pass\n"
+            "print(sorted(m for m in ('pyarrow', 'numpy', 'datasets', 'pandas') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr[-2000:]
+
+
 # --- 5. a closed pipe ends quietly
 
 

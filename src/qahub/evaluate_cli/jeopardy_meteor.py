@@ -23,7 +23,6 @@ from pathlib import Path
 from qahub.evaluate_cli import predictions
 from qahub.evaluate_cli.adapter import Adapter
 from qahub.exports import built_rows, export_rows
-from qahub.loaders import _jeopardy_tables as jeopardy_tables
 
 HELP = "Russian QA Jeopardy!: METEOR correctness (official recipe), accuracy and the game score"
 
@@ -169,6 +168,8 @@ def read_references(location, config=None, split=None, build=False) -> dict:
 
 
 def _upstream_folder(path):
+    from qahub.loaders import _jeopardy_tables as jeopardy_tables  # pyarrow: not for --help
+
     return path.is_dir() and any((path / name).is_file() for name in (jeopardy_tables.EXTENDED,
                                                                         jeopardy_tables.TRAINING,
                                                                         jeopardy_tables.VALIDATION))
@@ -188,6 +189,8 @@ def _built_rows(folder, config, split):
 def _upstream_rows(path):
     """The rows of one upstream file, whatever its name, read as the builder reads the upstream file of its config
     (by the same reader, without building a dataset)."""
+    from qahub.loaders import _jeopardy_tables as jeopardy_tables
+
     return _columns(jeopardy_tables.rows(path, _upstream_config(path)))
 
 
