@@ -1,14 +1,13 @@
-"""The Russian QA Jeopardy! upstream files as Arrow tables: the one reader of their layout.
+"""The Russian QA Jeopardy! upstream files as Arrow tables or as rows: the one reader of their layout.
 
-The builder (``loaders/jeopardy.py``) makes its splits from these tables, and ``qahub evaluate jeopardy_meteor``
-reads a gold-answer file with them directly: this module imports neither ``datasets`` nor the builder, so a score
-from an upstream file does not pay ``datasets``' import (0.6 s) and a build in a temporary cache.
+The builder (``loaders/jeopardy.py``) makes its splits from ``tables``, and ``qahub evaluate jeopardy_meteor``
+reads a gold-answer file with ``rows``, the same checks and mapping record by record. ``rows`` imports neither
+``datasets`` nor pyarrow (whose first array from Python objects imports pandas): a score from an upstream file
+pays neither their imports (0.9 s) nor a build in a temporary cache.
 """
 
 import re
 import warnings
-
-import pyarrow as pa
 
 from qahub.readers import read_csv, record_error
 
@@ -35,25 +34,34 @@ _INTEGER = re.compile(r"-?[0-9]+")
 # the range of each integer field's Arrow type (question_id int64, question_number int32)
 _RANGES = {"question_id": (-(2**63), 2**63 - 1), "question_number": (-(2**31), 2**31 - 1)}
 _VALUES = range(1, 6)  # question numbers the card documents; others are kept with a warning
-# each config's columns, as the builder's features declare them
-SCHEMAS = {
-    "extended": pa.schema([("question_id", pa.int64()), ("question_number", pa.int32()),
-                           *[(name, pa.string()) for name in list(_EXTENDED_COLUMNS.values())[2:]]]),
-    # the upstream files have no id: a question's is its 0-based row in its file
-    "qa": pa.schema([("question_id", pa.int64()), ("question", pa.string()), ("answer", pa.string())]),
-}
+
+
+def schema(config):
+    """The Arrow schema of ``config``'s rows, as the builder's features declare them."""
+    import pyarrow as pa
+
+    if config == "qa":  # the upstream files have no id: a question's is its 0-based row in its file
+        return pa.schema([("question_id", pa.int64()), ("question", pa.string()), ("answer", pa.string())])
+    return pa.schema([("question_id", pa.int64()), ("question_number", pa.int32()),
+                      *[(name, pa.string()) for name in list(_EXTENDED_COLUMNS.values())[2:]]])
 
 
 def tables(filepath, config):
     """The tables of one upstream file of ``config`` (``extended`` or ``qa``), in order; a bad record is a
     ``SourceDataError`` naming the file and its line."""
-    schema = SCHEMAS[config]
-    return _qa_tables(filepath, schema) if config == "qa" else _extended_tables(filepath, schema)
+    return _qa_tables(filepath, schema(config)) if config == "qa" else _extended_tables(filepath, schema(config))
 
 
 def rows(filepath, config) -> list[dict]:
-    """The rows of one upstream file of ``config``, as the builder's split of that file has them."""
-    return [row for table in tables(filepath, config) for row in table.to_pylist()]
+    """The rows of one upstream file of ``config``, as the builder's split of that file has them (read record by
+    record, as the tables are where a batch fails a check)."""
+    if config == "qa":
+        return [row for batch in _qa_batches(filepath) for row in batch]
+    seen, outside = {}, []
+    found = [row for batch in _batches(_records(filepath, "\t", _EXTENDED_COLUMNS))
+             for row in _extended_rows(filepath, batch, seen, outside)]
+    _warn_outside(filepath, outside)
+    return found
 
 
 # The files are read in batches of records, each checked and made a table column by column (the checks run in C);
@@ -64,13 +72,19 @@ _NONE_IF_EMPTY_OR_NONE = {"": None, "None": None}.get
 
 
 def _extended_tables(filepath, schema):
+    import pyarrow as pa
+
     seen, outside = {}, []  # QuestionID -> line of the record; "line N: number" of numbers outside 1-5
     for batch in _batches(_records(filepath, "\t", _EXTENDED_COLUMNS)):
         table = _extended_table(batch, schema, seen, outside)
         yield table or pa.Table.from_pylist(list(_extended_rows(filepath, batch, seen, outside)), schema=schema)
+    _warn_outside(filepath, outside)
+
+
+def _warn_outside(filepath, outside):
     if outside:
         warnings.warn(f"{filepath}: {len(outside)} row(s) with a QuestionNumber outside 1-5, kept as given: "
-                      f"{', '.join(outside[:5])}", stacklevel=2)
+                      f"{', '.join(outside[:5])}", stacklevel=3)
 
 
 def _extended_table(batch, schema, seen, outside):
@@ -92,6 +106,8 @@ def _extended_table(batch, schema, seen, outside):
         list(map(_NONE_IF_EMPTY_OR_NONE if name in _NONE_TEXT_FIELDS else _NONE_IF_EMPTY, values, values))
         for name, values in zip(names[2:], texts)
     ]
+    import pyarrow as pa
+
     return pa.Table.from_pydict(dict(zip(names, columns)), schema=schema)
 
 
@@ -112,13 +128,20 @@ def _extended_rows(filepath, batch, seen, outside):
 
 
 def _qa_tables(filepath, schema):
+    import pyarrow as pa
+
+    for batch in _qa_batches(filepath):
+        yield pa.Table.from_pylist(batch, schema=schema)
+
+
+def _qa_batches(filepath):
     row_number = 0  # the question's id: its 0-based row after the header, stable whatever order an export is in
     for batch in _batches(_records(filepath, ",", _QA_COLUMNS)):
         rows = [{"question_id": row_number + i,
                  **_qa_row(filepath, f"line {line}", _fields(filepath, f"line {line}", record, _QA_COLUMNS))}
                 for i, (line, record) in enumerate(batch)]
         row_number += len(rows)
-        yield pa.Table.from_pylist(rows, schema=schema)
+        yield rows
 
 
 def _records(filepath, delimiter, columns):

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import datasets
 from qahub.dataset_cards import citation
 
-from ._jeopardy_tables import EXTENDED, SCHEMAS, TRAINING, VALIDATION, tables
+from ._jeopardy_tables import EXTENDED, TRAINING, VALIDATION, schema, tables
 from ._rows import RowsBuilder
 from ._sources import Source, SourceConfig, in_data_dir
 
@@ -53,7 +53,7 @@ class Jeopardy(RowsBuilder):
     SPLITS = SOURCE.splits()
 
     def _info(self):
-        return SOURCE.info(datasets.Features.from_arrow_schema(SCHEMAS[self.config.name]))
+        return SOURCE.info(datasets.Features.from_arrow_schema(schema(self.config.name)))
 
     def _split_generators(self, dl_manager):
         files = self._present(SOURCE.files[self.config.name])

@@ -68,8 +68,8 @@ def test_the_file_reader_gives_the_builders_rows(tmp_path, config, split, name):
     from qahub.loaders import _jeopardy_tables
 
     built = build("jeopardy", config, SAMPLE, tmp_path)[split]
-    assert _jeopardy_tables.rows(SAMPLE / name, config) == built.to_list()
-    assert _jeopardy_tables.SCHEMAS[config] == built.features.arrow_schema
+    assert _read_by_the_cli(SAMPLE / name, config) == built.to_list()
+    assert _jeopardy_tables.schema(config) == built.features.arrow_schema
 
 
 def test_configs_and_features():
@@ -87,6 +87,12 @@ def test_configs_and_features():
          "answer": datasets.Value("string")})
 
 
+def _read_by_the_cli(path, config):
+    from qahub.loaders import _jeopardy_tables
+
+    return _jeopardy_tables.rows(path, config)
+
+
 def test_extended_parsing_is_robust(tmp_path):
     body = [
         '7\t2\t"Вопрос с\tтабуляцией, запятой и ""кавычками""\nи переводом строки"\tОтвет\tТема\tNone\tАвтор\tТур\t',
@@ -95,6 +101,7 @@ def test_extended_parsing_is_robust(tmp_path):
     ]
     data_dir = _extended(tmp_path, body, bom=True, newline="\r\n")
     rows = build("jeopardy", "extended", data_dir, tmp_path / "cache")["train"].to_list()
+    assert _read_by_the_cli(data_dir / jeopardy.EXTENDED, "extended") == rows
     assert rows == [
         {"question_id": 7, "question_number": 2,
          "question": 'Вопрос с\tтабуляцией, запятой и "кавычками"\nи переводом строки', "answer": "Ответ",
@@ -109,6 +116,7 @@ def test_qa_parsing_is_robust(tmp_path):
     text = 'QuestionText,Answer\r\n"Две\r\nстроки, ""цитата""",Ответ\r\nВопрос\tс табуляцией,"А, Б"\r\n\r\n\r\n'
     _write(data_dir / jeopardy.VALIDATION, text, bom=True)
     rows = build("jeopardy", "qa", data_dir, tmp_path / "cache")["validation"].to_list()
+    assert _read_by_the_cli(data_dir / jeopardy.VALIDATION, "qa") == rows
     assert rows == [
         {"question_id": 0, "question": 'Две\r\nстроки, "цитата"', "answer": "Ответ"},
         {"question_id": 1, "question": "Вопрос\tс табуляцией", "answer": "А, Б"},
@@ -200,10 +208,12 @@ def test_a_header_without_rows_is_a_clear_error(tmp_path, config, name, text):
 def test_question_numbers_outside_one_to_five_warn_and_are_kept(tmp_path):
     body = [ROW, ROW.replace("1\t1", "2\t0", 1), ROW.replace("1\t1", "3\t-3", 1), ROW.replace("1\t1", "4\t6", 1)]
     data_dir = _extended(tmp_path, body)
-    with pytest.warns(UserWarning, match=r"extended\.csv: 3 row\(s\) with a QuestionNumber outside 1-5, kept as "
-                                         r"given: line 3: 0, line 4: -3, line 5: 6"):
+    warned = r"extended\.csv: 3 row\(s\) with a QuestionNumber outside 1-5, kept as given: line 3: 0, line 4: -3, line 5: 6"
+    with pytest.warns(UserWarning, match=warned):
         train = build("jeopardy", "extended", data_dir, tmp_path / "cache")["train"]
     assert train["question_number"] == [1, 0, -3, 6]
+    with pytest.warns(UserWarning, match=warned):  # the CLI's read of the file, record by record: the same
+        assert _read_by_the_cli(data_dir / jeopardy.EXTENDED, "extended") == train.to_list()
 
 
 def test_missing_file_names_it(tmp_path):
