@@ -150,8 +150,10 @@ def _lm_eval_values(locations, names, script, tmp_path, judge=False, save=False)
 
 def test_limurs_judge_grades_as_in_lm_eval(sample_exports, prose_judge, monkeypatch, tmp_path):  # noqa: F811
     """With qahub's judge configured (MERA's variables, an OpenAI-compatible judge on 127.0.0.1), qahub_limur
-    reports judge_score and judge_coverage: MERA's grade of each reply, as lm-eval's judge task gives it."""
-    _mera_env(monkeypatch, prose_judge())
+    reports judge_score and judge_coverage: MERA's grade of each reply, as lm-eval's judge task gives it; the
+    replies are judged concurrently (the judge answers in 50 ms), not one document at a time."""
+    judge = prose_judge(delay=0.05)
+    _mera_env(monkeypatch, judge)
     data = f"limur={sample_exports['limur']}"
     lighteval_tasks.tasks_table(data)
     samples = lighteval_tasks._LOADED["qahub_limur"].samples(FEWSHOT)
@@ -162,6 +164,7 @@ def test_limurs_judge_grades_as_in_lm_eval(sample_exports, prose_judge, monkeypa
         grade = MERA_REPLIES[int(reply[1:])][1]
         assert (values[prompt]["judge_score"], values[prompt]["judge_coverage"]) == (grade or 0.0, int(grade is not None))
     assert {v["judge_coverage"] for v in values.values()} == {0, 1}
+    assert judge.max_inflight > 1, "lighteval judged one reply at a time"
     lm_eval_values, lm_eval_aggregates = _lm_eval_values({"limur": sample_exports["limur"]}, ["qahub_limur"], script,
                                                          tmp_path, judge=True)
     assert values == lm_eval_values["qahub_limur"]

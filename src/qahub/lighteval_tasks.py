@@ -12,10 +12,11 @@ nor a turn of its conversation), its gold the task's target; generation stops at
 its token limit. lighteval's own few-shot sampling is kept out: its plain-text prompt joins a demonstration with
 " " and strips it, which is not the task's format. The ``|N`` of a task name is the number of demonstrations.
 The details (``--save-details``) hold each document's id, its position and hash as lm-eval logs them
-(``doc_id``, ``doc_hash``: ``qahub report`` reads them) and the document. One ``SampleLevelMetricGrouping`` gives every per-document value of the task (the lm-eval task's
-``process_results``) and aggregates each as the lm-eval task does (corpus BLEU over every pair, distinct-n, sums,
-means). LIMUR's judge values are added when qahub's judge is configured (as for lm-eval: QAHUB_JUDGE_URL and
-QAHUB_JUDGE_MODEL, or LM_EVAL_JUDGE_API_BASE and LM_EVAL_JUDGE_MODEL).
+(``doc_id``, ``doc_hash``: ``qahub report`` reads them) and the document. One ``SampleLevelMetricGrouping`` gives
+every per-document value of the task (the lm-eval task's ``process_results``) and aggregates each as the lm-eval
+task does (corpus BLEU over every pair, distinct-n, sums, means). LIMUR's judge values are added when qahub's judge
+is configured (as for lm-eval: QAHUB_JUDGE_URL and QAHUB_JUDGE_MODEL, or LM_EVAL_JUDGE_API_BASE and
+LM_EVAL_JUDGE_MODEL); the run's replies are then judged at once, concurrently, as lm-eval's judge filter does.
 
 lighteval reads a task's rows with ``datasets.load_dataset(hf_repo, hf_subset)``, one document per row, while a
 task whose documents are joined from several rows (doc2dial's agent turns) has more documents than rows; so
@@ -129,20 +130,42 @@ def doc_hash(doc) -> str:
     return hash_string(json.dumps(doc, indent=2, default=handle_non_serializable, ensure_ascii=False))
 
 
-def _scores_class():
+def _computations():
+    """lighteval's sample-level computations of a qahub task (classes made when lighteval is imported)."""
     from lighteval.metrics.metrics_sample import SampleLevelComputation
 
     class Scores(SampleLevelComputation):
-        """Every per-document value of one task: the lm-eval task's ``process_results`` on the reply."""
+        """The per-document values ``names`` of one task: the lm-eval task's ``process_results`` on the reply."""
 
-        def __init__(self, task_name: str):
-            self.task_name = task_name
+        def __init__(self, task_name: str, names: list):
+            self.task_name, self.names = task_name, names
 
         def compute(self, doc, model_response, **kwargs) -> dict:
-            reply = model_response.final_text[0] if model_response.final_text else ""
-            return _LOADED[self.task_name].functions.process_results(doc.specific["qahub_doc"], [reply])
+            values = _LOADED[self.task_name].functions.process_results(doc.specific["qahub_doc"],
+                                                                       [_reply(model_response)])
+            return {name: values[name] for name in self.names}
 
-    return Scores
+    class JudgedRun(SampleLevelComputation):
+        """One judge metric of every document at once (a batched metric, which lighteval computes before the
+        others): the lm-eval task's judge filter grades every reply of the run concurrently, as in lm-eval, and
+        ``process_results`` then reads each grade from the judge's cache."""
+
+        def __init__(self, task_name: str, name: str):
+            self.task_name, self.name = task_name, name
+
+        def compute(self, responses, docs, **kwargs) -> list:
+            functions = _LOADED[self.task_name].functions
+            replies = [_reply(response) for response in responses]
+            rows = [doc.specific["qahub_doc"] for doc in docs]
+            functions.judge_filter([[reply] for reply in replies], rows)
+            return [functions.process_results(row, [reply])[self.name]
+                    for reply, row in zip(replies, rows, strict=True)]
+
+    return Scores, JudgedRun
+
+
+def _reply(model_response) -> str:
+    return model_response.final_text[0] if model_response.final_text else ""
 
 
 class Aggregate:
@@ -165,24 +188,33 @@ class Aggregate:
         return inspect_tasks.finite_mean(values) if how == "mean" else harness.finite(how)(values)
 
 
-def task_metric(loaded: Loaded):
-    """The task's metrics as one SampleLevelMetricGrouping, each aggregated as the lm-eval task does."""
-    from lighteval.metrics.utils.metric_utils import SampleLevelMetricGrouping
+def task_metrics(loaded: Loaded) -> list:
+    """The task's metrics, each aggregated as the lm-eval task does: one SampleLevelMetricGrouping of the values
+    ``process_results`` gives; with a judge set, the first judge metric apart, batched (``JudgedRun``), so that the
+    run's replies are judged concurrently rather than one document at a time."""
+    from lighteval.metrics.utils.metric_utils import SampleLevelMetric, SampleLevelMetricGrouping
     from lighteval.tasks.requests import SamplingMethod
 
+    Scores, JudgedRun = _computations()
     metrics = loaded.declared["metrics"]
-    return SampleLevelMetricGrouping(
-        metric_name=list(metrics), category=SamplingMethod.GENERATIVE,
-        sample_level_fn=_scores_class()(loaded.name),
-        corpus_level_fn={m: Aggregate(loaded.corpus, loaded.name, m) for m in metrics},
-        higher_is_better={m: higher for m, (_, higher) in metrics.items()})
+    batched = [next(iter(loaded.declared["spec"].judge_metrics))] if loaded.declared["judge"] else []
+    grouped = [m for m in metrics if m not in batched]
+    found = [SampleLevelMetricGrouping(
+        metric_name=grouped, category=SamplingMethod.GENERATIVE, sample_level_fn=Scores(loaded.name, grouped),
+        corpus_level_fn={m: Aggregate(loaded.corpus, loaded.name, m) for m in grouped},
+        higher_is_better={m: metrics[m][1] for m in grouped})]
+    # lighteval 0.13 indexes a batched metric's values by its name, so a batched grouping cannot work: one metric
+    return found + [SampleLevelMetric(
+        metric_name=m, category=SamplingMethod.GENERATIVE, sample_level_fn=JudgedRun(loaded.name, m),
+        corpus_level_fn=Aggregate(loaded.corpus, loaded.name, m), higher_is_better=metrics[m][1],
+        batched_compute=True) for m in batched]
 
 
 def task_config(loaded: Loaded, rows: str):
     from lighteval.tasks.lighteval_task import LightevalTaskConfig
 
     config = LightevalTaskConfig(
-        name=loaded.name, prompt_function=None, hf_repo=rows, hf_subset=None, metrics=[task_metric(loaded)],
+        name=loaded.name, prompt_function=None, hf_repo=rows, hf_subset=None, metrics=task_metrics(loaded),
         hf_avail_splits=[SPLIT], evaluation_splits=[SPLIT], few_shots_split=SPLIT, few_shots_select="sequential",
         generation_size=loaded.declared["max_gen_toks"], stop_sequence=loaded.declared["until"],
         version=1)
