@@ -48,12 +48,11 @@ def _scripted_lm():
     return Scripted()
 
 
-def _task_folder(judge: bool) -> Path:
-    """A LIMUR export whose test split holds DOCUMENTS rows, and its lm-eval task folder."""
-    from qahub import cli, registry
+def limur_export(root: Path) -> Path:
+    """A LIMUR export in ``root`` whose test split holds DOCUMENTS rows (also the lighteval judge benchmark's)."""
+    from qahub import registry
     from qahub.export import export
 
-    root = Path(tempfile.mkdtemp(prefix="bench-limur-lmeval-"))
     samples = registry.samples_dir("limur")
     rows = [json.loads(line) for line in (samples / "test.jsonl").read_text(encoding="utf-8").splitlines()]
     data = root / "data"
@@ -64,7 +63,25 @@ def _task_folder(judge: bool) -> Path:
                         ensure_ascii=False) for i in range(DOCUMENTS)]
     (data / "test.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     export("limur", root / "limur", data_dir=data, cache_dir=root / "cache")
-    argv = ["--quiet", "harness-tasks", "--out", str(root / "tasks"), "--dataset", f"limur={root / 'limur'}"]
+    return root / "limur"
+
+
+def start_judge():
+    """The fake judge on 127.0.0.1, named in qahub's judge variables (CONCURRENCY requests at a time)."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Judge)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    os.environ.update({"QAHUB_JUDGE_URL": f"http://127.0.0.1:{server.server_address[1]}",
+                       "QAHUB_JUDGE_MODEL": "bench", "QAHUB_JUDGE_CONCURRENCY": str(CONCURRENCY)})
+
+
+def _task_folder(judge: bool) -> Path:
+    """A LIMUR export whose test split holds DOCUMENTS rows, and its lm-eval task folder."""
+    from qahub import cli
+
+    root = Path(tempfile.mkdtemp(prefix="bench-limur-lmeval-"))
+    location = limur_export(root)
+    argv = ["--quiet", "harness-tasks", "--out", str(root / "tasks"), "--dataset", f"limur={location}"]
     assert cli.main(argv + (["--judge"] if judge else [])) == 0
     return root / "tasks"
 
@@ -73,11 +90,7 @@ def prepare_lm_eval_run(judge):
     from lm_eval.tasks import TaskManager
 
     if judge:
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Judge)
-        server.daemon_threads = True
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        os.environ.update({"QAHUB_JUDGE_URL": f"http://127.0.0.1:{server.server_address[1]}",
-                           "QAHUB_JUDGE_MODEL": "bench", "QAHUB_JUDGE_CONCURRENCY": str(CONCURRENCY)})
+        start_judge()
     manager = TaskManager(include_path=str(_task_folder(judge)))
     return _scripted_lm(), manager
 
