@@ -346,11 +346,24 @@ class JudgeHandler(http.server.BaseHTTPRequestHandler):
             server.in_flight_changed.notify_all()
             if server.hold and not server.in_flight_changed.wait_for(lambda: server.inflight >= server.hold, 2.0):
                 server.hold_timeouts += 1
+        self.left = False
         try:
             self._reply(server, body, answer, reference, seen)
         finally:
-            with server.lock:
-                server.inflight -= 1
+            self._leave()
+
+    def send_response(self, *args, **kwargs):
+        # a request stops counting as in flight when its answer starts: the client may send its next request as
+        # soon as it has read this one, before this thread would get back to count it out (seen: 3 in flight
+        # under a limit of 2 on a loaded machine)
+        self._leave()
+        super().send_response(*args, **kwargs)
+
+    def _leave(self):
+        if not self.left:
+            self.left = True
+            with self.server.lock:
+                self.server.inflight -= 1
 
     def _reply(self, server, body, answer, reference, seen):
         time.sleep(server.delay)
