@@ -13,8 +13,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from _common import measure, row
-from bench_limur_lmeval import CONCURRENCY, DOCUMENTS, LATENCY, TARGET, limur_export, start_judge
+from bench_limur_lmeval import judge_rows, limur_export, start_judge
 
 
 def _scripted_model(root: Path):
@@ -59,11 +58,4 @@ def lighteval_run(root):
 
 
 def run() -> list[dict]:
-    ours = measure("bench_limur_lighteval:lighteval_run", True)
-    baseline = measure("bench_limur_lighteval:lighteval_run", False)
-    added = ours[0] - baseline[0]
-    verdict = "ok" if added <= TARGET else "MISSED"
-    return [row(f"limur lighteval judge {DOCUMENTS} docs, {LATENCY * 1000:.0f} ms", ours, baseline,
-                f"the judge adds {added:.2f} s to the lighteval run ({CONCURRENCY} at a time; {DOCUMENTS} x "
-                f"{LATENCY * 1000:.0f} ms one at a time = {DOCUMENTS * LATENCY:.0f} s); target <= {TARGET:.1f} s: "
-                f"{verdict}; result {ours[2]}")]
+    return judge_rows("lighteval", "bench_limur_lighteval:lighteval_run")

@@ -103,12 +103,17 @@ def lm_eval_run(model, manager):
     return scores["exact_match,none"], scores.get("judge_score,none"), scores.get("judge_coverage,none")
 
 
-def run() -> list[dict]:
-    ours = measure("bench_limur_lmeval:lm_eval_run", True)
-    baseline = measure("bench_limur_lmeval:lm_eval_run", False)
+def judge_rows(harness: str, target: str) -> list[dict]:
+    """The row of ``target`` (a ``module:function`` of a judge flag) with the judge against without it."""
+    ours = measure(target, True)
+    baseline = measure(target, False)
     added = ours[0] - baseline[0]
     verdict = "ok" if added <= TARGET else "MISSED"
-    return [row(f"limur lm-eval judge {DOCUMENTS} docs, {LATENCY * 1000:.0f} ms", ours, baseline,
-                f"the judge adds {added:.2f} s to the lm-eval run ({CONCURRENCY} at a time; {DOCUMENTS} x "
+    return [row(f"limur {harness} judge {DOCUMENTS} docs, {LATENCY * 1000:.0f} ms", ours, baseline,
+                f"the judge adds {added:.2f} s to the {harness} run ({CONCURRENCY} at a time; {DOCUMENTS} x "
                 f"{LATENCY * 1000:.0f} ms one at a time = {DOCUMENTS * LATENCY:.0f} s); target <= {TARGET:.1f} s: "
                 f"{verdict}; result {ours[2]}")]
+
+
+def run() -> list[dict]:
+    return judge_rows("lm-eval", "bench_limur_lmeval:lm_eval_run")
