@@ -5,12 +5,21 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from qahub import tasks
 
-from .runs import RESULTS, ReportError, Run, TaskRun, add_samples, aggregates, cluster_name, task_metrics
+from .runs import (
+    RESULTS,
+    ReportError,
+    Run,
+    TaskRun,
+    add_samples,
+    aggregates,
+    cluster_name,
+    load_json,
+    task_metrics,
+)
 
 
 def is_lighteval(path: Path) -> bool:
@@ -37,10 +46,7 @@ def read_run(name: str | None, path: Path, specs: dict) -> tuple[Run, list[str]]
 
 
 def _read_json(path: Path) -> dict:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ReportError(f"{path}: not a JSON file: {err}") from None
+    data = load_json(path)
     if not isinstance(data, dict) or not isinstance(data.get("results"), dict) or \
             not isinstance(data.get("config_general"), dict):
         raise ReportError(f"{path}: not a lighteval results file (no \"results\" and \"config_general\" objects)")

@@ -144,11 +144,16 @@ def results_file(path: Path) -> Path:
     return max(found, key=lambda p: RESULTS.match(p.name)["date"])
 
 
-def read_json(path: Path) -> dict:
+def load_json(path: Path):
+    """The value of a JSON file; a file that is not JSON is one line naming it."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise ReportError(f"{path}: not a JSON file: {err}") from None
+
+
+def read_json(path: Path) -> dict:
+    data = load_json(path)
     if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
         raise ReportError(f"{path}: not an lm-eval results file (no \"results\" object)")
     for key in ("versions", "n-shot", "config", "configs", "n-samples"):
