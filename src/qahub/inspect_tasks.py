@@ -19,16 +19,19 @@ import logging
 import random
 
 from inspect_ai import Task, task
-from inspect_ai._util.error import PrerequisiteError
+from inspect_ai._util.error import PrerequisiteError  # private (see below)
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import GenerateConfig, Model, get_model, model_roles
-from inspect_ai.model._generate_config import active_generate_config
+from inspect_ai.model._generate_config import active_generate_config  # private (see below)
 from inspect_ai.scorer import SampleScore, Score, grouped, metric, scorer
 from inspect_ai.solver import solver
 
 from qahub import harness, tasks
 from qahub.tasks import Grader, TaskSpec
 
+# Two private names, for want of public ones in inspect-ai 0.3.285: PrerequisiteError is what inspect's command
+# line prints as one line instead of a traceback (TaskInputError), and active_generate_config is the generation
+# config a run was given (greedy_generate). tests/test_inspect_tasks.py runs both through inspect's own CLI.
 PREFIX = "qahub_"  # lm-eval's task qahub_limur is inspect's qahub/limur
 FEWSHOT_SEED = 1234  # lm-eval's default fewshot_random_seed
 GRADER = "grader"  # inspect's model role the judge runs on
