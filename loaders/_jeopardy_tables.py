@@ -57,11 +57,9 @@ def rows(filepath, config) -> list[dict]:
     record, as the tables are where a batch fails a check)."""
     if config == "qa":
         return [row for batch in _qa_batches(filepath) for row in batch]
-    seen, outside = {}, []
-    found = [row for batch in _batches(_records(filepath, "\t", _EXTENDED_COLUMNS))
-             for row in _extended_rows(filepath, batch, seen, outside)]
-    _warn_outside(filepath, outside)
-    return found
+    batches = _extended_batches(filepath, lambda batch, seen, outside: list(_extended_rows(filepath, batch, seen,
+                                                                                             outside)))
+    return [row for batch in batches for row in batch]
 
 
 # The files are read in batches of records, each checked and made a table column by column (the checks run in C);
@@ -74,17 +72,22 @@ _NONE_IF_EMPTY_OR_NONE = {"": None, "None": None}.get
 def _extended_tables(filepath, schema):
     import pyarrow as pa
 
-    seen, outside = {}, []  # QuestionID -> line of the record; "line N: number" of numbers outside 1-5
+    def table(batch, seen, outside):
+        return _extended_table(batch, schema, seen, outside) or pa.Table.from_pylist(
+            list(_extended_rows(filepath, batch, seen, outside)), schema=schema)
+
+    return _extended_batches(filepath, table)
+
+
+def _extended_batches(filepath, make):
+    """``make(batch, seen, outside)`` of each batch of the extended file's records, then one warning for the
+    question numbers outside 1-5 (``seen``: QuestionID -> line of its record; ``outside``: "line N: number")."""
+    seen, outside = {}, []
     for batch in _batches(_records(filepath, "\t", _EXTENDED_COLUMNS)):
-        table = _extended_table(batch, schema, seen, outside)
-        yield table or pa.Table.from_pylist(list(_extended_rows(filepath, batch, seen, outside)), schema=schema)
-    _warn_outside(filepath, outside)
-
-
-def _warn_outside(filepath, outside):
+        yield make(batch, seen, outside)
     if outside:
         warnings.warn(f"{filepath}: {len(outside)} row(s) with a QuestionNumber outside 1-5, kept as given: "
-                      f"{', '.join(outside[:5])}", stacklevel=3)
+                      f"{', '.join(outside[:5])}", stacklevel=2)
 
 
 def _extended_table(batch, schema, seen, outside):
