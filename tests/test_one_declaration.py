@@ -173,6 +173,8 @@ def test_a_tasks_table_that_is_not_literal_is_imported_for_its_names(tmp_path):
     api = tmp_path / "task_api.py"
     api.write_text('CORPUS = "x"\nTASKS = {"qahub_x": 1}\n', encoding="utf-8")
     assert tasks._literal_names(api) == ["qahub_x"]
-    for text in ('TASKS = {name: 1 for name in "ab"}\n', 'TASKS = {NAME: 1}\n', "TASKS = dict(a=1)\n", "def (:\n"):
+    for text in ('TASKS = {name: 1 for name in "ab"}\n', 'TASKS = {NAME: 1}\n', "TASKS = dict(a=1)\n", "def (:\n",
+                 'TASKS = {"a": 1}\nTASKS.update(b=2)\n', 'TASKS = {"a": 1}\nTASKS = {"b": 2}\n',
+                 'TASKS = {"a": 1, **OTHER}\n'):
         api.write_text(text, encoding="utf-8")
         assert tasks._literal_names(api) is None, text

@@ -161,6 +161,23 @@ def test_a_task_api_that_parses_but_does_not_import_is_said_when_its_inspect_tas
         tasks.clear()
 
 
+def test_a_computed_tasks_table_is_imported_alone_for_its_names(tmp_path, monkeypatch):
+    """A task_api whose TASKS is not a literal dict is imported to list its tasks; no other corpus's is."""
+    copy = tmp_path / "metrics"
+    shutil.copytree(ROOT / "metrics", copy, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+    api = copy / "limur" / "task_api.py"
+    api.write_text(api.read_text(encoding="utf-8") + "\nTASKS = dict(TASKS)\n", encoding="utf-8")
+    monkeypatch.setattr(metrics, "__path__", [str(copy)])
+    for name in [m for m in sys.modules if m.startswith("qahub.metrics.")]:
+        monkeypatch.delitem(sys.modules, name)
+    tasks.clear()
+    try:
+        assert tasks.declared_tasks()["qahub_limur"] == "limur"
+        assert sorted(m for m in sys.modules if m.endswith(".task_api")) == ["qahub.metrics.limur.task_api"]
+    finally:
+        tasks.clear()
+
+
 def test_harness_tasks_and_report_of_a_jemhopqa_run_work_beside_a_broken_limur(broken_limur, sample_exports,
                                                                                  tmp_path, caplog, capsys):
     pytest.importorskip("lm_eval", reason="lm-eval is the [harness] extra")

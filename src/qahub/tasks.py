@@ -140,7 +140,7 @@ def task_api(corpus: str):
     metric_of = scan().metric_of
     if corpus not in metric_of:
         raise TaskError(f"unknown corpus {corpus!r}; tasks exist for: {', '.join(metric_of) or 'none'}")
-    path = metric_dirs()[metric_of[corpus]] / "task_api.py"
+    path = _task_api_path(corpus)
     try:
         module = importlib.import_module(f"qahub.metrics.{metric_of[corpus]}.task_api")
     except Exception as err:  # whatever a broken file raises, it stops its own corpus only
@@ -158,13 +158,20 @@ def task_api(corpus: str):
 def importable() -> dict:
     """``{corpus: task_api module}`` of every registered corpus whose ``task_api`` imports; each other one is
     left out with one warning naming its file (once per process)."""
-    found = {}
-    for corpus in corpus_names():
-        try:
-            found[corpus] = task_api(corpus)
-        except TaskError as err:
-            _warn_once(f"{err}; the {corpus} tasks are left out")
-    return found
+    return {corpus: module for corpus in corpus_names() if (module := _imported(corpus))}
+
+
+def _imported(corpus: str):
+    """The corpus's ``task_api``, or None with one warning naming its file."""
+    try:
+        return task_api(corpus)
+    except TaskError as err:
+        _warn_once(f"{err}; the {corpus} tasks are left out")
+        return None
+
+
+def _task_api_path(corpus: str) -> Path:
+    return metric_dirs()[scan().metric_of[corpus]] / "task_api.py"
 
 
 @functools.lru_cache(maxsize=None)
@@ -193,26 +200,30 @@ def declared_tasks() -> dict:
     top-level dict with literal names (or that does not parse) is imported instead, by ``importable``'s rules."""
     found = {}
     for corpus in corpus_names():
-        names = _literal_names(metric_dirs()[scan().metric_of[corpus]] / "task_api.py")
-        if names is None:
-            module = importable().get(corpus)
+        names = _literal_names(_task_api_path(corpus))
+        if names is None:  # only this corpus's task_api is imported
+            module = _imported(corpus)
             names = list(module.TASKS) if module else []
         found.update(dict.fromkeys(names, corpus))
     return found
 
 
 def _literal_names(path: Path) -> list[str] | None:
-    """The string keys of the top-level ``TASKS = {...}`` of ``path``, or None."""
+    """The string keys of ``path``'s ``TASKS = {...}``, when that literal assignment is the only place the file
+    names ``TASKS`` (a later ``TASKS.update(...)`` or reassignment could change them); else None."""
     try:
-        body = ast.parse(_text(path)).body
+        tree = ast.parse(_text(path))
     except (SyntaxError, ValueError):
         return None
-    for node in body:
-        if (isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["TASKS"]
-                and isinstance(node.value, ast.Dict)
-                and all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in node.value.keys)):
-            return [k.value for k in node.value.keys]
-    return None
+    mentions = [node for node in ast.walk(tree) if isinstance(node, ast.Name) and node.id == "TASKS"]
+    literal = [node.value for node in tree.body if isinstance(node, ast.Assign) and len(node.targets) == 1
+               and node.targets[0] in mentions and isinstance(node.value, ast.Dict)]
+    if len(mentions) != 1 or len(literal) != 1:
+        return None
+    keys = literal[0].keys
+    if not all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in keys):
+        return None
+    return [k.value for k in keys]
 
 
 def document_id(spec: TaskSpec, doc: dict, position: int):
