@@ -168,7 +168,7 @@ def read_references(location, config=None, split=None, build=False) -> dict:
 
 
 def _upstream_folder(path):
-    from qahub.loaders import _jeopardy_tables as jeopardy_tables  # pyarrow: not for --help
+    from qahub.loaders import _jeopardy_tables as jeopardy_tables  # not at the top: --help reads no file
 
     return path.is_dir() and any((path / name).is_file() for name in (jeopardy_tables.EXTENDED,
                                                                         jeopardy_tables.TRAINING,
