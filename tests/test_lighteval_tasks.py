@@ -109,6 +109,7 @@ def test_the_same_replies_score_the_same_in_lm_eval_and_lighteval(data, sample_e
     data = write_report([f"lm_eval={tmp_path / 'lm-eval'}", f"lighteval={tmp_path / 'lighteval'}"],
                         tmp_path / "report", resamples=20, progress=False, jobs=1)
     assert set(data["tasks"]) == set(names) and not data["skipped"]
+    assert {name: run["harness"] for name, run in data["runs"].items()} == {"lm_eval": "lm-eval", "lighteval": "lighteval"}
     for name, entry in data["tasks"].items():
         assert entry["scores"]["lighteval"] == entry["scores"]["lm_eval"], name
         assert not entry["warnings"] and not any("paired on" in n for n in entry["notes"]), (name, entry)

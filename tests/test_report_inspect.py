@@ -99,6 +99,7 @@ def test_inspect_logs_give_the_report_lm_eval_runs_give(reports, task):
 def test_runs_name_the_model_and_the_log(reports, runs):
     entry = reports["inspect"]["runs"]["oracle"]
     assert entry["model"] == "qahub_script/scripted" and entry["path"] == str(runs["inspect", "oracle"])
+    assert entry["harness"] == "inspect" and reports["mixed"]["runs"]["half"]["harness"] == "lm-eval"
 
 
 def test_a_mixed_report_pairs_on_the_document_ids(scripts, runs, tmp_path, tmp_path_factory):

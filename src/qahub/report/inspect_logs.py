@@ -11,7 +11,7 @@ dataset's order (the log's sample ids), each keyed by its id, the task's documen
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from .runs import RESULTS, ReportError, Run, TaskRun, cluster_name, task_metrics
@@ -25,8 +25,10 @@ SKIPPED_FIELDS = {"messages", "events", "store", "attachments", "output", "model
 class InspectRun(Run):
     """A run read from inspect logs: ``samples`` maps each task to its log file."""
 
-    def with_task(self, task: str, spec) -> Run:
-        return replace(self, tasks={task: read_task(task, self.samples[task], spec)})
+    harness = "inspect"
+
+    def read(self, task: str, spec) -> TaskRun:
+        return read_task(task, self.samples[task], spec)
 
 
 def is_log(path: Path) -> bool:

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from qahub import tasks
@@ -20,6 +21,16 @@ from .runs import (
     load_json,
     task_metrics,
 )
+
+
+@dataclass
+class LightevalRun(Run):
+    """A run read from a lighteval ``--output-dir``: ``samples`` maps each task to its details file."""
+
+    harness = "lighteval"
+
+    def read(self, task: str, spec) -> TaskRun:
+        return read_task(task, self.samples[task], self.results, spec, self.results_file)
 
 
 def is_lighteval(path: Path) -> bool:
@@ -39,7 +50,7 @@ def read_run(name: str | None, path: Path, specs: dict) -> tuple[Run, list[str]]
     results = _read_json(chosen)
     date = RESULTS.match(chosen.name)["date"]
     model = str((results["config_general"].get("model_config") or {}).get("model_name") or models[0])
-    run = Run(name or model, str(path), model, str(chosen), results)
+    run = LightevalRun(name or model, str(path), model, str(chosen), results)
     found = [(key, key.rpartition("|")[0], path / "details" / models[0] / date / f"details_{key}_{date}.parquet")
              for key in results["results"] if key != "all"]
     return run, add_samples(run, chosen, found, specs, "details", "rerun lighteval with --save-details")

@@ -8,6 +8,7 @@ import operator
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
@@ -66,14 +67,15 @@ class Run:
     results: dict = field(default_factory=dict, repr=False)  # the results file's contents
     samples: dict = field(default_factory=dict)  # task -> its samples file
     tasks: dict = field(default_factory=dict)  # task -> TaskRun, read when that task is reported (``with_task``)
-    harness: str = "lm-eval"  # what wrote the run
+    harness: ClassVar[str] = "lm-eval"  # what wrote the run: each harness's Run subclass says its own
 
     def with_task(self, task: str, spec) -> Run:
-        """This run with ``task``'s samples read (a lighteval run's details: ``lighteval_runs``)."""
-        from . import lighteval_runs
+        """This run with ``task``'s samples read."""
+        return replace(self, tasks={task: self.read(task, spec)})
 
-        read = lighteval_runs.read_task if self.samples[task].suffix == ".parquet" else read_task
-        return replace(self, tasks={task: read(task, self.samples[task], self.results, spec, self.results_file)})
+    def read(self, task: str, spec) -> TaskRun:
+        """``task``'s samples, read with this harness's reader."""
+        return read_task(task, self.samples[task], self.results, spec, self.results_file)
 
 
 # aggregation (lm-eval's name or the task_api function's name) -> how a report resamples it
