@@ -194,8 +194,6 @@ class Distinct:
     def of(cls, texts, order):
         from scipy import sparse
 
-        from qahub.metrics.topical_chat.responses import _tokenizer_13a
-
         from .ngrams import distinct_table
 
         rows, cols, totals = distinct_table(_tokenizer_13a(), [str(text).lower() for text in texts], order)
@@ -219,6 +217,15 @@ class Distinct:
         total = w @ self.totals
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(total > 0, unique / np.where(total > 0, total, 1), 0.0)
+
+
+@functools.cache
+def _tokenizer_13a():
+    """sacrebleu's 13a tokenizer, the one the Topical-Chat metric's distinct-n splits with (one instance: its own
+    cache then serves distinct-2 the tokens distinct-1 made)."""
+    from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
+
+    return Tokenizer13a()
 
 
 def _drawn(w, _last=[None, None]):  # noqa: B006 - one chunk's matrix kept for the next estimator of it
