@@ -51,7 +51,8 @@ def _write(arguments, out, specs, baseline, resamples, seed, confidence, progres
         raise ReportError(f"--baseline {baseline}: no run of that name ({', '.join(run.name for run in runs)})")
     settings = {"resamples": resamples, "seed": seed, "confidence": confidence, "baseline": baseline,
                 "intervals": "per metric (each task's intervals): Wilson for 0/1 metrics of unclustered documents, "
-                             "half-samples for distinct-n, else the percentile bootstrap over documents or clusters",
+                             "half-samples for distinct-n, else the percentile bootstrap over documents or clusters; "
+                             "none from fewer than 2 clusters or documents",
                 "power": POWER}
     tasks = task_names(runs)
     count = workers(jobs, len(tasks))
