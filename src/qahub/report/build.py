@@ -187,7 +187,7 @@ def cluster_entry(runs, task, found, estimators) -> dict:
                 values = est.x[kept, 0]
                 plain = clustered_stderr(values)
                 effects[m] = (clustered_stderr(values, _taken(clusters, kept)) / plain) ** 2 if plain else None
-        count = None if why else n if clusters is None else clusters.count  # None: each document alone
+        count = None if why else n if clusters is None else clusters.count  # n: every cluster one document
         per_run[run.name] = {"clusters": count, "documents": n, "by_document": why, "design_effect": effects}
     return {"field": field, "runs": per_run}
 
@@ -386,21 +386,22 @@ def compare(name, metrics, matches, n_pairs, draws, settings, clusters=None, fie
             c.update(ci=interval(diffs, settings["confidence"]), test=test, p=p)
             if p is not None and count < MIN_UNITS:
                 c["no_star"] = f"{plural(count, word)}: too few for a star (at least {MIN_UNITS})"
-            mde, c["mde_note"], c["underpowered"] = power(delta, se, alpha, exact, word, n, design, field,
+            mde, c["mde_note"], c["underpowered"] = power(delta, se, alpha, exact, n, design, field,
                                                           metrics[m].scale if test == MCNEMAR else None)
             c["mde"] = _number(mde)
         result[m] = c
     return result
 
 
-def power(delta, se, alpha, exact, word, n, clusters, field, scale=None):
+def power(delta, se, alpha, exact, n, clusters, field, scale=None):
     """(minimum detectable difference, why there is none, the underpowered sentence). An exact test of
-    ``exact`` non-tied units whose smallest p is not below alpha can detect nothing; a zero standard error gives
-    no MDE (McNemar's has the exact test's own: ``fewest_units`` documents discordant one way)."""
-    if exact == 0:
+    ``exact`` (count, word) non-tied units whose smallest p is not below alpha can detect nothing; a zero
+    standard error gives no MDE (McNemar's has the exact test's own: ``fewest_units`` documents discordant one
+    way)."""
+    if exact is not None and exact[0] == 0:
         return None, "not estimable: the paired values do not differ", None
-    if exact is not None and smallest_p(exact) >= alpha:
-        why = f"the exact test's smallest p with {plural(exact, word)} is {smallest_p(exact):.3g}"
+    if exact is not None and smallest_p(exact[0]) >= alpha:
+        why = f"the exact test's smallest p with {plural(*exact)} is {smallest_p(exact[0]):.3g}"
         return None, f"not estimable: {why}", f"underpowered: no difference can be significant ({why})"
     if se > 1e-12 * max(1.0, abs(delta)):  # not a standard error of rounding noise (differences that do not vary)
         mde = detectable(se, alpha)
@@ -441,8 +442,9 @@ def zero_or_scale(metric, *ests) -> bool:
 
 
 def paired_test(metric, eb, er, db, dr, n, clusters=None, field=None, settings=None):
-    """(test, p, exact, (count, word)): ``exact`` the non-tied units of an exact test (None for a bootstrap),
-    ``count`` the units the star rule counts (clusters; discordant or non-tied documents; documents).
+    """(test, p, exact, (count, word)): ``exact`` (count, word) of the non-tied units of an exact test (None for
+    a bootstrap), ``count`` the units the star rule counts (clusters; discordant or non-tied documents;
+    documents).
 
     McNemar's exact test for a 0/1 metric (every value 0 or its scale) of independent documents. A bootstrap
     whose differences do not vary (the same difference on every document) says nothing: the exact sign test
@@ -453,17 +455,18 @@ def paired_test(metric, eb, er, db, dr, n, clusters=None, field=None, settings=N
     over = "" if clusters is None else f" over {field}s"
     if metric.binary and clusters is None and zero_or_scale(metric, eb, er):
         discordant = int(((eb.x[:, 0] > 0) != (er.x[:, 0] > 0)).sum())
-        return MCNEMAR, mcnemar_p(eb.x[:, 0], er.x[:, 0]), discordant, (discordant, "discordant document")
+        counted = (discordant, "discordant document")
+        return MCNEMAR, mcnemar_p(eb.x[:, 0], er.x[:, 0]), counted, counted
     delta = er.point() - eb.point()
     if isinstance(eb, Mean):  # per-document differences (Sum is a Mean)
         per_doc = er.x[:, 0] - eb.x[:, 0]
         units = per_doc if clusters is None else np.bincount(clusters.ids, weights=per_doc, minlength=clusters.count)
-        differing = int((units != 0).sum())
-        counted = (clusters.count, field) if clusters is not None else (int((per_doc != 0).sum()), "non-tied document")
+        differing = (int((units != 0).sum()), "non-tied document" if clusters is None else f"differing {field}")
+        counted = (clusters.count, field) if clusters is not None else differing
         if np.ptp(per_doc) == 0:
             return (f"sign test{over} (exact: the per-document differences are all equal)", sign_test_p(units),
                     differing, counted)
-        if differing < FEW_CLUSTERS:  # a unit whose difference is 0 flips to itself: left out, the test is the same
+        if differing[0] < FEW_CLUSTERS:  # a unit whose difference is 0 flips to itself: left out, the same test
             p, exact = permutation_p(units[units != 0], settings.get("seed", 0), settings.get("resamples", 1000))
             how = "exact" if exact else f"{settings.get('resamples', 1000)} random sign patterns"
             return f"sign-flip permutation test{over} ({how})", p, differing, counted
