@@ -46,7 +46,7 @@ def hostile_data(runs=8):
             scores[name] = {main: _cell(value, value - 0.2, value + 0.2),
                             "unparseable": _cell(1.0 if name == "unreadable" else 0.05, 0.0, 1.0)}
             if name == "unreadable":
-                scores[name][main] = _cell(0.0, 1.388e-17, 0.2153)  # float noise at the low end
+                value, scores[name][main] = 0.0, _cell(0.0, 1.388e-17, 0.2153)  # float noise at the low end
             if name != "base":
                 comparisons[name] = {main: _compared(value - 0.3, value - 0.5, value - 0.1, 0.2)}
         comparisons["better"][main].update(p_holm=0.001, star=True, no_star=None, units=20)
