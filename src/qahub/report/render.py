@@ -503,7 +503,8 @@ def _draw(ax, title, labels, series, baseline, limits):
                 min(high, high_limit) if high_limit is not None else high
             shown += [a, b]
             ax.plot([a, b], [y, y], color=f"C{i}", linewidth=2.5)
-            for edge, beyond, marker in ((a, a > low, "<"), (b, b < high, ">")):
+            # beyond by more than float noise (a resampled BLEU of 100.00000000000001 is 100)
+            for edge, beyond, marker in ((a, a - low > NOISE, "<"), (b, high - b > NOISE, ">")):
                 if beyond:
                     cut = True
                     ax.plot([edge], [y], marker=marker, color=f"C{i}", markersize=9)
