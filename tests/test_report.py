@@ -927,23 +927,84 @@ def test_report_json_holds_clusters_interval_methods_power_and_both_adjusted_ps(
 
 
 def test_the_first_screen_is_a_summary_of_every_run_and_task_main_metric(report):
+    from qahub.report.render import short_label
+
     out, data, _ = report
     text = (out / "report.md").read_text(encoding="utf-8")
     lines = text.splitlines()
-    assert lines[0] == "# qahub report" and lines[2].startswith("| run | qahub_")  # the table comes first
+    assert lines[0] == "# qahub report" and lines[2].startswith("| run | ")  # the table comes first
     header = lines[2]
-    assert all(f"{task}: {entry['main_metric']}" in header for task, entry in data["tasks"].items())
-    oracle = next(line for line in lines if line.startswith("| oracle |"))
+    assert all(f"{short_label(task)}; {entry['main_metric']}" in header for task, entry in data["tasks"].items())
+    oracle = next(line for line in lines if line.startswith("| oracle; lm-eval · "))
     limur = data["tasks"]["qahub_limur"]
     cell = limur["comparisons"]["oracle"][limur["main_metric"]]
-    assert (" *" in oracle) == any(c["comparisons"]["oracle"][c["main_metric"]]["p_holm"] < 0.05
-                                   for c in data["tasks"].values()
-                                   if c["main_metric"] in c["comparisons"].get("oracle", {})
-                                   and c["comparisons"]["oracle"][c["main_metric"]]["p_holm"] is not None)
+    mains = [c["comparisons"]["oracle"][c["main_metric"]] for c in data["tasks"].values()
+             if c["main_metric"] in c["comparisons"].get("oracle", {})]
+    assert (" *" in oracle) == any(c.get("star", c["p_holm"] is not None and c["p_holm"] < 0.05) for c in mains)
     assert cell["p_holm"] is not None
-    assert next(line for line in lines if line.startswith("| half (baseline) |"))
+    assert next(line for line in lines if line.startswith("| half (baseline); lm-eval · "))
     html = (out / "report.html").read_text(encoding="utf-8")
-    assert html.index("<table>") < html.index("<h2>")  # the summary before any task
+    assert html.index("<table") < html.index("<h2>")  # the summary before any task
+
+
+README = Path(__file__).parent.parent / "README.md"
+EXAMPLE = ("<!-- report example (tests/test_report.py) -->\n", "<!-- end of the report example -->\n")
+
+
+def example(out, data):
+    """The README's example, from this module's report of the scripted runs: the Markdown summary, and the HTML
+    page (the scripted runs' model names, which lm-eval draws at random for a model object, read "scripted", and
+    their results files are named from the runs' folder)."""
+    from qahub.report.render import blocks, markdown, page
+
+    data = json.loads(json.dumps(data))
+    root = os.path.commonpath([run["results_file"] for run in data["runs"].values()])
+    for run in data["runs"].values():  # and no temporary folder's name
+        run["model"], run["results_file"] = "scripted", str(Path("runs", os.path.relpath(run["results_file"], root)))
+    figures = {task: [f"{task}.png"] + [f"{task}_{field}.png" for field in entry["breakdown"]]
+               for task, entry in data["tasks"].items()}
+    report = blocks(data, figures)
+    text = markdown(report)
+    images = {name: (out / "figures" / name).read_bytes() for names in figures.values() for name in names}
+    return text[text.index("\n") + 2:text.index("## Runs")], page(report, images)
+
+
+def write_example(out, summary, html):
+    """QAHUB_WRITE_EXAMPLE=1: the README's example table, docs/report-first-screen.png (Chromium at 1,400 x 900),
+    docs/report-marks.png (the same of test_report_render's report with every mark) and
+    docs/report-jeopardy-by-value.png, made again."""
+    from test_report_render import hostile_data
+
+    from qahub.report.render import blocks, page
+
+    docs = README.parent / "docs"
+    text = README.read_text(encoding="utf-8")
+    start, end = text.index(EXAMPLE[0]) + len(EXAMPLE[0]), text.index(EXAMPLE[1])
+    README.write_text(text[:start] + summary.rstrip("\n") + "\n\n" + text[end:], encoding="utf-8")
+    shutil.copyfile(out / "figures" / "qahub_jeopardy_question_number.png", docs / "report-jeopardy-by-value.png")
+    screenshot(html, docs / "report-first-screen.png", out.parent)
+    screenshot(page(blocks(hostile_data(), {}), {}), docs / "report-marks.png", out.parent)
+
+
+def screenshot(html, png, work):
+    """Chromium's picture of the page ``html`` in a 1,400 x 900 window."""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    assert chromium, "QAHUB_WRITE_EXAMPLE needs a Chromium (apt-get install chromium) for the screenshots"
+    (work / "example.html").write_text(html, encoding="utf-8")
+    subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--hide-scrollbars",
+                    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                    f"--user-data-dir={work / 'chromium'}", "--window-size=1400,900", f"--screenshot={png}",
+                    (work / "example.html").as_uri()], check=True, capture_output=True, timeout=120)
+
+
+def test_the_readme_s_report_example_is_this_report_s_first_screen(report):
+    out, data, _ = report
+    summary, html = example(out, data)
+    if os.environ.get("QAHUB_WRITE_EXAMPLE"):
+        write_example(out, summary, html)
+    text = README.read_text(encoding="utf-8")
+    assert text[text.index(EXAMPLE[0]) + len(EXAMPLE[0]):text.index(EXAMPLE[1])] == summary.rstrip("\n") + "\n\n", \
+        "the README's report example is not this report's: QAHUB_WRITE_EXAMPLE=1 pytest tests/test_report.py -k readme"
 
 
 def test_each_run_s_weakest_categories_against_the_baseline_are_named():
