@@ -1,0 +1,171 @@
+"""Results on the Hub: ``qahub report --hub-dataset`` writes each run's ``.eval_results`` entries (read back with
+huggingface_hub's ``parse_eval_result_entries``) and Every Eval Ever records (validated against the schemas of
+the released every-eval-ever 0.3.0 wheel); ``qahub publish-results`` opens pull requests and pushes a details
+dataset to a double of the Hub on 127.0.0.1, through the real huggingface_hub client, over HTTP."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytest.importorskip("lm_eval", reason="lm-eval is the [harness] extra")
+
+from huggingface_hub import parse_eval_result_entries  # noqa: E402
+from jsonschema import Draft7Validator  # noqa: E402
+from test_harness import Oracle, locations, manager, plan, task_dir  # noqa: E402, F401
+from test_report import Half, lm_eval_run  # noqa: E402
+
+from qahub import cli  # noqa: E402
+
+TASKS = ("qahub_limur", "qahub_topical_chat_freq", "qahub_jemhopqa")  # 0/1 (Wilson), clustered BLEU/distinct, F1
+EEE_WHEEL = "every_eval_ever-0.3.0-py3-none-any.whl"
+
+
+@pytest.fixture(scope="session")
+def eee_schemas():
+    """The aggregate and instance-level schemas inside the released every-eval-ever 0.3.0 wheel, fetched by
+    install.sh into the cache (here again when the cache is empty); never copied into the repository."""
+    cache = Path(os.environ.get("QAHUB_EEE_CACHE", Path.home() / ".cache" / "qahub" / "every-eval-ever"))
+    wheel = cache / EEE_WHEEL
+    if not wheel.is_file():
+        done = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--python-version", "3.12",
+                               "--only-binary=:all:", "every-eval-ever==0.3.0", "-d", str(cache)],
+                              capture_output=True, text=True)
+        assert wheel.is_file(), f"could not fetch {EEE_WHEEL} (install.sh does): {done.stderr[-2000:]}"
+    with zipfile.ZipFile(wheel) as archive:
+        return {name: json.loads(archive.read(f"every_eval_ever/schemas/{name}.schema.json"))
+                for name in ("eval", "instance_level_eval")}
+
+
+@pytest.fixture(scope="module")
+def runs(plan, manager, tmp_path_factory):  # noqa: F811
+    root = tmp_path_factory.mktemp("hub-runs")
+    tasks = [task for task in TASKS if task in plan]
+    return {"oracle": lm_eval_run(Oracle(manager), manager, tasks, root / "oracle").parent,
+            "half": lm_eval_run(Half(manager), manager, tasks, root / "half").parent}
+
+
+def qahub(*argv, env=None):
+    return subprocess.run([sys.executable, "-m", "qahub.cli", *argv], capture_output=True, text=True,
+                          env={**os.environ, "MPLBACKEND": "Agg", **(env or {})})
+
+
+def hub_args(runs):
+    return [f"half={runs['half']}", f"oracle={runs['oracle']}", "--resamples", "50",
+            "--hub-dataset", "limur=qahub/limur@0123456789abcdef0123456789abcdef01234567",
+            "--hub-dataset", "topical_chat=qahub/topical_chat"]
+
+
+@pytest.fixture(scope="module")
+def hub_report(runs, tmp_path_factory):
+    out = tmp_path_factory.mktemp("hub-report") / "out"
+    assert cli.main(["--quiet", "report", *hub_args(runs), "--out", str(out), "--jobs", "1"]) == 0
+    return out, json.loads((out / "report.json").read_text(encoding="utf-8"))
+
+
+def _entries(path):
+    return parse_eval_result_entries(yaml.safe_load(path.read_text(encoding="utf-8")))
+
+
+def test_eval_results_read_back_with_the_report_s_values(hub_report):
+    out, data = hub_report
+    for run in ("half", "oracle"):
+        for task, repo, revision in (("qahub_limur", "qahub/limur", "0123456789abcdef0123456789abcdef01234567"),
+                                     ("qahub_topical_chat_freq", "qahub/topical_chat", None)):
+            (entry,) = _entries(out / "eval_results" / run / ".eval_results" / f"{task}.yaml")
+            report = data["tasks"][task]
+            cell = report["scores"][run][report["main_metric"]]
+            assert (entry.dataset_id, entry.task_id, entry.dataset_revision) == (repo, task, revision)
+            assert entry.value == cell["value"]
+            assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", entry.date)
+            low, high = cell["ci"]
+            assert entry.notes.startswith(f"qahub 0.1.0: {report['main_metric']} {cell['value']:.4g}, 95% CI "
+                                          f"[{low:.4g}, {high:.4g}] ({report['intervals'][report['main_metric']]})")
+            assert f"n={cell['n']} documents" in entry.notes and "-shot; lm-eval " in entry.notes
+            assert "\n" not in entry.notes and entry.source_url is None
+    clustered = _entries(out / "eval_results" / "half" / ".eval_results" / "qahub_topical_chat_freq.yaml")[0]
+    assert re.search(r"n=\d+ documents in \d+ conversations", clustered.notes)
+
+
+def test_a_task_without_a_hub_dataset_is_left_out_with_a_note_never_a_local_path(hub_report, runs):
+    out, data = hub_report
+    assert not (out / "eval_results" / "half" / ".eval_results" / "qahub_jemhopqa.yaml").exists()
+    notes = data["tasks"]["qahub_jemhopqa"]["notes"]
+    assert "half: .eval_results left out: no Hub dataset id for jemhopqa (pass --hub-dataset jemhopqa=ORG/NAME); " \
+           "a local path is never published" in notes
+    assert {"run": "half", "task": "qahub_jemhopqa", "what": ".eval_results"}.items() <= \
+        next(i for i in data["hub"]["left_out"] if i["task"] == "qahub_jemhopqa" and i["run"] == "half").items()
+    written = [p.read_text(encoding="utf-8") for p in (out / "eval_results").rglob("*.yaml")]
+    results = json.loads(Path(data["runs"]["half"]["results_file"]).read_text(encoding="utf-8"))
+    local = {config["dataset_path"] for config in results["configs"].values()}  # the sample exports' folders
+    assert len(written) == 4 and not any(path in text for path in local for text in written)
+    assert "left out: no Hub dataset id for jemhopqa" in (out / "report.md").read_text(encoding="utf-8")
+
+
+def _record(out, run):
+    (aggregate,) = (out / "eee" / run).glob("*[0-9a-f].json")
+    return aggregate, json.loads(aggregate.read_text(encoding="utf-8"))
+
+
+def test_eee_records_validate_against_the_released_0_3_0_schemas(hub_report, eee_schemas):
+    out, data = hub_report
+    aggregate_schema = Draft7Validator(eee_schemas["eval"])
+    instance_schema = Draft7Validator(eee_schemas["instance_level_eval"])
+    for run in ("half", "oracle"):
+        path, record = _record(out, run)
+        aggregate_schema.validate(record)
+        samples = path.with_name(f"{path.stem}_samples.jsonl")
+        rows = [json.loads(line) for line in samples.read_text(encoding="utf-8").splitlines()]
+        for row in rows:
+            instance_schema.validate(row)
+        detail = record["detailed_evaluation_results"]
+        assert detail["total_rows"] == len(rows) and detail["file_path"].endswith(samples.name)
+        assert {row["evaluation_id"] for row in rows} == {record["evaluation_id"]}
+        results = {r["evaluation_result_id"]: r for r in record["evaluation_results"]}
+        for task, entry in data["tasks"].items():
+            for metric, cell in entry["scores"][run].items():
+                got = results[f"{task}/{metric}"]["score_details"]
+                assert got["score"] == cell["value"]
+                ci = got["uncertainty"]["confidence_interval"]
+                assert [ci["lower"], ci["upper"]] == cell["ci"] and ci["method"] == entry["intervals"][metric]
+                assert got["uncertainty"]["num_samples"] == cell["n"]
+                assert ("num_bootstrap_samples" in got["uncertainty"]) == ("Wilson" not in ci["method"])
+        assert record["eval_library"]["additional_details"]["harness"] == "lm-eval"
+        # a row per document and per-document metric: its score is the one lm-eval logged
+        limur = [r for r in rows if r["evaluation_result_id"] == "qahub_limur/exact_match"]
+        logged = _samples(run, "qahub_limur", out)
+        assert [r["evaluation"]["score"] for r in limur] == [float(s["exact_match"]) for s in logged]
+        assert not any(r["evaluation_result_id"].endswith(("/bleu", "/distinct_1")) for r in rows)
+
+
+def _samples(run, task, out):
+    data = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    folder = Path(data["runs"][run]["results_file"]).parent
+    path = next(folder.glob(f"samples_{task}_*.jsonl"))
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_a_second_report_of_the_same_runs_writes_the_same_hub_files(hub_report, runs, tmp_path):
+    out, _ = hub_report
+    again = tmp_path / "again"
+    assert cli.main(["--quiet", "report", *hub_args(runs), "--out", str(again), "--jobs", "1"]) == 0
+    for folder in ("eval_results", "eee"):
+        first = {p.relative_to(out): p.read_bytes() for p in (out / folder).rglob("*") if p.is_file()}
+        second = {p.relative_to(again): p.read_bytes() for p in (again / folder).rglob("*") if p.is_file()}
+        assert first == second and first
+
+
+@pytest.mark.parametrize("value, message", [("nocorpus=org/x", "no corpus 'nocorpus'"),
+                                            ("limur=org", "name the repo as ORG/NAME"),
+                                            ("limur", "expected CORPUS=ORG/NAME[@REVISION]")])
+def test_a_bad_hub_dataset_argument_is_one_line_and_nothing_is_written(runs, tmp_path, capsys, value, message):
+    argv = ["report", f"half={runs['half']}", "--hub-dataset", value, "--out", str(tmp_path / "o")]
+    assert cli.main(argv) == 1
+    err = capsys.readouterr().err
+    assert message in err and len(err.splitlines()) == 1 and not (tmp_path / "o").exists()
