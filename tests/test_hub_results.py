@@ -16,6 +16,7 @@ import yaml
 
 pytest.importorskip("lm_eval", reason="lm-eval is the [harness] extra")
 
+from hub_double import HubDouble  # noqa: E402
 from huggingface_hub import parse_eval_result_entries  # noqa: E402
 from jsonschema import Draft7Validator  # noqa: E402
 from test_harness import Oracle, locations, manager, plan, task_dir  # noqa: E402, F401
@@ -25,6 +26,8 @@ from qahub import cli  # noqa: E402
 
 TASKS = ("qahub_limur", "qahub_topical_chat_freq", "qahub_jemhopqa")  # 0/1 (Wilson), clustered BLEU/distinct, F1
 EEE_WHEEL = "every_eval_ever-0.3.0-py3-none-any.whl"
+TOKEN = "hf_doubleWRITEtoken1234"  # may write org/* repos on the double; opens pull requests anywhere
+READER = "hf_doubleREADtoken5678"  # may write nothing
 
 
 @pytest.fixture(scope="session")
@@ -169,3 +172,108 @@ def test_a_bad_hub_dataset_argument_is_one_line_and_nothing_is_written(runs, tmp
     assert cli.main(argv) == 1
     err = capsys.readouterr().err
     assert message in err and len(err.splitlines()) == 1 and not (tmp_path / "o").exists()
+
+
+# --- publish-results, over HTTP against the Hub double
+
+
+@pytest.fixture
+def hub():
+    double = HubDouble({TOKEN: {"org/details", "org/model-b"}, READER: set()})
+    double.add_repo("model", "org/model-a", {"README.md": b"# a\n"})
+    double.add_repo("model", "org/model-b", {"README.md": b"# b\n"})
+    yield double
+    double.close()
+
+
+def publish(hub, out, *argv, token=TOKEN, tmp):
+    env = {"HF_ENDPOINT": hub.url, "HF_TOKEN": token, "HF_HOME": str(tmp / "hf-home"), "HF_HUB_DISABLE_XET": "1"}
+    return qahub("publish-results", str(out), *argv, env=env)
+
+
+def test_publish_results_opens_pull_requests_and_pushes_details_load_dataset_reads(hub_report, hub, tmp_path):
+    out, data = hub_report
+    done = publish(hub, out, "--model", "half=org/model-a", "--model", "oracle=org/model-b",
+                   "--details", "org/details", tmp=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert TOKEN not in done.stdout + done.stderr
+    for repo_id, run in (("org/model-a", "half"), ("org/model-b", "oracle")):
+        repo = hub.repos[("model", repo_id)]
+        assert repo.pulls == ["refs/pr/1"] and set(repo.branches["main"]) == {"README.md"}  # main untouched
+        added = {p: b for p, b in repo.branches["refs/pr/1"].items() if p.startswith(".eval_results/")}
+        assert set(added) == {".eval_results/qahub_limur.yaml", ".eval_results/qahub_topical_chat_freq.yaml"}
+        for path, body in added.items():
+            (entry,) = parse_eval_result_entries(yaml.safe_load(body))
+            task = Path(path).stem
+            assert entry.value == data["tasks"][task]["scores"][run][data["tasks"][task]["main_metric"]]["value"]
+            assert entry.source_url == f"{hub.url}/datasets/org/details"
+        assert f"{hub.url}/org/{repo_id.split('/')[1]}/discussions/1" in done.stdout
+    details = hub.repos[("dataset", "org/details")].branches["main"]
+    assert {"README.md", "report/report.json", "report/report.html"} <= set(details)
+    assert any(p.startswith("eee/half/") and p.endswith("_samples.jsonl") for p in details)
+    assert "data/half/qahub_limur.parquet" in details
+    # the details configs, read by datasets' own load_dataset from the double
+    code = ("import datasets, json, sys; d = datasets.load_dataset('org/details', 'half-qahub_limur', "
+            "split='scored'); print(json.dumps(d.to_list()))")
+    env = {**os.environ, "HF_ENDPOINT": hub.url, "HF_TOKEN": TOKEN, "HF_HOME": str(tmp_path / "load-home"),
+           "HF_HUB_DISABLE_XET": "1"}
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert loaded.returncode == 0, loaded.stderr[-3000:]
+    rows = json.loads(loaded.stdout.splitlines()[-1])
+    logged = _samples("half", "qahub_limur", out)
+    assert [r["exact_match"] for r in rows] == [float(s["exact_match"]) for s in logged]
+    assert all(r["input"] and r["reference"] is not None for r in rows)
+
+
+def test_no_pr_commits_to_main_where_the_token_may_write_and_the_hub_reads_the_entries(hub_report, hub, tmp_path):
+    from huggingface_hub import HfApi
+
+    out, data = hub_report
+    done = publish(hub, out, "--model", "oracle=org/model-b", "--no-pr", tmp=tmp_path)
+    assert done.returncode == 0, done.stderr
+    repo = hub.repos[("model", "org/model-b")]
+    assert repo.pulls == [] and ".eval_results/qahub_limur.yaml" in repo.branches["main"]
+    info = HfApi(endpoint=hub.url, token=TOKEN).model_info("org/model-b", expand=["evalResults"])
+    values = {e.task_id: e.value for e in info.eval_results}
+    assert values["qahub_limur"] == data["tasks"]["qahub_limur"]["scores"]["oracle"]["exact_match"]["value"]
+
+
+@pytest.mark.parametrize("argv, token, line", [
+    (["--model", "half=org/model-a", "--no-pr"], TOKEN,
+     "model repo org/model-a: refused (403: the token may not write there)"),
+    (["--model", "half=org/missing"], TOKEN, "model repo org/missing: refused (404: no such repo"),
+    (["--model", "half=org/model-a"], "hf_notAtokenTheDoubleKnows99", "model repo org/model-a: refused (401: "),
+    (["--model", "half=org/model-a", "--details", "org/details"], READER,
+     "dataset repo org/details: refused (403: the token may not write there)"),
+])
+def test_a_refused_push_is_one_line_without_the_token(hub_report, hub, tmp_path, argv, token, line):
+    out, _ = hub_report
+    done = publish(hub, out, *argv, token=token, tmp=tmp_path)
+    assert done.returncode == 1
+    errors = [text for text in done.stderr.splitlines() if "refused" in text or "Traceback" in text]
+    assert len(errors) == 1 and line in errors[0], done.stderr
+    assert token not in done.stdout + done.stderr
+
+
+def test_dry_run_lists_every_file_and_destination_and_sends_nothing(hub_report, hub, tmp_path):
+    out, _ = hub_report
+    done = publish(hub, out, "--model", "half=org/model-a", "--details", "org/details", "--dry-run", tmp=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert hub.requests == []
+    assert "would open a pull request on model repo org/model-a:" in done.stdout
+    assert "  .eval_results/qahub_limur.yaml (" in done.stdout
+    assert "would commit to the main branch of dataset repo org/details:" in done.stdout
+    for name in ("README.md", "report/report.json", "data/half/qahub_limur.parquet"):
+        assert f"  {name} (" in done.stdout
+    assert done.stdout.rstrip().endswith("dry run: nothing sent")
+
+
+def test_publish_results_refuses_a_report_without_hub_files_and_an_unknown_run(runs, hub_report, tmp_path, hub):
+    plain = tmp_path / "plain"
+    assert cli.main(["--quiet", "report", f"half={runs['half']}", "--resamples", "20", "--out", str(plain),
+                     "--jobs", "1"]) == 0
+    done = publish(hub, plain, "--model", "half=org/model-a", tmp=tmp_path)
+    assert done.returncode == 1 and "written without --hub-dataset" in done.stderr
+    done = publish(hub, hub_report[0], "--model", "nobody=org/model-a", tmp=tmp_path)
+    assert done.returncode == 1 and "the report has no run 'nobody'" in done.stderr
+    assert hub.requests == []

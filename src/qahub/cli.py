@@ -70,6 +70,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_demo(commands)
     _add_harness_tasks(commands)
     _add_report(commands)
+    _add_publish_results(commands)
     return parser
 
 
@@ -338,6 +339,20 @@ def _report(args) -> int:
     print(Path(args.out, "report.md").read_text(encoding="utf-8"))
     print(f"wrote {Path(args.out).absolute()} ({len(data['tasks'])} tasks, {len(data['runs'])} runs)")
     return 0
+
+
+def _add_publish_results(commands):
+    p = commands.add_parser("publish-results", help="open a pull request per model repo adding a report's "
+                                                    ".eval_results entries; optionally push a details dataset")
+    p.add_argument("report", help="a qahub report folder written with --hub-dataset (or --for-hub)")
+    p.add_argument("--model", action="append", default=[], required=True, metavar="RUN=ORG/MODEL",
+                   help="the model repo a run's results go to; repeatable")
+    p.add_argument("--details", metavar="ORG/NAME",
+                   help="also push a details dataset: Every Eval Ever records, the report, scored documents")
+    p.add_argument("--dry-run", action="store_true", help="list every file and its destination; send nothing")
+    p.add_argument("--no-pr", action="store_true", help="commit to each model's main branch instead of a pull "
+                                                        "request (needs write access)")
+    p.set_defaults(func=_handler("qahub.publish_results", "publish_results_command"))
 
 
 if __name__ == "__main__":
