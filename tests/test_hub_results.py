@@ -174,6 +174,26 @@ def test_a_bad_hub_dataset_argument_is_one_line_and_nothing_is_written(runs, tmp
     assert message in err and len(err.splitlines()) == 1 and not (tmp_path / "o").exists()
 
 
+def test_a_run_that_loaded_its_corpus_from_the_hub_names_its_dataset_a_local_folder_never(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from qahub import hub_results
+
+    def run_of(path):
+        task_run = SimpleNamespace(dataset=(path, "default", "test"), n_shot=0)
+        return SimpleNamespace(with_task=lambda task, spec: SimpleNamespace(tasks={task: task_run}),
+                               harness="inspect", samples={})
+
+    facts = hub_results.run_facts(run_of("org/limur"), "qahub_limur", None, "limur", {})
+    assert facts.hub == hub_results.HubDataset("org/limur") and facts.instances is None
+    given = {"limur": hub_results.HubDataset("qahub/limur", "v1")}
+    assert hub_results.run_facts(run_of("org/limur"), "qahub_limur", None, "limur", given).hub == given["limur"]
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "exports" / "limur").mkdir(parents=True)  # a local folder that looks like ORG/NAME
+    assert hub_results.run_facts(run_of("exports/limur"), "qahub_limur", None, "limur", {}).hub is None
+    assert hub_results.run_facts(run_of("/data/limur"), "qahub_limur", None, "limur", {}).hub is None
+
+
 # --- publish-results, over HTTP against the Hub double
 
 
