@@ -162,6 +162,11 @@ def test_a_second_report_of_the_same_runs_writes_the_same_hub_files(hub_report, 
         first = {p.relative_to(out): p.read_bytes() for p in (out / folder).rglob("*") if p.is_file()}
         second = {p.relative_to(again): p.read_bytes() for p in (again / folder).rglob("*") if p.is_file()}
         assert first == second and first
+    # a report with its Hub files is a report: written again in place without --overwrite; a stray file is not
+    assert cli.main(["--quiet", "report", *hub_args(runs), "--out", str(again), "--jobs", "1"]) == 0
+    (again / "eee" / "notes.txt").write_text("mine", encoding="utf-8")
+    assert cli.main(["--quiet", "report", *hub_args(runs), "--out", str(again), "--jobs", "1"]) == 1
+    assert (again / "eee" / "notes.txt").exists()
 
 
 @pytest.mark.parametrize("value, message", [("nocorpus=org/x", "no corpus 'nocorpus'"),
