@@ -8,7 +8,6 @@ import os
 import re
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -25,25 +24,8 @@ from test_report import Half, lm_eval_run  # noqa: E402
 from qahub import cli  # noqa: E402
 
 TASKS = ("qahub_limur", "qahub_topical_chat_freq", "qahub_jemhopqa")  # 0/1 (Wilson), clustered BLEU/distinct, F1
-EEE_WHEEL = "every_eval_ever-0.3.0-py3-none-any.whl"
 TOKEN = "hf_doubleWRITEtoken1234"  # may write org/* repos on the double; opens pull requests anywhere
 READER = "hf_doubleREADtoken5678"  # may write nothing
-
-
-@pytest.fixture(scope="session")
-def eee_schemas():
-    """The aggregate and instance-level schemas inside the released every-eval-ever 0.3.0 wheel, fetched by
-    install.sh into the cache (here again when the cache is empty); never copied into the repository."""
-    cache = Path(os.environ.get("QAHUB_EEE_CACHE", Path.home() / ".cache" / "qahub" / "every-eval-ever"))
-    wheel = cache / EEE_WHEEL
-    if not wheel.is_file():
-        done = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--python-version", "3.12",
-                               "--only-binary=:all:", "every-eval-ever==0.3.0", "-d", str(cache)],
-                              capture_output=True, text=True)
-        assert wheel.is_file(), f"could not fetch {EEE_WHEEL} (install.sh does): {done.stderr[-2000:]}"
-    with zipfile.ZipFile(wheel) as archive:
-        return {name: json.loads(archive.read(f"every_eval_ever/schemas/{name}.schema.json"))
-                for name in ("eval", "instance_level_eval")}
 
 
 @pytest.fixture(scope="module")
@@ -187,7 +169,7 @@ def test_a_run_that_loaded_its_corpus_from_the_hub_names_its_dataset_a_local_fol
     def run_of(path):
         task_run = SimpleNamespace(dataset=(path, "default", "test"), n_shot=0)
         return SimpleNamespace(with_task=lambda task, spec: SimpleNamespace(tasks={task: task_run}),
-                               harness="inspect", samples={})
+                               harness="lighteval", samples={})
 
     facts = hub_results.run_facts(run_of("org/limur"), "qahub_limur", None, "limur", {})
     assert facts.hub == hub_results.HubDataset("org/limur") and facts.instances is None

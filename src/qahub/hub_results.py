@@ -105,7 +105,7 @@ class Facts:
     hub: HubDataset | None
     dataset: tuple
     n_shot: object
-    instances: list | None  # per document: (doc id, {metric: value}, prompt, target, reply, extracted, doc_hash)
+    instances: list | None  # per document: (doc id, {metric: value}, prompt, [targets], reply, extracted, doc_hash)
 
 
 def run_facts(run, task, spec, corpus, hub_datasets) -> Facts:
@@ -115,7 +115,11 @@ def run_facts(run, task, spec, corpus, hub_datasets) -> Facts:
     path = dataset[0] if dataset else None
     if hub is None and isinstance(path, str) and HUB_ID.match(path) and not Path(path).exists():
         hub = HubDataset(path, None)  # the run loaded its corpus from the Hub: that repo is its dataset id
-    texts = lm_eval_instances(run.samples[task], spec) if run.harness == "lm-eval" else None
+    texts = None
+    if run.harness == "lm-eval":
+        texts = lm_eval_instances(run.samples[task], spec)
+    elif run.harness == "inspect":
+        texts = inspect_instances(run.samples[task], task_run, task)
     return Facts(corpus, hub, dataset, task_run.n_shot, texts)
 
 
@@ -133,9 +137,31 @@ def lm_eval_instances(samples: Path, spec) -> list:
             sample = load_line(line)
             doc_id = tasks.document_id(spec, sample["doc"], sample["doc_id"])
             values = {m: sample[m] for m in {**spec.metrics, **spec.judge_metrics} if m in sample}
-            rows.append((str(doc_id), values, _prompt(sample.get("arguments")), str(sample.get("target", "")),
+            rows.append((str(doc_id), values, _prompt(sample.get("arguments")), [str(sample.get("target", ""))],
                          _first(sample.get("resps")), _first(sample.get("filtered_resps")),
                          str(sample.get("doc_hash", ""))))
+    return rows
+
+
+def inspect_instances(log: Path, task_run, task: str) -> list:
+    """Each document of an inspect log: its values as the report reads them (over its epochs), and the input,
+    target, reply and scored answer of its first epoch."""
+    from inspect_ai.log import read_eval_log_samples
+
+    first = {}
+    for sample in read_eval_log_samples(str(log), all_samples_required=False):
+        if sample.id not in first or sample.epoch < first[sample.id].epoch:
+            first[sample.id] = sample
+    rows = []
+    for index, doc_id in enumerate(task_run.ids):
+        sample = first[doc_id]
+        values = {m: task_run.items[m][index] for m in task_run.items}
+        reply = sample.output.completion if sample.output else ""
+        score = (sample.scores or {}).get(task)
+        extracted = score.answer if score is not None and score.answer is not None else reply
+        targets = sample.target if isinstance(sample.target, list) else [sample.target]
+        text = sample.input if isinstance(sample.input, str) else "\n\n".join(m.text for m in sample.input)
+        rows.append((str(doc_id), values, text, [str(t) for t in targets], reply, str(extracted), ""))
     return rows
 
 
@@ -381,10 +407,12 @@ def generation(run, task) -> dict:
 
 def instance_rows(run, task, fact: Facts, metrics: dict, evaluation_id: str, spec) -> list:
     """A row per document and per-document metric (a corpus BLEU or distinct-n has no per-document score)."""
+    # metric values are lm-eval's logged ones, or an inspect document's as the report averages its epochs
     rows = []
     for doc_id, values, prompt, target, reply, extracted, doc_hash in fact.instances:
         sample_hash = hashlib.sha256(json.dumps({"raw": prompt, "reference": target}, sort_keys=True,
                                                 ensure_ascii=False).encode("utf-8")).hexdigest()
+        extraction = "lm-eval filter" if run.harness == "lm-eval" else f"{run.harness} scorer"
         for name, value in values.items():
             metric = metrics.get(name)
             if metric is None or metric.kind not in ("mean", "sum") or not _number(value):
@@ -393,13 +421,13 @@ def instance_rows(run, task, fact: Facts, metrics: dict, evaluation_id: str, spe
             rows.append({"schema_version": EEE_SCHEMA, "evaluation_id": evaluation_id, "model_id": run.model,
                          "evaluation_name": task, "evaluation_result_id": f"{task}/{name}", "sample_id": doc_id,
                          "sample_hash": sample_hash, "interaction_type": "single_turn",
-                         "input": {"raw": prompt, "reference": [target]}, "output": {"raw": [reply]},
+                         "input": {"raw": prompt, "reference": target}, "output": {"raw": [reply]},
                          "answer_attribution": [{"turn_idx": 0, "source": "output.raw", "extracted_value": extracted,
-                                                 "extraction_method": "lm-eval filter", "is_terminal": True}],
+                                                 "extraction_method": extraction, "is_terminal": True}],
                          # is_correct: the document scores the metric's best value (the oracle's)
                          "evaluation": {"score": float(value),
                                         "is_correct": best is not None and float(value) == float(best)},
-                         "metadata": {"doc_hash": doc_hash}})
+                         **({"metadata": {"doc_hash": doc_hash}} if doc_hash else {})})
     return rows
 
 

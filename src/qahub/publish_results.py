@@ -158,14 +158,16 @@ def scored_tables(samples: Path) -> dict:
             row = json.loads(line)
             task, metric = row["evaluation_name"], row["evaluation_result_id"].rsplit("/", 1)[1]
             doc = docs.setdefault(task, {}).setdefault(row["sample_id"], {
-                "sample_id": row["sample_id"], "input": row["input"]["raw"], "reference": row["input"]["reference"][0],
+                "sample_id": row["sample_id"], "input": row["input"]["raw"], "reference": row["input"]["reference"],
                 "reply": row["output"]["raw"][0], "extracted": row["answer_attribution"][0]["extracted_value"]})
             doc[metric] = row["evaluation"]["score"]
             metrics.setdefault(task, {})[metric] = None
     tables = {}
     for task, rows in docs.items():
         columns = ["sample_id", "input", "reference", "reply", "extracted", *metrics[task]]
-        schema = pa.schema([(c, pa.string()) for c in columns[:5]] + [(m, pa.float64()) for m in metrics[task]])
+        schema = pa.schema([("sample_id", pa.string()), ("input", pa.string()), ("reference", pa.list_(pa.string())),
+                            ("reply", pa.string()), ("extracted", pa.string())]
+                           + [(m, pa.float64()) for m in metrics[task]])
         table = pa.Table.from_pylist([{c: row.get(c) for c in columns} for row in rows.values()], schema=schema)
         out = io.BytesIO()
         pq.write_table(table, out)
