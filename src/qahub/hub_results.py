@@ -120,6 +120,8 @@ def run_facts(run, task, spec, corpus, hub_datasets) -> Facts:
         texts = lm_eval_instances(run.samples[task], spec)
     elif run.harness == "inspect":
         texts = inspect_instances(run.samples[task], task_run, task)
+    elif run.harness == "lighteval":
+        texts = lighteval_instances(run.samples[task], task_run)
     return Facts(corpus, hub, dataset, task_run.n_shot, texts)
 
 
@@ -163,6 +165,29 @@ def inspect_instances(log: Path, task_run, task: str) -> list:
         text = sample.input if isinstance(sample.input, str) else "\n\n".join(m.text for m in sample.input)
         rows.append((str(doc_id), values, text, [str(t) for t in targets], reply, str(extracted), ""))
     return rows
+
+
+def lighteval_instances(details: Path, task_run) -> list:
+    """Each document of a lighteval details file, in the report's order (qahub's document id): its values as the
+    report reads them, the prompt sent, the gold choices, the reply and its post-processed form."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(details, columns=["doc", "model_response"])
+    rows = sorted(zip(table.column("doc").to_pylist(), table.column("model_response").to_pylist(), strict=True),
+                  key=lambda row: row[0]["specific"]["qahub_doc_id"])
+    found = []
+    for index, (doc, response) in enumerate(rows):
+        values = {m: task_run.items[m][index] for m in task_run.items}
+        gold = doc.get("gold_index")
+        golds = gold if isinstance(gold, list) else [gold]
+        targets = [str(doc["choices"][i]) for i in golds if isinstance(i, int) and i < len(doc.get("choices") or [])]
+        sent = response.get("input")
+        prompt = sent if isinstance(sent, str) else str(doc.get("query") or "")
+        reply = _first(response.get("text"))
+        extracted = _first(response.get("text_post_processed")) if response.get("text_post_processed") else reply
+        found.append((str(task_run.ids[index]), values, prompt, targets, reply, extracted,
+                      str(doc["specific"].get("qahub_doc_hash", ""))))
+    return found
 
 
 def _prompt(arguments) -> str:
