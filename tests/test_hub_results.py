@@ -169,7 +169,7 @@ def test_a_run_that_loaded_its_corpus_from_the_hub_names_its_dataset_a_local_fol
     def run_of(path):
         task_run = SimpleNamespace(dataset=(path, "default", "test"), n_shot=0)
         return SimpleNamespace(with_task=lambda task, spec: SimpleNamespace(tasks={task: task_run}),
-                               harness="lighteval", samples={})
+                               harness="another harness", samples={})
 
     facts = hub_results.run_facts(run_of("org/limur"), "qahub_limur", None, "limur", {})
     assert facts.hub == hub_results.HubDataset("org/limur") and facts.instances is None
