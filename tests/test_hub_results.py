@@ -284,3 +284,15 @@ def test_publish_results_refuses_a_report_without_hub_files_and_an_unknown_run(r
     done = publish(hub, hub_report[0], "--model", "nobody=org/model-a", tmp=tmp_path)
     assert done.returncode == 1 and "the report has no run 'nobody'" in done.stderr
     assert hub.requests == []
+
+
+def test_a_damaged_samples_file_is_one_line_naming_it_and_nothing_is_sent(hub_report, hub, tmp_path):
+    import shutil
+
+    copy = shutil.copytree(hub_report[0], tmp_path / "copy")
+    (samples,) = (copy / "eee" / "half").glob("*_samples.jsonl")
+    lines = samples.read_text(encoding="utf-8").splitlines()
+    samples.write_text("\n".join([lines[0], lines[1][:40], *lines[2:]]) + "\n", encoding="utf-8")
+    done = publish(hub, copy, "--model", "half=org/model-a", "--details", "org/details", tmp=tmp_path)
+    assert done.returncode == 1 and hub.requests == []
+    assert done.stderr.count("\n") == 1 and f"{samples}: line 2: not an instance row qahub wrote" in done.stderr

@@ -154,13 +154,18 @@ def scored_tables(samples: Path) -> dict:
 
     docs, metrics = {}, {}
     with open(samples, encoding="utf-8") as handle:
-        for line in handle:
-            row = json.loads(line)
-            task, metric = row["evaluation_name"], row["evaluation_result_id"].rsplit("/", 1)[1]
-            doc = docs.setdefault(task, {}).setdefault(row["sample_id"], {
-                "sample_id": row["sample_id"], "input": row["input"]["raw"], "reference": row["input"]["reference"],
-                "reply": row["output"]["raw"][0], "extracted": row["answer_attribution"][0]["extracted_value"]})
-            doc[metric] = row["evaluation"]["score"]
+        for number, line in enumerate(handle, 1):
+            try:
+                row = json.loads(line)
+                task, metric = row["evaluation_name"], row["evaluation_result_id"].rsplit("/", 1)[1]
+                doc = docs.setdefault(task, {}).setdefault(row["sample_id"], {
+                    "sample_id": row["sample_id"], "input": row["input"]["raw"],
+                    "reference": row["input"]["reference"], "reply": row["output"]["raw"][0],
+                    "extracted": row["answer_attribution"][0]["extracted_value"]})
+                doc[metric] = row["evaluation"]["score"]
+            except (ValueError, KeyError, IndexError, TypeError, AttributeError) as err:
+                raise PublishResultsError(f"{samples}: line {number}: not an instance row qahub wrote "
+                                          f"({type(err).__name__}: {err}); write the report again") from None
             metrics.setdefault(task, {})[metric] = None
     tables = {}
     for task, rows in docs.items():
