@@ -12,3 +12,7 @@ python -m pip install --quiet --upgrade pip
 python -m pip install --quiet --timeout 15 --retries 0 \
     --extra-index-url https://download.pytorch.org/whl/cpu "torch==2.13.0"
 python -m pip install --quiet -e ".[test]"
+# the Every Eval Ever 0.3.0 schemas the suite validates `qahub report --hub-dataset`'s records against, read from
+# the released wheel (it needs Python >= 3.12 and huggingface_hub < 2: fetched, never installed nor copied here)
+python -m pip download --quiet --no-deps --python-version 3.12 --only-binary=:all: every-eval-ever==0.3.0 \
+    -d "${QAHUB_EEE_CACHE:-$HOME/.cache/qahub/every-eval-ever}"

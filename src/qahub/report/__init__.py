@@ -19,10 +19,13 @@ MARKER = "report.json"
 SCHEMA = "qahub-report/2"  # report.json's "schema": what marks a folder as a report --out may replace
 SCHEMAS = {SCHEMA, "qahub-report/1"}  # an earlier version's report is a report too
 REPORT_FILES = {"report.json", "report.md", "report.html"}
+HUB_FOLDERS = {"eval_results": {".yaml"}, "eee": {".json", ".jsonl"}}  # qahub.hub_results's: folder -> file kinds
 
 
 def write_report(arguments, out, baseline=None, resamples=1000, seed=12345, confidence=0.95, overwrite=False,
-                 progress=True, jobs=None) -> dict:
+                 progress=True, jobs=None, hub_datasets=None) -> dict:
+    """``hub_datasets``: None, or ``{corpus: qahub.hub_results.HubDataset}`` (may be empty) to also write each
+    run's ``eval_results/`` and ``eee/`` files (``qahub.hub_results``)."""
     from qahub.metrics._shared.gc_pause import gc_paused
 
     if resamples < 1:
@@ -35,10 +38,10 @@ def write_report(arguments, out, baseline=None, resamples=1000, seed=12345, conf
     out = Path(out).absolute()
     specs = qahub_tasks()
     with gc_paused():  # the samples' items are kept: the collector would walk them again and again
-        return _write(arguments, out, specs, baseline, resamples, seed, confidence, progress, jobs)
+        return _write(arguments, out, specs, baseline, resamples, seed, confidence, progress, jobs, hub_datasets)
 
 
-def _write(arguments, out, specs, baseline, resamples, seed, confidence, progress, jobs) -> dict:
+def _write(arguments, out, specs, baseline, resamples, seed, confidence, progress, jobs, hub_datasets) -> dict:
     from tqdm import tqdm
 
     from .build import report_data, task_names
@@ -61,7 +64,12 @@ def _write(arguments, out, specs, baseline, resamples, seed, confidence, progres
     with tqdm(total=len(tasks), desc="resampling", unit="task", file=sys.stderr,
               disable=None if progress else True) as bar:
         data, images = report_data(runs, skipped, specs, settings, bar, count)
-    write_folder(out, {"schema": SCHEMA, **data}, images)
+    extra = {}
+    if hub_datasets is not None:
+        from qahub.hub_results import hub_files
+
+        extra = hub_files(data, runs, specs, hub_datasets)
+    write_folder(out, {"schema": SCHEMA, **data}, images, extra)
     return data
 
 
@@ -93,15 +101,22 @@ def is_report(folder: Path) -> bool:
     for path in folder.rglob("*"):
         name = path.relative_to(folder)
         if path.is_symlink() or not (str(name) in REPORT_FILES or str(name) == "figures" and path.is_dir()
-                                     or name.parent == Path("figures") and path.suffix == ".png" and path.is_file()):
+                                     or name.parent == Path("figures") and path.suffix == ".png" and path.is_file()
+                                     or _hub_file(name, path)):
             return False
     return True
 
 
-def write_folder(out: Path, data: dict, figures: dict):
+def _hub_file(name: Path, path: Path) -> bool:
+    """A folder or file of ``eval_results/`` or ``eee/`` (what ``--hub-dataset`` adds)."""
+    kinds = HUB_FOLDERS.get(name.parts[0])
+    return kinds is not None and (path.is_dir() or path.is_file() and path.suffix in kinds)
+
+
+def write_folder(out: Path, data: dict, figures: dict, extra=None):
     """Everything into a work folder beside ``out`` (removed on any error), swapped into place when complete
     (``out`` was checked by ``check_out`` before the runs were read); ``figures``: ``{task: {file name: PNG
-    bytes}}``."""
+    bytes}}``; ``extra``: ``{relative path: bytes}`` (the Hub files)."""
     from .render import blocks, markdown, page
 
     with staged(out) as work:
@@ -112,5 +127,8 @@ def write_folder(out: Path, data: dict, figures: dict):
         report = blocks(data, {task: list(per_task) for task, per_task in figures.items()})
         (work / "report.md").write_text(markdown(report), encoding="utf-8")
         (work / "report.html").write_text(page(report, images), encoding="utf-8")
+        for name, body in (extra or {}).items():
+            (work / name).parent.mkdir(parents=True, exist_ok=True)
+            (work / name).write_bytes(body)
         (work / MARKER).write_text(json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n",
                                    encoding="utf-8")
