@@ -3,8 +3,12 @@ output; the README's install lines are the ones that work; a predictions file wi
 part of a composite id, is told what it has and what to pass."""
 
 import json
+import os
 import re
 import shutil
+import subprocess
+import sys
+import zipfile
 from importlib import metadata
 from pathlib import Path
 
@@ -123,3 +127,51 @@ def test_a_record_with_no_id_at_all_names_the_fields_it_has(tmp_path):
     with pytest.raises(ValueError, match=r"no id: expected the field 'question_id' or 'id' or 'QuestionID'; "
                                          r"the record has field 'prediction'"):
         _read(tmp_path, '[{"prediction": "a"}]', jeopardy_meteor.FIELDS)
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory):
+    """qahub's wheel built from a copy of the checkout (pip builds in the source folder), and pip's output."""
+    root = tmp_path_factory.mktemp("wheel")
+    source = root / "qahub"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    for name in ("src", "loaders", "metrics", "dataset_cards"):
+        shutil.copytree(ROOT / name, source / name, symlinks=True,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-v",
+                           "-w", str(root / "out"), str(source)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (path,) = (root / "out").glob("qahub-*.whl")
+    return path, done.stdout + done.stderr
+
+
+def test_the_wheel_builds_without_setuptools_warnings_and_ships_every_metric_directory(wheel):
+    """The metric directories and samples are package data (setuptools warned "Package would be ignored" 17
+    times, once per such folder); the wheel still holds every file of each one."""
+    path, output = wheel
+    assert "would be ignored" not in output and "absent from the `packages`" not in output, output[-3000:]
+    names = set(zipfile.ZipFile(path).namelist())
+    for folder in sorted(p for p in (ROOT / "metrics").iterdir() if p.is_dir() and p.name != "__pycache__"):
+        for file in sorted(folder.iterdir()):
+            if file.is_file():
+                assert f"qahub/metrics/{folder.name}/{file.name}" in names, file
+    samples = [p for p in (ROOT / "src" / "qahub" / "samples").rglob("*") if p.is_file()]
+    assert samples and all(f"qahub/{p.relative_to(ROOT / 'src' / 'qahub').as_posix()}" in names for p in samples)
+    assert {"qahub/corpora.json", "qahub/loaders/jemhopqa.py", "qahub/dataset_cards/jemhopqa.md"} <= names
+
+
+def test_each_metric_directory_of_the_wheel_loads_with_evaluate_without_qahub(wheel, tmp_path):
+    path, _ = wheel
+    with zipfile.ZipFile(path) as archive:
+        archive.extractall(tmp_path, [n for n in archive.namelist() if n.startswith("qahub/metrics/")])
+    dirs = [str(p) for p in sorted((tmp_path / "qahub" / "metrics").iterdir()) if (p / f"{p.name}.py").is_file()]
+    code = ("import sys; sys.modules['qahub'] = None  # any import of qahub fails\n"
+            "import evaluate\n"
+            "for folder in sys.argv[1:]:\n"
+            "    print(evaluate.load(folder).name)\n")
+    done = subprocess.run([sys.executable, "-c", code, *dirs], capture_output=True, text=True, timeout=600,
+                          cwd=tmp_path, env={**os.environ, "HF_MODULES_CACHE": str(tmp_path / "modules")})
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert dirs and len(done.stdout.splitlines()) == len(dirs)
