@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from qahub import cli
-from qahub.demo import MARKER
+from qahub import cli, demo
 from qahub.evaluate_cli import jeopardy_meteor, predictions, topical_chat
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,40 +32,36 @@ def test_demo_overwrite_refuses_a_folder_of_real_exports_named_after_corpora(sam
     before = _tree(exports)
     assert cli.main(["--quiet", "demo", "--out", str(exports), "--overwrite"]) == 1
     err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and f"{exports}: is not demo output (no {MARKER}" in err, err
+    assert err.count("\n") == 0 and f"{exports}: is not demo output (no {demo.MARKER}" in err, err
     assert _tree(exports) == before
 
 
 def test_demo_overwrite_accepts_its_own_marked_output_only(tmp_path):
-    from qahub.demo import _check_out
-
     out = tmp_path / "demo"
     (out / "jemhopqa").mkdir(parents=True)
-    (out / MARKER).write_text(json.dumps({"written_by": "qahub demo", "corpora": ["jemhopqa"]}), encoding="utf-8")
-    _check_out(out, overwrite=True)
+    (out / demo.MARKER).write_text(json.dumps({"written_by": "qahub demo", "corpora": ["jemhopqa"]}), encoding="utf-8")
+    demo._check_out(out, overwrite=True)
     (out / "limur").mkdir()  # a corpus the marker does not name: not written by that demo
     with pytest.raises(FileExistsError, match="holds limur, which is not demo output"):
-        _check_out(out, overwrite=True)
+        demo._check_out(out, overwrite=True)
     (out / "limur").rmdir()
     for damaged in ("[]", "{", json.dumps({"written_by": "me", "corpora": ["jemhopqa"]}), '{"written_by": "qahub demo"}'):
-        (out / MARKER).write_text(damaged, encoding="utf-8")
+        (out / demo.MARKER).write_text(damaged, encoding="utf-8")
         with pytest.raises(FileExistsError, match="is not demo output"):
-            _check_out(out, overwrite=True)
+            demo._check_out(out, overwrite=True)
 
 
 def test_demo_writes_its_marker_before_anything_else(tmp_path, monkeypatch):
     """A demo killed during its first build leaves a folder a later --overwrite recognises."""
-    import qahub.demo as demo
-
     out = tmp_path / "demo"
 
     def stop(corpus, sample, folder, overwrite):
-        assert json.loads((out / MARKER).read_text(encoding="utf-8"))["written_by"] == "qahub demo"
+        assert json.loads((out / demo.MARKER).read_text(encoding="utf-8"))["written_by"] == "qahub demo"
         raise RuntimeError("stopped")
 
     monkeypatch.setattr(demo, "_build_and_load", stop)
     assert demo.run_demo(out, overwrite=False, evaluate=lambda argv: 0) == 1
-    assert json.loads((out / MARKER).read_text(encoding="utf-8"))["corpora"] == list(cli.registry.corpus_names())
+    assert json.loads((out / demo.MARKER).read_text(encoding="utf-8"))["corpora"] == list(cli.registry.corpus_names())
     demo._check_out(out, overwrite=True)
 
 
