@@ -32,7 +32,7 @@ def test_demo_overwrite_refuses_a_folder_of_real_exports_named_after_corpora(sam
     before = _tree(exports)
     assert cli.main(["--quiet", "demo", "--out", str(exports), "--overwrite"]) == 1
     err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and f"{exports}: is not demo output (no {demo.MARKER}" in err, err
+    assert err.count("\n") == 0 and f"{exports}: holds jemhopqa, which is not demo output (no {demo.MARKER}" in err, err
     assert _tree(exports) == before
 
 

@@ -17,7 +17,7 @@ import datasets
 
 from qahub import registry
 from qahub.export import export
-from qahub.files import Guard, check_folder, write_output
+from qahub.files import Guard, check_folder, listed, write_output
 
 MARKER = "qahub_demo.json"  # written first in every demo folder: proof that the demo wrote it, and what it holds
 
@@ -52,15 +52,16 @@ def _check_out(out: Path, overwrite: bool):
     names (each corpus's export then guards its own folder)."""
     check_folder(out, overwrite, Guard(not_folder=f"{out}: is a file; choose another --out",
                                        not_empty=f"{out}: not empty; pass --overwrite to replace the earlier demo output",
-                                       not_ours=f"{out}: is not demo output (no {MARKER}, which qahub demo writes in "
-                                                "its folder); choose another --out",
+                                       not_ours=f"{out}: is not demo output; choose another --out",
                                        is_ours=_only_demo_output))
 
 
 def _only_demo_output(out: Path) -> bool:
     corpora = _marked_corpora(out)
     if corpora is None:
-        return False
+        names = sorted(p.name for p in out.iterdir())
+        raise FileExistsError(f"{out}: holds {listed(names)}, which is not demo output (no {MARKER}: the demo "
+                              "writes it first); choose another --out")
     foreign = sorted(p.name for p in out.iterdir() if p.name != MARKER and not _is_demo_output(p.name, corpora))
     if foreign:
         raise FileExistsError(f"{out}: holds {', '.join(foreign)}, which is not demo output; choose another --out")
