@@ -230,7 +230,8 @@ def _names_of() -> dict:
         if names is None:  # only this corpus's task_api is imported
             try:
                 names = list(_loaded(corpus).TASKS)
-            except TaskError:  # said when its tasks are asked for (importable, task_api)
+            except TaskError as err:
+                _warn_once(f"{err}; the {corpus} tasks are left out")  # as importable says it
                 names = []
         found[corpus] = names
     return found
