@@ -247,12 +247,17 @@ def _list(args) -> int:
 
 
 def _say_left_out_modules():
-    """The footer: each module in loaders/ or metrics/ that is part of no complete corpus, and why."""
+    """The footer: each module in loaders/ or metrics/ that is part of no complete corpus, and why; each corpus
+    whose tasks are refused for a task name another corpus has."""
     from qahub import tasks
 
     if tasks.left_out():
         print("\nnot registered (not a complete corpus: a loader, a metric and its task_api.py):")
         for line in tasks.left_out():
+            print(f"  {line}")
+    if tasks.clashes():
+        print("\ntasks refused (a task name another corpus declares too):")
+        for line in tasks.clashes().values():
             print(f"  {line}")
 
 
