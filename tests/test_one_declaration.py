@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from qahub import evaluate_cli, harness, lighteval_tasks, loaders, metrics, registry, tasks
+from qahub import evaluate_cli, lighteval_tasks, loaders, metrics, planning, registry, tasks
 from qahub.report import runs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -132,8 +132,8 @@ def test_a_sixth_corpus_in_its_own_files_is_found_everywhere(quiz):
 
     assert "quiz" in registry.corpus_names() and "quiz" in registry.metric_names()
     assert registry.catalog()["quiz"] == {"default": "plain", "configs": {"plain": ["test"]}}
-    assert "quiz" in harness.corpora()
-    assert harness.all_tasks()["qahub_quiz"].oracle == {"exact_match": 1.0, "unparseable": 0.0}
+    assert "quiz" in planning.corpora()
+    assert planning.all_tasks()["qahub_quiz"].oracle == {"exact_match": 1.0, "unparseable": 0.0}
     assert "qahub_quiz" in runs.qahub_tasks()
     assert set(lighteval_tasks.declaration("quiz", "qahub_quiz")["metrics"]) == {"exact_match", "unparseable"}
     assert "quiz" in evaluate_cli.scoring_names()
@@ -143,9 +143,9 @@ def test_a_sixth_corpus_in_its_own_files_is_found_everywhere(quiz):
     assert (quiz / "big" / "quiz.txt").stat().st_size >= 0.01e6
 
 
-@pytest.mark.parametrize("task", sorted(harness.all_tasks()))
+@pytest.mark.parametrize("task", sorted(planning.all_tasks()))
 def test_each_task_declares_its_oracle_scores_and_its_binary_metrics_among_its_metrics(task):
-    spec = harness.all_tasks()[task]
+    spec = planning.all_tasks()[task]
     assert spec.oracle and set(spec.oracle) <= set(spec.metrics), task
     assert set(spec.binary) <= set(spec.metrics), task
     for metric, value in spec.oracle.items():  # the oracle sits at the top, or at 0 for what is lower-better
