@@ -489,3 +489,26 @@ def test_a_task_whose_samples_all_failed_is_an_error_naming_the_cause(locations,
     assert log.status == "error" and "the model server is down" in log.error.message
     assert log.results is None  # no score at all, never a 0.0
 
+
+def test_the_oracle_model_smoke_tests_a_task_offline(locations, tmp_path):
+    """README's smoke test: ``inspect eval qahub/jemhopqa --model qahub/oracle -T dataset=...`` by inspect's own
+    ``inspect`` command, offline, with nothing of the tests on the path: the model qahub registers replies each
+    sample's target, so each metric with an ``oracle`` value reads it."""
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"} | {"HF_HUB_OFFLINE": "1"}
+    done = subprocess.run([str(Path(sys.executable).with_name("inspect")), "eval", "qahub/jemhopqa", "--model",
+                           "qahub/oracle", "-T", f"dataset={locations['jemhopqa']}", "--limit", "1", "--log-dir",
+                           str(tmp_path / "logs"), "--log-format", "json", "--display", "none"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (path,) = (tmp_path / "logs").glob("*.json")
+    log = json.loads(path.read_text(encoding="utf-8"))
+    assert log["status"] == "success" and log["eval"]["model"] == "qahub/oracle" and len(log["samples"]) == 1
+    (sample,) = log["samples"]
+    assert sample["output"]["completion"] == sample["target"] != ""
+    values = {s["name"]: next(iter(s["metrics"].values()))["value"] for s in log["results"]["scores"]}
+    assert values == {**values, **TOP["qahub_jemhopqa"]}
+
+
+def test_an_unknown_qahub_model_is_one_line():
+    with pytest.raises(ValueError, match="qahub/nosuch: no such model; qahub/oracle replies each"):
+        get_model("qahub/nosuch", memoize=False)

@@ -26,7 +26,7 @@ from inspect_ai.model._generate_config import active_generate_config  # private 
 from inspect_ai.scorer import SampleScore, Score, grouped, metric, scorer
 from inspect_ai.solver import solver
 
-from qahub import planning, tasks
+from qahub import inspect_models, planning, tasks
 from qahub.tasks import Grader, TaskSpec
 
 # Two private names, for want of public ones in inspect-ai 0.3.285: PrerequisiteError is what inspect's command
@@ -83,6 +83,7 @@ def task_samples(spec: TaskSpec, docs: list, shots: list, fewshot: int, rnd: ran
     """The Samples, in document order (``planning.prompts``), and ``{sample id: document}``."""
     made = planning.prompts(spec, docs, shots, fewshot, rnd, same_split)
     samples = [Sample(id=p.id, input=p.input, target=p.target, metadata=sample_metadata(spec, p.doc)) for p in made]
+    inspect_models.remember(samples)  # what --model qahub/oracle replies
     return samples, {p.id: p.doc for p in made}
 
 
