@@ -159,6 +159,9 @@ class TaskDumper(yaml.SafeDumper):
 
 
 TaskDumper.add_representer(Function, lambda dumper, value: dumper.represent_scalar("!function", str(value)))
+# text with a line break (a stop sequence "\n\n") double-quoted on one line, as it reads in lm-eval's own YAML
+TaskDumper.add_representer(str, lambda dumper, value: dumper.represent_scalar(
+    "tag:yaml.org,2002:str", value, style='"' if "\n" in value else None))
 
 
 def task_yaml(name: str, entry: dict, spec: TaskSpec, judge: bool) -> str:
