@@ -19,11 +19,11 @@ NOISE = ["", "   ", "не знаю", "**Ответ:** Б.", '{"answer": ', "x" *
 
 
 def _exports(root: Path) -> dict:
-    from qahub import harness, registry
+    from qahub import planning, registry
     from qahub.export import export
 
     locations = {}
-    for corpus in harness.corpora():
+    for corpus in planning.corpora():
         folder = root / corpus
         export(corpus, folder, data_dir=registry.samples_dir(corpus), cache_dir=root / "cache", sample=True)
         locations[corpus] = str(folder)
@@ -32,12 +32,12 @@ def _exports(root: Path) -> dict:
 
 def prepare_score(corpus, task, location, n):
 
-    from qahub import harness
+    from qahub import planning
 
-    entry = harness.plan_tasks(corpus, location)[task]
-    functions = harness.task_functions(corpus, task, location, config=entry["config"], splits=(entry["split"],))
+    entry = planning.plan_tasks(corpus, location)[task]
+    functions = planning.task_functions(corpus, task, location, config=entry["config"], splits=(entry["split"],))
     docs = functions.dataset()[entry["split"]]  # as lm-eval gets them from the task
-    if harness.task_api(corpus).TASKS[task].docs:
+    if planning.task_api(corpus).TASKS[task].docs:
         docs = functions.process_docs(docs)
     docs = list(docs)
     pairs = []
@@ -57,14 +57,14 @@ def score(process_results, pairs):
 def run() -> list[dict]:
     import datasets
 
-    from qahub import harness
+    from qahub import planning
 
     datasets.disable_progress_bars()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         locations = _exports(Path(tmp))
         for corpus, location in locations.items():
-            for task in harness.task_api(corpus).TASKS:
+            for task in planning.task_api(corpus).TASKS:
                 seconds, peak, _ = measure("bench_harness:score", corpus, task, location, REPLIES)
                 ms = 1000 * seconds / REPLIES
                 target = TARGET_MS.get(task, 1.0)

@@ -62,11 +62,11 @@ def prepare_baseline(source: str):
 def baseline(source: str) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
-    from qahub.loaders.jemhopqa import _FILES
+    from qahub.loaders.jemhopqa import SOURCE
 
     rows = 0
     with tempfile.TemporaryDirectory() as tmp:
-        for config, files in _FILES.items():
+        for config, files in SOURCE.files.items():
             for split, rel in files.items():
                 records = json.loads((Path(source) / rel).read_text(encoding="utf-8"))
                 for record in records:  # pyarrow cannot type the mixed [str, str, list] triples

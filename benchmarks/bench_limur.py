@@ -91,7 +91,7 @@ def em_plain(score_reply, preds, refs):
     return totals["strict"] / n, totals["lenient"] / n, totals["mera"] / n
 
 
-class _Handler(http.server.BaseHTTPRequestHandler):
+class JudgeHandler(http.server.BaseHTTPRequestHandler):
     """A fake judge: every chat completion answered with ``reply`` after ``latency`` seconds."""
 
     latency = JUDGE_LATENCY
@@ -114,7 +114,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 def prepare_judge(n, concurrency):
     from qahub import registry
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), JudgeHandler)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     preds, refs = _sample_inputs(n)

@@ -17,7 +17,7 @@ import threading
 from pathlib import Path
 
 from _common import measure, row
-from bench_limur import _Handler
+from bench_limur import JudgeHandler
 
 DOCUMENTS = 200
 LATENCY = 0.1
@@ -25,7 +25,7 @@ CONCURRENCY = 8
 TARGET = DOCUMENTS * LATENCY / 4
 
 
-class _Judge(_Handler):
+class _Judge(JudgeHandler):
     latency = LATENCY
     reply = "Оценка: 2"
 

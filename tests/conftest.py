@@ -84,13 +84,13 @@ def generation():
 @pytest.fixture(scope="session")
 def sample_exports(tmp_path_factory):
     """``{corpus: folder}``: every corpus's bundled sample, exported once per session (copy one before damaging)."""
-    from qahub import harness, registry
+    from qahub import planning, registry
     from qahub.export import export
 
     root = tmp_path_factory.mktemp("sample-exports")
-    for corpus in harness.corpora():
+    for corpus in planning.corpora():
         export(corpus, root / corpus, data_dir=registry.samples_dir(corpus), cache_dir=root / "cache", sample=True)
-    return {corpus: root / corpus for corpus in harness.corpora()}
+    return {corpus: root / corpus for corpus in planning.corpora()}
 
 
 

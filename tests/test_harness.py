@@ -16,7 +16,7 @@ from lm_eval import simple_evaluate  # noqa: E402
 from lm_eval.api.model import LM  # noqa: E402
 from lm_eval.tasks import TaskManager  # noqa: E402
 
-from qahub import cli, harness, registry  # noqa: E402
+from qahub import cli, harness, planning, registry  # noqa: E402
 
 # the lone surrogate first: every task's first request gets it, and it must be counted unparseable everywhere
 GARBAGE = ["\ud800", "", "   \n\t ", "x" * 10_000, "**Ответ:** _?_\n\n```json\n{}\n```", '{"answer": ["broken', "\udfff\ud800",
@@ -24,7 +24,7 @@ GARBAGE = ["\ud800", "", "   \n\t ", "x" * 10_000, "**Ответ:** _?_\n\n```js
 
 # what a reply equal to the target must score: every gold-matching metric of every task at its top, as the
 # task declares it
-TOP = {task: spec.oracle for task, spec in harness.all_tasks().items()}
+TOP = {task: spec.oracle for task, spec in planning.all_tasks().items()}
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +102,7 @@ def _scores(result, task):
 
 def test_every_corpus_has_its_task_or_group(plan, manager):
     assert set(plan) == set(TOP)
-    for corpus in harness.corpora():
+    for corpus in planning.corpora():
         assert f"qahub_{corpus}" in manager.all_tasks + manager.all_groups
 
 

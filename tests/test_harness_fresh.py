@@ -14,7 +14,7 @@ from lm_eval import simple_evaluate  # noqa: E402
 from lm_eval.api.model import LM  # noqa: E402
 from lm_eval.tasks import TaskManager  # noqa: E402
 
-from qahub import cli, harness, registry  # noqa: E402
+from qahub import cli, harness, planning, registry  # noqa: E402
 from qahub.export import export  # noqa: E402
 
 DEV = "corpus_ver1.2/dev_ver1.2.json"
@@ -98,8 +98,8 @@ def assert_no_self_demonstration(manager, tasks, limit=6):
 def test_every_task_sets_its_fewshot_split_and_never_shows_the_document_itself(sample_exports, tmp_path):
     manager, plan = write_tasks(tmp_path / "tasks", sample_exports)
     for name, entry in plan.items():
-        spec = harness.task_api(entry["corpus"]).TASKS[name]
-        own = spec.fewshot_split in harness._splits(entry["location"], entry["config"])
+        spec = planning.task_api(entry["corpus"]).TASKS[name]
+        own = spec.fewshot_split in planning.splits(entry["location"], entry["config"])
         assert entry["fewshot_split"] == (spec.fewshot_split if own else entry["split"]), name
     assert plan["qahub_jeopardy"]["fewshot_split"] == plan["qahub_jeopardy"]["split"] == "train"  # extended
     assert_no_self_demonstration(manager, sorted(plan))

@@ -19,7 +19,7 @@ from inspect_ai.model import get_model  # noqa: E402
 from test_harness import GARBAGE, TOP, Oracle, _evaluate  # noqa: E402  (lm-eval's run, the same tables)
 from test_limur_judge import MERA_REPLIES  # noqa: E402
 
-from qahub import harness, inspect_tasks, registry  # noqa: E402
+from qahub import harness, inspect_tasks, planning, registry  # noqa: E402
 from qahub.tasks import document_id  # noqa: E402
 
 TESTS = Path(__file__).parent
@@ -76,7 +76,7 @@ def test_oracle_gets_the_top_of_every_gold_metric_with_ids_and_categories(locati
     logs = run(tasks, targets.__getitem__, tmp_path)
     for short, log in zip(sorted(inspect_tasks.TASKS), logs, strict=True):
         corpus, name = inspect_tasks.task_names()[short]
-        spec = harness.task_api(corpus).TASKS[name]
+        spec = planning.task_api(corpus).TASKS[name]
         scores = aggregates(log)
         assert set(scores) == set(spec.metrics), short
         assert all(math.isfinite(v) for v in scores.values()), (short, scores)
@@ -101,10 +101,10 @@ def test_oracle_gets_the_top_of_every_gold_metric_with_ids_and_categories(locati
 
 def _documents(locations, short, entry=None):
     corpus, name = inspect_tasks.task_names()[short]
-    entry = entry or harness.plan_tasks(corpus, locations[corpus])[name]
-    functions = harness.task_functions(corpus, name, entry["location"], config=entry["config"],
+    entry = entry or planning.plan_tasks(corpus, locations[corpus])[name]
+    functions = planning.task_functions(corpus, name, entry["location"], config=entry["config"],
                                        splits=(entry["split"],))
-    return inspect_tasks.task_docs(harness.task_api(corpus).TASKS[name], functions, functions.dataset()[entry["split"]])
+    return planning.task_docs(planning.task_api(corpus).TASKS[name], functions, functions.dataset()[entry["split"]])
 
 
 def test_hostile_replies_finish_with_finite_aggregates(locations, tmp_path):
@@ -151,7 +151,7 @@ def test_the_same_replies_score_the_same_in_lm_eval_inspect_and_the_evaluate_met
     result = _evaluate(Scripted(manager), manager, sorted(TOP), num_fewshot=2, log_samples=True)
     for short in sorted(inspect_tasks.TASKS):
         corpus, name = inspect_tasks.task_names()[short]
-        metrics = harness.task_api(corpus).TASKS[name].metrics
+        metrics = planning.task_api(corpus).TASKS[name].metrics
         lm_eval_values = {s["arguments"][0][0]: _normal({m: s[m] for m in metrics}) for s in result["samples"][name]}
         assert lm_eval_values == inspect_values[short], short
 
@@ -168,7 +168,7 @@ def test_the_same_replies_score_the_same_in_lm_eval_inspect_and_the_evaluate_met
 def test_fewshot_demonstrations_come_from_the_fewshot_split_never_the_document(locations):
     for short in sorted(inspect_tasks.TASKS):
         corpus, name = inspect_tasks.task_names()[short]
-        spec = harness.task_api(corpus).TASKS[name]
+        spec = planning.task_api(corpus).TASKS[name]
         for sample, doc in zip(build(short, locations, fewshot=2).dataset, _documents(locations, short), strict=True):
             own = spec.prompt(doc) + spec.target_delimiter + spec.target(doc)
             assert sample.input.endswith(spec.prompt(doc)) and sample.input != spec.prompt(doc), short
@@ -180,18 +180,18 @@ def test_task_parameters_choose_config_and_split_and_refuse_what_the_export_lack
     assert task.metadata["qahub"]["config"] == "rwsd" and task.metadata["qahub"]["split"] == "validation"
     assert task.metadata["qahub"]["fewshot_split"] == "shots"
     assert {s.metadata["task_type"] for s in task.dataset} == {"rwsd"}
-    with pytest.raises(harness.HarnessError, match="has no split 'nosuch'"):
+    with pytest.raises(planning.HarnessError, match="has no split 'nosuch'"):
         build("limur", locations, split="nosuch")
-    with pytest.raises(harness.HarnessError, match="has no config 'nosuch'"):
+    with pytest.raises(planning.HarnessError, match="has no config 'nosuch'"):
         build("limur", locations, config="nosuch")
-    with pytest.raises(harness.HarnessError, match="neither a folder nor a Hub dataset id"):
+    with pytest.raises(planning.HarnessError, match="neither a folder nor a Hub dataset id"):
         inspect_tasks.TASKS["limur"](dataset="/definitely/not/here")
 
 
 def test_generation_settings_are_the_lm_eval_tasks(locations):
     for short in sorted(inspect_tasks.TASKS):
         corpus, name = inspect_tasks.task_names()[short]
-        spec = harness.task_api(corpus).TASKS[name]
+        spec = planning.task_api(corpus).TASKS[name]
         config = build(short, locations).config
         assert (config.stop_seqs, config.max_tokens, config.temperature) == \
             (list(spec.until), spec.max_gen_toks, 0.0), short
@@ -209,7 +209,7 @@ def test_limur_judge_is_the_grader_role_with_meras_prompt_and_reading(locations,
     """Each reply has two candidates (the whole reply and the text after «Ответ:»); the grader answers each in
     prose from MERA_REPLIES; judge_score is the better of MERA's two grades."""
     task = build("limur", locations)
-    docs = {document_id(harness.task_api("limur").TASKS["qahub_limur"], d, i): d
+    docs = {document_id(planning.task_api("limur").TASKS["qahub_limur"], d, i): d
             for i, d in enumerate(_documents(locations, "limur"))}
     replies = {s.input: f"Рассуждение {i}. Ответ: {s.target}" for i, s in enumerate(task.dataset)}
     prose = {}  # the judge's reply to each candidate, by the text that identifies it in the prompt
@@ -231,7 +231,7 @@ def test_limur_judge_is_the_grader_role_with_meras_prompt_and_reading(locations,
             if f"Рассуждение {i}. Ответ:" in prompt:
                 return prose[f"Рассуждение {i}. Ответ:"]
         # the tail candidate: the gold letter alone; which document it is, the prompt's task text says
-        i = next(i for i, key in enumerate(order) if harness.task_api("limur").prompt(docs[key]) in prompt)
+        i = next(i for i, key in enumerate(order) if planning.task_api("limur").prompt(docs[key]) in prompt)
         return prose[None, i]
 
     grader = get_model("qahub_script/grader", reply=grade, memoize=False)
@@ -311,7 +311,7 @@ def _on_fewshot_split(locations):
     as on the real Topical-Chat, which has no train split)."""
     plan = {}
     for corpus, location in locations.items():
-        for name, entry in harness.plan_tasks(corpus, location).items():
+        for name, entry in planning.plan_tasks(corpus, location).items():
             plan[name] = {**entry, "split": entry["fewshot_split"]}
     return plan
 
@@ -353,7 +353,7 @@ def test_fewshot_never_from_the_documents_own_conversation_in_lm_eval_and_inspec
     _evaluate(Recorder(manager), manager, sorted(plan), num_fewshot=2)
     for name, entry in sorted(plan.items()):
         corpus = entry["corpus"]
-        spec = harness.task_api(corpus).TASKS[name]
+        spec = planning.task_api(corpus).TASKS[name]
         short = name.removeprefix("qahub_")
         task = build(short, locations, config=entry["config"], split=entry["split"], fewshot=2)
         docs = _documents(locations, short, entry)
@@ -365,7 +365,7 @@ def test_fewshot_never_from_the_documents_own_conversation_in_lm_eval_and_inspec
 
 def test_fewshot_more_demonstrations_than_outside_the_conversation_is_refused(locations):
     # train of the sample: 3 conversations of 3, 2 and 2 turn docs; 5 demonstrations leave a 3-turn one short
-    with pytest.raises(harness.HarnessError, match=r"fewshot=5: document 0: the few-shot split has only 4 "
+    with pytest.raises(planning.HarnessError, match=r"fewshot=5: document 0: the few-shot split has only 4 "
                                                    r"document\(s\) besides the document's cluster 't_"):
         build("topical_chat_freq", locations, split="train", fewshot=5)
 
@@ -499,3 +499,27 @@ def test_a_normal_inspect_run_logs_no_warning(locations, tmp_path):
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-3000:]
     assert "WARNING" not in output and "empty sample set" not in output, output[-3000:]
+
+
+def test_the_oracle_model_smoke_tests_a_task_offline(locations, tmp_path):
+    """README's smoke test: ``inspect eval qahub/jemhopqa --model qahub/oracle -T dataset=...`` by inspect's own
+    ``inspect`` command, offline, with nothing of the tests on the path: the model qahub registers replies each
+    sample's target, so each metric with an ``oracle`` value reads it."""
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"} | {"HF_HUB_OFFLINE": "1"}
+    done = subprocess.run([str(Path(sys.executable).with_name("inspect")), "eval", "qahub/jemhopqa", "--model",
+                           "qahub/oracle", "-T", f"dataset={locations['jemhopqa']}", "--limit", "1", "--log-dir",
+                           str(tmp_path / "logs"), "--log-format", "json", "--display", "none"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (path,) = (tmp_path / "logs").glob("*.json")
+    log = json.loads(path.read_text(encoding="utf-8"))
+    assert log["status"] == "success" and log["eval"]["model"] == "qahub/oracle" and len(log["samples"]) == 1
+    (sample,) = log["samples"]
+    assert sample["output"]["completion"] == sample["target"] != ""
+    values = {s["name"]: next(iter(s["metrics"].values()))["value"] for s in log["results"]["scores"]}
+    assert values == {**values, **TOP["qahub_jemhopqa"]}
+
+
+def test_an_unknown_qahub_model_is_one_line():
+    with pytest.raises(ValueError, match="qahub/nosuch: no such model; qahub/oracle replies each"):
+        get_model("qahub/nosuch", memoize=False)

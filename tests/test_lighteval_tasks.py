@@ -21,7 +21,7 @@ from test_harness import GARBAGE, TOP, Oracle, _evaluate, _scores  # noqa: E402 
 from test_harness_hf_model import _command, _readme_block, tiny_model  # noqa: E402, F401  (the fixture is used)
 from test_limur_judge import MERA_REPLIES, _mera_env, prose_judge  # noqa: E402, F401  (the fixture is used)
 
-from qahub import harness, lighteval_tasks, registry  # noqa: E402
+from qahub import harness, lighteval_tasks, planning, registry  # noqa: E402
 from qahub.report import ReportError, write_report  # noqa: E402
 
 FEWSHOT = 2
@@ -77,8 +77,8 @@ def _normal(values: dict) -> dict:
 
 
 def test_one_lighteval_task_per_lm_eval_task(data):
-    assert [config.name for config in lighteval_tasks.tasks_table(data)] == list(harness.all_tasks())
-    assert set(harness.all_tasks()) == set(TOP)
+    assert [config.name for config in lighteval_tasks.tasks_table(data)] == list(planning.all_tasks())
+    assert set(planning.all_tasks()) == set(TOP)
 
 
 def test_the_same_replies_score_the_same_in_lm_eval_and_lighteval(data, sample_exports, monkeypatch, tmp_path):
@@ -147,7 +147,7 @@ def _lm_eval_values(locations, names, script, tmp_path, judge=False, save=False)
                        evaluation_tracker=tracker)
     values = {}
     for name in names:
-        metrics = harness.task_metrics(harness.all_tasks()[name], judge)
+        metrics = planning.task_metrics(planning.all_tasks()[name], judge)
         values[name] = {s["arguments"][0][0]: _normal({m: s[m] for m in metrics}) for s in result["samples"][name]}
         values[name, "keys"] = {s["arguments"][0][0]: (s["doc_id"], s["doc_hash"]) for s in result["samples"][name]}
     if save:  # as lm_eval/_cli/run.py saves a run (which rewrites the samples' arguments)
@@ -192,7 +192,7 @@ def test_a_bad_task_name_or_a_damaged_export_is_one_line(data, sample_exports, m
     shutil.copytree(sample_exports["limur"], damaged)
     for shard in (damaged / "all").glob("*.parquet"):
         shard.write_bytes(shard.read_bytes()[:100])
-    with pytest.raises(harness.HarnessError, match=str(damaged)) as err:
+    with pytest.raises(planning.HarnessError, match=str(damaged)) as err:
         run(["qahub_limur"], Scripted({}, tmp_path), f"limur={damaged}", monkeypatch, tmp_path)
     assert "\n" not in str(err.value)
 
@@ -205,7 +205,7 @@ def test_a_bad_task_name_or_a_damaged_export_is_one_line(data, sample_exports, m
 
     for value, message in (("", "QAHUB_LIGHTEVAL_DATA is not set"), ("limur", "'limur' is not CORPUS=LOCATION"),
                            ("nosuch=/x", "unknown corpus 'nosuch'")):
-        with pytest.raises(harness.HarnessError, match=message) as err:
+        with pytest.raises(planning.HarnessError, match=message) as err:
             lighteval_tasks.tasks_table(value)
         assert "\n" not in str(err.value)
 
@@ -230,12 +230,12 @@ def test_the_readme_block_runs_lightevals_command_line_on_a_tiny_local_model(tin
         assert done.returncode == 0, (line, done.stderr[-3000:])
     [results] = list((tmp_path / "results" / "results").rglob("results_*.json"))
     scores = json.loads(results.read_text(encoding="utf-8"))["results"]["qahub_jeopardy|1"]
-    metrics = harness.all_tasks()["qahub_jeopardy"].metrics
+    metrics = planning.all_tasks()["qahub_jeopardy"].metrics
     assert set(metrics) <= set(scores) and all(math.isfinite(scores[m]) for m in metrics), scores
     [details] = list((tmp_path / "results" / "details").rglob("details_qahub_jeopardy|1_*.parquet"))
     rows = pandas.read_parquet(details)
     assert len(rows) == 2 and all(set(metrics) == set(row) for row in rows["metric"])
-    spec = harness.all_tasks()["qahub_jeopardy"]
+    spec = planning.all_tasks()["qahub_jeopardy"]
     for doc in rows["doc"]:  # the document's id, and the document it was scored against
         assert doc["specific"]["qahub_id"] == spec.doc_id(doc["specific"]["qahub_doc"])
         assert doc["query"].endswith(spec.prompt(doc["specific"]["qahub_doc"]))

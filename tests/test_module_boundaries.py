@@ -116,3 +116,145 @@ def test_the_readers_need_neither_qahub_nor_datasets_to_import():
     top = {alias.name for node in tree.body if isinstance(node, ast.Import) for alias in node.names}
     top |= {node.module for node in tree.body if isinstance(node, ast.ImportFrom)}
     assert not {name for name in top if name.split(".")[0] in ("qahub", "datasets")}
+
+
+# --- no import circle among qahub's modules, no private name used across them (issue 36, item 10)
+
+PACKAGE_FILES = [path for path in FILES if package_of(path)]  # the installed package: src/qahub, loaders, metrics
+
+
+def module_name(path: Path) -> str:
+    package = package_of(path)
+    return package if path.stem == "__init__" else f"{package}.{path.stem}"
+
+
+MODULES = {module_name(path): path for path in PACKAGE_FILES}
+
+
+def known(name: str) -> str | None:
+    """The qahub module ``name`` is, or is inside (``qahub.harness.task_api`` -> ``qahub.harness``); else None."""
+    parts = name.split(".")
+    return next((".".join(parts[:n]) for n in range(len(parts), 0, -1) if ".".join(parts[:n]) in MODULES), None)
+
+
+def qahub_imports(path: Path) -> set[str]:
+    """The qahub modules ``path`` imports, at module level or inside a function: ``from a import b`` is the module
+    ``a.b`` when ``b`` is one, else ``a``; a module's own package, imported with it, is not counted."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found.update(known(alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            module = resolved(path, node)
+            found.update(known(f"{module}.{alias.name}") for alias in node.names)
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) == "import_module":
+            found.add(known(literal_start(node.args[0])) if node.args else None)
+    own = module_name(path)
+    return {name for name in found if name and name != own and not own.startswith(name + ".")}
+
+
+def circles(graph: dict) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm), each sorted."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(node):
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for other in graph.get(node, ()):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while not component or component[-1] != node:
+                component.append(stack.pop())
+                on_stack.discard(component[-1])
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)
+
+
+# ALLOW-LIST, to delete at the merge: the report's own circle (runs imports inspect_logs and lighteval_runs, which
+# import runs) is helper inputs's to break (issue 36 item 10); once its branch is in, this list must be empty.
+KNOWN_CIRCLES = [["qahub.report.inspect_logs", "qahub.report.lighteval_runs", "qahub.report.runs"]]
+
+
+def test_the_import_scan_finds_a_circle():
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert circles({"a": {"b"}, "b": set()}) == []
+    assert "qahub.tasks" in qahub_imports(SRC / "registry.py")  # from qahub import tasks
+    assert "qahub" not in qahub_imports(SRC / "registry.py")  # ... which is not the package qahub's __init__
+    assert "qahub.metrics._shared.task_spec" in qahub_imports(SRC / "tasks.py")
+    assert "qahub.report.inspect_logs" in qahub_imports(SRC / "report" / "runs.py")  # from . import inspect_logs
+
+
+def test_no_import_circle_among_qahub_modules():
+    """``console`` and ``publish`` once imported each other (for ``scrub``), ``exports`` and ``harness`` (for
+    ``task_api``): a module imports only what sits below it, at module level or inside a function."""
+    graph = {name: qahub_imports(path) for name, path in MODULES.items()}
+    found = [circle for circle in circles(graph) if circle not in KNOWN_CIRCLES]
+    assert found == [], "import circles: " + "; ".join(" <-> ".join(circle) for circle in found)
+
+
+def is_private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+BENCHMARKS = ROOT / "benchmarks"
+
+
+def module_of(path: Path, node: ast.ImportFrom) -> str:
+    """The module an ``ImportFrom`` reads: resolved in the package, or a benchmark script's sibling by name."""
+    return resolved(path, node) if package_of(path) or node.level else node.module
+
+
+def private_uses(path: Path) -> list[str]:
+    """``from M import _name`` and ``M._name`` in ``path``, ``M`` another module of qahub or of the benchmarks
+    (a private *module*, ``_sources``, ``_rows``, ``_shared``, ``_common``, is fine: it is a name of its package)."""
+    siblings = {p.stem for p in BENCHMARKS.glob("*.py")}
+    ours = set(MODULES) | siblings
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    bound, uses = {}, []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            bound.update({alias.asname or alias.name: alias.name for alias in node.names if alias.name in ours})
+        elif isinstance(node, ast.ImportFrom) and (module := module_of(path, node)):
+            for alias in node.names:
+                if f"{module}.{alias.name}" in ours:
+                    bound[alias.asname or alias.name] = f"{module}.{alias.name}"
+                elif is_private(alias.name) and (module in ours or known(module)) and module != module_name(path):
+                    uses.append(f"from {module} import {alias.name}")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and is_private(node.attr) and isinstance(node.value, ast.Name) \
+                and node.value.id in bound:
+            uses.append(f"{bound[node.value.id]}.{node.attr}")
+    return uses
+
+
+# ALLOW-LIST, to delete at the merge: report/stats.py's _tokenizer_13a is helper stats's to rename, and
+# bench_cli's _wall helper bench's branch removes (issue 36 items 10 and 11).
+KNOWN_PRIVATE = {"src/qahub/report/stats.py": ["from qahub.metrics.topical_chat.responses import _tokenizer_13a"],
+                 "benchmarks/bench_evaluate_cli.py": ["from bench_cli import _wall"]}
+
+
+def test_the_private_name_scan_finds_each_kind_of_use(tmp_path):
+    folder = SRC / "evaluate_cli"
+    assert private_uses(folder / "adapter.py") == []
+    sample = tmp_path / "bench_x.py"
+    sample.write_text("import bench_cli\nfrom bench_limur import _x\nfrom _common import row\nbench_cli._y()\n",
+                      encoding="utf-8")
+    assert private_uses(sample) == ["from bench_limur import _x", "bench_cli._y"]
+
+
+def test_no_private_name_is_used_across_modules():
+    """``harness._configs``/``_splits`` in inspect_tasks, ``loaders.jemhopqa._FILES`` in a benchmark, a metric's
+    ``direct_score._score`` in its module, ...: what another module needs is public."""
+    found = {str(path.relative_to(ROOT)): uses for path in FILES if (uses := private_uses(path))}
+    assert {file: uses for file, uses in found.items() if KNOWN_PRIVATE.get(file) != uses} == {}

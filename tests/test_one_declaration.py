@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from qahub import evaluate_cli, harness, lighteval_tasks, loaders, metrics, registry, tasks
+from qahub import evaluate_cli, lighteval_tasks, loaders, metrics, planning, registry, tasks
 from qahub.report import runs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -133,8 +133,8 @@ def test_a_sixth_corpus_in_its_own_files_is_found_everywhere(quiz):
 
     assert "quiz" in registry.corpus_names() and "quiz" in registry.metric_names()
     assert registry.catalog()["quiz"] == {"default": "plain", "configs": {"plain": ["test"]}}
-    assert "quiz" in harness.corpora()
-    assert harness.all_tasks()["qahub_quiz"].oracle == {"exact_match": 1.0, "unparseable": 0.0}
+    assert "quiz" in planning.corpora()
+    assert planning.all_tasks()["qahub_quiz"].oracle == {"exact_match": 1.0, "unparseable": 0.0}
     assert "qahub_quiz" in runs.qahub_tasks()
     assert set(lighteval_tasks.declaration("quiz", "qahub_quiz")["metrics"]) == {"exact_match", "unparseable"}
     assert "quiz" in evaluate_cli.scoring_names()
@@ -144,9 +144,9 @@ def test_a_sixth_corpus_in_its_own_files_is_found_everywhere(quiz):
     assert (quiz / "big" / "quiz.txt").stat().st_size >= 0.01e6
 
 
-@pytest.mark.parametrize("task", sorted(harness.all_tasks()))
+@pytest.mark.parametrize("task", sorted(planning.all_tasks()))
 def test_each_task_declares_its_oracle_scores_and_its_binary_metrics_among_its_metrics(task):
-    spec = harness.all_tasks()[task]
+    spec = planning.all_tasks()[task]
     assert spec.oracle and set(spec.oracle) <= set(spec.metrics), task
     assert set(spec.binary) <= set(spec.metrics), task
     for metric, value in spec.oracle.items():  # the oracle sits at the top, or at 0 for what is lower-better
@@ -213,14 +213,14 @@ def test_a_copied_corpus_never_takes_over_the_task_it_did_not_rename(copied, sam
     assert f"the {copied} tasks are refused" in lines[0]
     # one owner everywhere: the registry, inspect's entry point, the report, lm-eval's and lighteval's writers
     assert tasks.declared_tasks()["qahub_jemhopqa"] == tasks.task_corpora()["qahub_jemhopqa"] == "jemhopqa"
-    assert copied not in tasks.declared_tasks().values() and copied not in harness.corpora()
-    assert harness.all_tasks()["qahub_jemhopqa"].score.__module__ == "qahub.metrics.jemhopqa.task_api"
+    assert copied not in tasks.declared_tasks().values() and copied not in tasks.corpora()
+    assert tasks.all_tasks()["qahub_jemhopqa"].score.__module__ == "qahub.metrics.jemhopqa.task_api"
     assert runs.qahub_tasks()["qahub_jemhopqa"].score.__module__ == "qahub.metrics.jemhopqa.task_api"
     assert inspect_tasks.task_names()["jemhopqa"] == ("jemhopqa", "qahub_jemhopqa")
     location = str(sample_exports["jemhopqa"])
-    assert set(harness.plan_tasks("jemhopqa", location)) == set(harness.task_api("jemhopqa").TASKS)
-    with pytest.raises(harness.HarnessError, match="both declare the task qahub_jemhopqa: corpus jemhopqa keeps it"):
-        harness.plan_tasks(copied, location)
+    assert set(planning.plan_tasks("jemhopqa", location)) == set(planning.task_api("jemhopqa").TASKS)
+    with pytest.raises(planning.HarnessError, match="both declare the task qahub_jemhopqa: corpus jemhopqa keeps it"):
+        planning.plan_tasks(copied, location)
     with pytest.raises(lighteval_tasks.LightevalTaskError, match=f"the {copied} tasks are refused"):
         lighteval_tasks.locations(f"jemhopqa={location},{copied}={location}")
     assert cli.main(["--quiet", "harness-tasks", "--out", str(tmp_path / "tasks"),

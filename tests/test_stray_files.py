@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from test_one_declaration import LOADER, TASK_API
 
-from qahub import cli, evaluate_cli, harness, inspect_tasks, loaders, metrics, registry, tasks
+from qahub import cli, evaluate_cli, inspect_tasks, loaders, metrics, planning, registry, tasks
 from qahub.report import runs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,8 +46,8 @@ def test_a_backup_copy_of_a_loader_is_not_a_corpus_and_list_says_so_once(extra, 
     assert corpora == sorted(FIVE)
     assert out.count(str(stray)) == 1
     assert f"{stray}: not registered: no metric's task_api.py declares CORPUS = 'jeopardy_old'" in out
-    assert sorted(inspect_tasks.task_names()) == sorted(t.removeprefix("qahub_") for t in harness.all_tasks())
-    assert set(harness.corpora()) == set(FIVE)
+    assert sorted(inspect_tasks.task_names()) == sorted(t.removeprefix("qahub_") for t in planning.all_tasks())
+    assert set(planning.corpora()) == set(FIVE)
 
 
 def test_a_new_loader_before_its_metric_exists_is_not_registered(extra, capsys):
@@ -71,7 +71,7 @@ def test_a_metric_whose_corpus_has_no_loader_is_not_registered(extra, capsys):
     (extra / "metrics" / "quiz").mkdir()
     (extra / "metrics" / "quiz" / "quiz.py").write_text("", encoding="utf-8")
     (extra / "metrics" / "quiz" / "task_api.py").write_text(TASK_API, encoding="utf-8")
-    assert "quiz" not in registry.metric_names() and "qahub_quiz" not in harness.all_tasks()
+    assert "quiz" not in registry.metric_names() and "qahub_quiz" not in planning.all_tasks()
     _, out = _listed(capsys)
     assert (f"{extra / 'metrics' / 'quiz' / 'task_api.py'}: not registered: it declares CORPUS = 'quiz', and "
             "loaders/ has no quiz.py with a dataset builder class") in out
@@ -131,12 +131,12 @@ def test_a_broken_task_api_leaves_out_its_corpus_with_one_warning(broken_limur, 
     assert sorted({spec_corpus for spec_corpus in tasks.task_corpora().values()}) == others
     assert sorted(found) == sorted(name for c in others for name in tasks.task_api(c).TASKS)
     assert sorted(inspect_tasks.task_names()) == sorted(name.removeprefix("qahub_") for name in found)
-    harness.all_tasks()
+    planning.all_tasks()
     (warning,) = _left_out_warnings(caplog, broken_limur)
     assert warning == (f"{broken_limur}: does not import: SyntaxError: invalid syntax (task_api.py, line "
                        f"{len(broken_limur.read_text(encoding='utf-8').splitlines())}); the limur tasks are left out")
-    with pytest.raises(harness.HarnessError, match=f"^{broken_limur}: does not import: SyntaxError"):
-        harness.task_api("limur")
+    with pytest.raises(planning.HarnessError, match=f"^{broken_limur}: does not import: SyntaxError"):
+        planning.task_api("limur")
 
 
 def test_a_task_api_that_parses_but_does_not_import_is_said_when_its_inspect_task_is_built(tmp_path, monkeypatch):

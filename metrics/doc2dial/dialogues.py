@@ -5,6 +5,8 @@ An agent turn's id is ``{dial_id}_{turn_id - 1}`` (the DialDoc21 convention: the
 whatever that turn's role).
 """
 
+from .checks import record_id
+
 
 def is_dialogue(record):
     """A ``dialogue_domain`` row (turns, or a dial_id without an id), not a per-turn ``{id, utterance}`` record."""
@@ -40,11 +42,7 @@ def _reference_id(dialogue, turn):
 
 
 def _checked_turns(dialogue, where):
-    if not isinstance(dialogue, dict):
-        raise ValueError(f"{where}: expected a dialogue_domain row (a dict), got {type(dialogue).__name__}")
-    dial_id = dialogue.get("dial_id")
-    if not isinstance(dial_id, str):
-        raise ValueError(f"{where}: 'dial_id' must be a string, got {dial_id!r}")
+    dial_id = record_id(dialogue, "dial_id", where, "a dialogue_domain row (a dict)")
     where = f"{where} (dialogue {dial_id!r})"
     turns = dialogue.get("turns")
     if not isinstance(turns, list):

@@ -9,9 +9,9 @@ from .scores import RESULTS
 def score(task, predictions, references, ignore_missing=False, **options) -> dict:
     """``compute``'s result of ``predictions`` and ``references`` given to it alone (checked here)."""
     check_options(task, options)
-    return _result(task, *checked_inputs(task, predictions, references, ignore_missing), options)
+    return score_checked(task, *checked_inputs(task, predictions, references, ignore_missing), options)
 
 
-def _result(task, predictions, references, missing_ignored, options):
+def score_checked(task, predictions, references, missing_ignored, options):
     result = RESULTS[task](predictions, references, **options)
     return result if missing_ignored is None else {**result, "missing_ignored": missing_ignored}

@@ -4,9 +4,10 @@ import datasets
 import evaluate
 
 from .bleu_scoring import corpus_sacrebleu
+from .checks import is_text
 from .dialogues import agent_turns
 from .direct_metric import DirectMetric
-from .direct_score import _result, score
+from .direct_score import score, score_checked
 from .inputs import check_options, clean_predictions, clean_references, joined
 from .replies import span_reply
 from .scores import RESULTS
@@ -15,7 +16,7 @@ from .task_api import TASKS
 from .task_spec import TaskSpec
 
 # evaluate copies only the helper modules this file imports: the scorers' and task_api's own helpers too
-_HELPERS = (TASKS, TaskSpec, agent_turns, corpus_sacrebleu, span_reply, squad_v2_scores, RESULTS)
+_HELPERS = (TASKS, TaskSpec, agent_turns, is_text, corpus_sacrebleu, span_reply, squad_v2_scores, RESULTS)
 
 _CITATION = """\
 @inproceedings{feng-etal-2020-doc2dial,
@@ -213,4 +214,4 @@ class Doc2dial(DirectMetric):
         return super().add(prediction=prediction, reference=reference, **kwargs)
 
     def _compute(self, predictions, references, ignore_missing=False, **options):
-        return _result(self._task, predictions, *joined(predictions, references, ignore_missing), options)
+        return score_checked(self._task, predictions, *joined(predictions, references, ignore_missing), options)

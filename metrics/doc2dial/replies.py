@@ -1,16 +1,14 @@
 """Reading a model's reply: never raises. What cannot be read as text is ``unparseable`` and scored as empty."""
 
-import re
-
+from .checks import is_text
 from .squad_v2_scoring import normalize_answer
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
 NO_ANSWER = "NO ANSWER"  # the reply the grounding prompt asks for when the document has no span
 
 
 def read_reply(reply):
     """``(text, unparseable)``: a string without lone surrogates as it is, anything else ``("", True)``."""
-    if not isinstance(reply, str) or _SURROGATE.search(reply):
+    if not is_text(reply):
         return "", True
     return reply, False
 

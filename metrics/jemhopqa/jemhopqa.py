@@ -6,6 +6,7 @@ import evaluate
 
 # evaluate copies only the helpers imported here: so also replies (used by records) and task_api (harness tasks)
 # with its task_spec
+from .checks import is_text
 from .direct_metric import JSON_TEXT, DirectMetric
 from .direct_score import score, score_checked
 from .llm_jp_eval import aggregate
@@ -16,7 +17,8 @@ from .task_api import TASKS
 from .task_spec import TaskSpec
 from .tokens import get_tokenizer
 
-__all__ = ["Jemhopqa", "JemhopqaInputError", "Similarity", "TASKS", "TaskSpec", "aggregate", "get_tokenizer", "parse_reply", "score"]
+__all__ = ["Jemhopqa", "JemhopqaInputError", "Similarity", "TASKS", "TaskSpec", "aggregate", "get_tokenizer", "is_text",
+           "parse_reply", "score"]
 
 _CITATION = """\
 @inproceedings{ishii-etal-2024-jemhopqa-dataset,

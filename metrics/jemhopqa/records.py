@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from .checks import record_id
 from .replies import parse_reply
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -121,9 +122,7 @@ def check_prediction(record, index: int) -> dict:
     ``{"reply": text}`` for a reply (``text`` None when the reply is not a string)."""
     if not isinstance(record, dict):
         return {"reply": record if isinstance(record, str) else None}
-    qid = record.get("qid")
-    if not isinstance(qid, str):
-        raise JemhopqaInputError(f"prediction {index}: 'qid' must be a string, got {qid!r}")
+    qid = record_id(record, "qid", f"prediction {index}", error=JemhopqaInputError)
     check_text(qid, f"prediction {index}", "qid")
     out = {"qid": qid}
     if "answer" in record:
@@ -137,11 +136,7 @@ def check_prediction(record, index: int) -> dict:
 
 
 def check_reference(record, index: int) -> dict:
-    if not isinstance(record, dict):
-        raise JemhopqaInputError(f"reference {index}: expected a dataset row, got {type(record).__name__}")
-    qid = record.get("qid")
-    if not isinstance(qid, str):
-        raise JemhopqaInputError(f"reference {index}: 'qid' must be a string, got {qid!r}")
+    qid = record_id(record, "qid", f"reference {index}", "a dataset row", JemhopqaInputError)
     check_text(qid, f"reference {index}", "qid")
     missing = [key for key in ("answer", "derivations") if key not in record]
     if missing:

@@ -10,11 +10,11 @@ def score_answers(predictions, references, question_numbers=None, confidences=No
                   order="official", threshold=THRESHOLD, value_multiplier=1, tokenizer="auto"):
     """The metric without `evaluate` around it (same arguments, result and errors as `compute`)."""
     check_options(order, threshold, tokenizer)
-    return _scored(*read_pairs(predictions, references), question_numbers, confidences, confidence_threshold,
+    return score_checked(*read_pairs(predictions, references), question_numbers, confidences, confidence_threshold,
                    order, threshold, value_multiplier, tokenizer)
 
 
-def _scored(replies, answers, row_numbers, question_numbers=None, confidences=None, confidence_threshold=None,
+def score_checked(replies, answers, row_numbers, question_numbers=None, confidences=None, confidence_threshold=None,
             order="official", threshold=THRESHOLD, value_multiplier=1, tokenizer="auto"):
     values, skip = values_and_skips(len(replies), row_numbers, question_numbers, confidences, confidence_threshold,
                                     value_multiplier)

@@ -3,8 +3,9 @@
 import evaluate
 
 # evaluate copies only the helpers this file imports: direct_score's are imported here as well
+from .checks import is_text
 from .direct_metric import JSON_TEXT, DirectMetric
-from .direct_score import _scored, score_answers
+from .direct_score import score_answers, score_checked
 from .examples import score_questions
 from .inputs import check_options, decode_pairs, encode_pairs, read_pairs
 from .replies import parse_reply
@@ -13,7 +14,7 @@ from .spacy_like import TOKENIZERS
 from .task_api import TASKS
 from .task_spec import TaskSpec
 
-__all__ = ["TASKS", "TaskSpec", "TOKENIZERS", "JeopardyMeteor", "parse_reply", "score_answers", "score_questions"]
+__all__ = ["TASKS", "TaskSpec", "TOKENIZERS", "JeopardyMeteor", "is_text", "parse_reply", "score_answers", "score_questions"]
 
 _CITATION = """\
 @inproceedings{mikhalkova-khlyupin-2022-russian,
@@ -128,4 +129,4 @@ class JeopardyMeteor(DirectMetric):
 
     def _compute(self, predictions, references, **options):
         """The stored replies and references, decoded; the options were checked by `compute`."""
-        return _scored(*decode_pairs(predictions, references), **options)
+        return score_checked(*decode_pairs(predictions, references), **options)

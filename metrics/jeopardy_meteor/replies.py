@@ -10,6 +10,8 @@ abstention.
 import re
 import unicodedata
 
+from .checks import is_text
+
 ANSWERED, ABSTAINED, UNPARSEABLE = "answer", "abstained", "unparseable"
 
 _MARKER = re.compile(r"ответ\s*:", re.IGNORECASE)
@@ -29,20 +31,12 @@ _LONGEST = 40  # no abstention phrase is longer, even with punctuation around it
 def parse_reply(reply):
     """``(answer, status)``: status is ``"answer"``, ``"abstained"`` (answer ``""``) or ``"unparseable"``
     (answer ``""``: not a string, or text with a lone surrogate)."""
-    if not isinstance(reply, str) or not _readable(reply):
+    if not is_text(reply):
         return "", UNPARSEABLE
     answer = clean(first_line(after_marker(reply)))
     if not answer or (len(answer) <= _LONGEST and _phrase(answer) in ABSTENTIONS):
         return "", ABSTAINED
     return answer, ANSWERED
-
-
-def _readable(text):
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def after_marker(text):

@@ -6,6 +6,7 @@ import evaluate
 
 # evaluate copies only the helpers this file imports: direct_score's are imported here as well
 from .answers import LETTERS
+from .checks import is_text
 from .direct_metric import DirectMetric
 from .direct_score import score, score_all
 from .gc_pause import gc_paused
@@ -121,4 +122,4 @@ class Limur(DirectMetric):
 # and the type its TASKS are
 _TASKS = TASKS, TaskSpec
 __all__ = ["ALL_CLOSED", "LETTERS", "JudgeConfigError", "Limur", "answer_candidates", "check_inputs", "gc_paused",
-           "score", "score_all"]
+           "is_text", "score", "score_all"]

@@ -9,6 +9,8 @@ model replies: never an error.
 import numbers
 import re
 
+from .checks import is_text
+
 LETTERS = "АБВГДЕЁЖЗ"
 TASK_TYPES = ("rwsd", "kusdra")
 CONTEXT_TYPES = ("текст", "диалог")
@@ -190,10 +192,7 @@ def check_reference(index, ref):
     if not isinstance(prompt, (str, Task)):
         _fail(where, f"prompt must be a string, got {type(prompt).__name__}")
     task = (prompt,) if isinstance(prompt, str) else prompt.pieces()
-    try:  # Arrow stores UTF-8, which cannot hold the lone surrogates a Python string may (encoding: the fastest test)
-        for text in (*task, answer, option_text):
-            text.encode("utf-8")
-    except UnicodeEncodeError:
+    if not is_text("".join((*task, answer, option_text))):  # one test of all: joined, lone surrogates stay lone
         texts = [("prompt", "".join(task)), ("gold answer", answer),
                  *((f"option {n}", o) for n, o in enumerate(options))]
         what, match = next((what, m) for what, text in texts if (m := _SURROGATE.search(text)))

@@ -10,9 +10,9 @@ def score(predictions, references, **options) -> dict:
     """``compute``'s result of ``predictions`` and ``references`` given to it alone (checked here)."""
     options = check_options(options)
     kind, preds, refs = encode(predictions, references)
-    return _score(kind, preds, refs, options)
+    return score_checked(kind, preds, refs, options)
 
 
-def _score(kind, preds, refs, options):
+def score_checked(kind, preds, refs, options):
     found, replies, reference_turns = examples(kind, preds, refs, options["knowledge"], options["reading_sets"])
     return summary(found, replies, reference_turns, options["per_example"])

@@ -3,6 +3,7 @@
 import math
 import re
 
+from .checks import is_text
 from .responses import corpus_bleu, distinct, mean, sentence_bleus, tokens, unigram_f1
 
 # a speaker label a model may repeat from the prompt's "agent_2:" line ("agent_2:", "Agent 2 :", "**agent_1:**")
@@ -17,11 +18,7 @@ def one_line(text):
 def read_reply(reply):
     """``(text, unparseable)``: the reply on one line without a leading speaker label. Never raises: None,
     a non-string or a string that is not valid Unicode (lone surrogates) gives ``("", True)``."""
-    if not isinstance(reply, str):
-        return "", True
-    try:
-        reply.encode("utf-8")
-    except UnicodeEncodeError:
+    if not is_text(reply):
         return "", True
     return _LABEL.sub("", one_line(reply), count=1), False
 

@@ -5,8 +5,9 @@ import json
 import evaluate
 
 # evaluate copies only the helpers this file imports: task_spec (the type of task_api.TASKS) too
+from .checks import is_text
 from .direct_metric import JSON_TEXT, DirectMetric
-from .direct_score import _score, score
+from .direct_score import score, score_checked
 from .inputs import check_options, encode, examples
 from .replies import summary
 from .responses import unigram_f1
@@ -100,7 +101,7 @@ Examples:
 """
 
 # evaluate copies only the helper modules this file imports: each is imported here, and these names exported
-__all__ = ["TASKS", "TaskSpec", "TopicalChat", "examples", "score", "summary", "turn_examples", "unigram_f1"]
+__all__ = ["TASKS", "TaskSpec", "TopicalChat", "examples", "is_text", "score", "summary", "turn_examples", "unigram_f1"]
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
@@ -136,4 +137,4 @@ class TopicalChat(DirectMetric):
             raise ValueError(f"topical_chat: references of different kinds in one evaluation: {sorted(kinds)}")
         preds = [p for batch in predictions for p in json.loads(batch)]
         refs = [r for batch in batches for r in batch["items"]]
-        return _score(kinds.pop(), preds, refs, options)
+        return score_checked(kinds.pop(), preds, refs, options)

@@ -5,6 +5,8 @@ reading-set row is one row of the ``reading_sets`` config. An example is one tur
 history: turns 1, 2, ... (turn 0 opens the conversation and is not an example).
 """
 
+from .checks import record_id
+
 AGENTS = ("agent_1", "agent_2")
 FACTUAL = ("FS1", "FS2", "FS3")
 ARTICLE = ("AS1", "AS2", "AS3", "AS4")
@@ -60,11 +62,7 @@ def agent_name(agent):
 
 def check_conversation(row, where="conversation row"):
     """Raise ValueError naming the record when ``row`` is not a conversation row."""
-    if not isinstance(row, dict):
-        raise ValueError(f"{where}: expected a conversation row (a dict), got {type(row).__name__}")
-    cid = row.get("conversation_id")
-    if not isinstance(cid, str):
-        raise ValueError(f"{where}: 'conversation_id' must be a string, got {cid!r}")
+    cid = record_id(row, "conversation_id", where, "a conversation row (a dict)")
     turns = row.get("turns")
     if not isinstance(turns, list):
         raise ValueError(f"{where} {cid!r}: 'turns' must be a list, got {type(turns).__name__}")

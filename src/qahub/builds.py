@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from qahub import registry
-from qahub.console import print_rows
+from qahub.console import print_rows, scrub
 from qahub.export import OutputExistsError, export, option_kinds, parse_options
 
 
@@ -143,8 +143,6 @@ def _size(n: int) -> str:
 
 
 def _one_line(err) -> str:
-    from qahub.publish import scrub
-
     return scrub(" ".join(str(err).split()))
 
 

@@ -12,6 +12,10 @@ import sys
 import threading
 import warnings
 
+# what scrub removes from a message: Hub tokens, and the password of a URL (https://user:secret@mirror)
+TOKEN_PATTERN = re.compile(r"hf_[A-Za-z0-9]{8,}")
+URL_CREDENTIALS = re.compile(r"(\b[a-z][a-z0-9+.-]*://)[^/@\s]+@", re.I)
+
 
 def say_error(args, message: str, unexpected: bool = False):
     """One line on stderr; with --debug the traceback before it, else (for an unexpected error) how to get it."""
@@ -84,13 +88,29 @@ def signals_interrupt():
 
 
 def explain(err: BaseException) -> str:
-    from qahub.publish import scrub
-
     top = (err.name or "").split(".")[0] if isinstance(err, ModuleNotFoundError) else ""
     extra = extra_of(top) if top else None
     if extra:
         return f"this needs the optional package {top!r}: pip install -e \".[{extra}]\" (in the qahub clone)"
     return scrub(str(err))
+
+
+def scrub(text: str, token=None) -> str:
+    """``text`` without Hub tokens (the one given, the one huggingface_hub would use, any hf_...) or URL passwords."""
+    for secret in (token, configured_token()):
+        if isinstance(secret, str) and len(secret) >= 8:
+            text = text.replace(secret, "***")
+    text = URL_CREDENTIALS.sub(r"\1***@", text)
+    return TOKEN_PATTERN.sub("hf_***", text)
+
+
+def configured_token():
+    try:
+        from huggingface_hub import get_token
+
+        return get_token()
+    except Exception:  # no token configured, or an unreadable token file: nothing to scrub
+        return None
 
 
 def extra_of(module: str) -> str | None:

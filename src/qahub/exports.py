@@ -221,10 +221,10 @@ def builder_features(corpus, config):
 def dataset_fields(corpus) -> frozenset:
     """The names of the fields of ``corpus``'s rows (every config of its builder) and of its harness tasks' docs
     (a task_api's ``DOC_COLUMNS``): what a file made from the dataset holds besides a model's output."""
-    from qahub import harness, registry
+    from qahub import registry, tasks
 
     names = {name for config in registry.config_names(corpus) for name in builder_features(corpus, config)}
-    return frozenset(names | set(getattr(harness.task_api(corpus), "DOC_COLUMNS", ())))
+    return frozenset(names | set(getattr(tasks.task_api(corpus), "DOC_COLUMNS", ())))
 
 
 def _feature_problem(expected, found, prefix="") -> str | None:

@@ -1,46 +1,28 @@
 """Task folders for lm-evaluation-harness: ``qahub harness-tasks`` writes them, ``lm_eval --include_path`` reads them.
 
-A task's prompt, gold target, per-example scores and aggregations are its metric's own: the ``TASKS`` table
-(``TaskSpec``s) of ``qahub.metrics.<metric>.task_api``, the code the ``evaluate`` metric scores with. This module only chooses the
-dataset config and splits a location has, writes one folder per task (``<task>.yaml`` + ``utils.py``), and binds
-those functions to the location in ``utils.py``, so that lm-eval scores each reply with qahub's code.
+A task's prompt, gold target, per-example scores and aggregations are its metric's own (``qahub.planning`` plans
+the task at a location and binds those functions to it, for every harness). This module writes one folder per
+task: ``<task>.yaml``, the lm-eval config dumped from a dict, and ``utils.py``, which binds the functions to the
+location, so that lm-eval scores each reply with qahub's code.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import logging
-import math
 import shutil
 import tempfile
-from collections import Counter
 from pathlib import Path
-from types import SimpleNamespace
+
+import yaml
 
 import qahub
-from qahub import tasks
 from qahub.files import Guard, listed, staged, swap_in
+from qahub.planning import Demonstrations, plan_tasks, task_api, task_metrics
 from qahub.tasks import TaskSpec
 
-logger = logging.getLogger(__name__)
 MARKER = "qahub_tasks.json"  # written in every generated folder: what it holds, and proof that qahub wrote it
 _DEFAULTS = {f.name: f.default for f in dataclasses.fields(TaskSpec)}  # lm-eval's own defaults, as TaskSpec's
-
-
-class HarnessError(ValueError):
-    pass
-
-
-def task_api(corpus: str):
-    """The ``task_api`` module of the metric that declares ``CORPUS = corpus`` (``qahub.tasks``)."""
-    try:
-        return tasks.task_api(corpus)
-    except tasks.TaskError as err:
-        raise HarnessError(str(err)) from None
-
-
-corpora, all_tasks = tasks.corpora, tasks.all_tasks  # what the harness has: every corpus whose tasks import
 
 
 def write_task_folder(out, locations: dict, judge: bool = False, overwrite: bool = False) -> dict:
@@ -147,87 +129,6 @@ def _swap_entries(staging: Path, out: Path, earlier: list[str]):
         shutil.rmtree(trash, ignore_errors=True)
 
 
-def plan_tasks(corpus: str, location) -> dict:
-    """``{task: entry}``: the config, evaluation split and few-shot split each task of ``corpus`` uses there."""
-    tasks = task_api(corpus).TASKS
-    location = resolve_location(location)
-    available = _configs(location)
-    plan = {}
-    for name, spec in tasks.items():
-        config = next((c for c in spec.configs if c in available), None)
-        if config is None:
-            raise HarnessError(f"{location}: has none of the configs task {name} runs on "
-                               f"({', '.join(spec.configs)}); it has {', '.join(available) or 'none'}")
-        present = _splits(location, config)
-        split = _eval_split(location, config, present, spec, name, corpus)
-        fewshot = fewshot_split(spec, present, split)
-        if fewshot != split:
-            _reference_rows(location, config, fewshot, corpus)  # a damaged few-shot shard stops here, not inside lm-eval
-        if spec.docs:  # the configs its docs join (e.g. Topical-Chat's reading_sets) are read now too
-            _reading(spec.docs, _reference_rows(location, config, split, corpus), location, load=_reference_rows)
-        plan[name] = {"corpus": corpus, "location": location, "config": config, "split": split,
-                      "fewshot_split": fewshot}
-    return plan
-
-
-def fewshot_split(spec: TaskSpec, present: list[str], split: str) -> str:
-    """The task's own few-shot split where the export has it, else the evaluated split itself: lm-eval 0.4 leaves
-    the document out of its own demonstrations only when ``fewshot_split`` equals ``test_split`` (without a
-    ``fewshot_split`` it samples the test docs with no exclusion)."""
-    return spec.fewshot_split if spec.fewshot_split in present else split
-
-
-def resolve_location(location) -> str:
-    """An existing folder as an absolute path; anything else must look like a Hub dataset id ``ORG/NAME``."""
-    path = Path(str(location)).expanduser()
-    if path.is_dir():
-        if not (path / "README.md").is_file():
-            raise HarnessError(f"{path}: not an exported corpus (no README.md); build one with `qahub build`")
-        return str(path.absolute())
-    if str(location).count("/") != 1 or str(location).startswith((".", "/")):
-        raise HarnessError(f"{location}: neither a folder nor a Hub dataset id ORG/NAME")
-    return str(location)
-
-
-def _configs(location: str) -> list[str]:
-    from qahub import exports
-
-    return _reading(exports.export_configs, location)
-
-
-def _splits(location: str, config: str) -> list[str]:
-    from qahub import exports
-
-    return _reading(exports.export_splits, location, config)
-
-
-def _reference_rows(location: str, config: str, split: str, corpus: str | None = None):
-    """The rows of one split as a ``datasets.Dataset``, read as ``qahub evaluate`` reads them (from a folder:
-    fresh from its shards, checked against its README, and against ``corpus``'s builder when given)."""
-    from qahub import exports
-
-    return _reading(exports.export_dataset, location, config, split, what="an exported corpus", corpus=corpus)
-
-
-def _reading(read, *args, **kwargs):
-    """``read(...)``, its one-line errors as HarnessErrors."""
-    try:
-        return read(*args, **kwargs)
-    except (ValueError, OSError) as err:
-        raise HarnessError(str(err)) from None
-
-
-def _eval_split(location: str, config: str, present: list[str], spec: TaskSpec, name: str, corpus: str) -> str:
-    """The first preferred split present whose rows have gold (``usable``), e.g. LIMUR's test only when open."""
-    candidates = [s for s in spec.splits if s in present]
-    for split in candidates:
-        rows = _reference_rows(location, config, split, corpus)  # read even when not needed: a damaged shard stops here
-        if spec.usable is None or any(spec.usable(row) for row in rows):
-            return split
-    raise HarnessError(f"{location}: config {config} has no split with gold answers for task {name} "
-                       f"(tried {', '.join(candidates) or 'none'} of {', '.join(present)})")
-
-
 def _write_task(folder: Path, name: str, entry: dict, judge: bool):
     spec = task_api(entry["corpus"]).TASKS[name]
     folder.mkdir(parents=True)
@@ -240,8 +141,8 @@ def _write_group(root: Path, corpus: str, names: list[str]):
     file = _group_file(corpus, names)
     if file is None:
         return
-    text = f"group: qahub_{corpus}\ntask:\n" + "".join(f"  - {n}\n" for n in names) + "metadata:\n  version: 1.0\n"
-    (root / file).write_text(text, encoding="utf-8")
+    group = {"group": f"qahub_{corpus}", "task": names, "metadata": {"version": 1.0}}
+    (root / file).write_text(yaml.safe_dump(group, sort_keys=False, allow_unicode=True), encoding="utf-8")
 
 
 def _group_file(corpus: str, names: list[str]) -> str | None:
@@ -249,63 +150,64 @@ def _group_file(corpus: str, names: list[str]) -> str | None:
     return None if f"qahub_{corpus}" in names or len(names) < 2 else f"_qahub_{corpus}.yaml"
 
 
-def task_metrics(spec: TaskSpec, judge: bool) -> dict:
-    return {**spec.metrics, **spec.judge_metrics} if judge else dict(spec.metrics)
+class Function(str):
+    """A YAML ``!function utils.NAME`` value: lm-eval binds it to that function of the task's ``utils.py``."""
+
+
+class TaskDumper(yaml.SafeDumper):
+    """``yaml.safe_dump``'s dumper, writing a ``Function`` as lm-eval's ``!function`` tag."""
+
+
+TaskDumper.add_representer(Function, lambda dumper, value: dumper.represent_scalar("!function", str(value)))
+# text with a line break (a stop sequence "\n\n") double-quoted on one line, as it reads in lm-eval's own YAML
+TaskDumper.add_representer(str, lambda dumper, value: dumper.represent_scalar(
+    "tag:yaml.org,2002:str", value, style='"' if "\n" in value else None))
 
 
 def task_yaml(name: str, entry: dict, spec: TaskSpec, judge: bool) -> str:
-    q = json.dumps  # a JSON string is a valid YAML double-quoted scalar
-    lines = [
-        f"# Generated by `qahub harness-tasks` (qahub {qahub.__version__}); regenerate rather than edit.",
-        f"task: {name}",
-        # the documents are read by qahub from the export's files at each run (utils.dataset), never from a
-        # datasets cache entry keyed by the folder's name: a rebuilt export is read as it is now
-        "custom_dataset: !function utils.dataset",
-        f"dataset_path: {q(entry['location'])}",
-        f"dataset_name: {q(entry['config'])}",
-        f"test_split: {q(entry['split'])}",
-        f"fewshot_split: {q(entry['fewshot_split'])}",
-    ]
+    header = (f"# Generated by `qahub harness-tasks` (qahub {qahub.__version__}); regenerate rather than edit.\n"
+              "# The documents are read by qahub from the export's files at each run (utils.dataset), never from a\n"
+              "# datasets cache entry keyed by the folder's name: a rebuilt export is read as it is now.\n")
+    config = task_config(name, entry, spec, judge)
+    return header + yaml.dump(config, Dumper=TaskDumper, sort_keys=False, allow_unicode=True, width=1000)
+
+
+def task_config(name: str, entry: dict, spec: TaskSpec, judge: bool) -> dict:
+    """The task's lm-eval config, as its YAML holds it."""
+    config = {"task": name, "custom_dataset": Function("utils.dataset"), "dataset_path": entry["location"],
+              "dataset_name": entry["config"], "test_split": entry["split"], "fewshot_split": entry["fewshot_split"]}
     if spec.cluster:  # demonstrations from outside the document's conversation (utils.sampler)
-        lines += ["fewshot_config:", "  sampler: !function utils.sampler"]
-    lines.append("output_type: generate_until")
+        config["fewshot_config"] = {"sampler": Function("utils.sampler")}
+    config["output_type"] = "generate_until"
     for key in ("target_delimiter", "fewshot_delimiter"):  # e.g. llm-jp-eval puts the answer right after its header
         if getattr(spec, key) != _DEFAULTS[key]:  # written only where it is not lm-eval's default
-            lines.append(f"{key}: {q(getattr(spec, key))}")
+            config[key] = getattr(spec, key)
     if spec.docs:
-        lines.append("process_docs: !function utils.process_docs")
-    lines += [
-        "doc_to_text: !function utils.doc_to_text",
-        "doc_to_target: !function utils.doc_to_target",
-        "process_results: !function utils.process_results",
-        "generation_kwargs:",
-        f"  until: {q(list(spec.until), ensure_ascii=False)}",
-        f"  max_gen_toks: {spec.max_gen_toks}",
-        "  do_sample: false",
-        "  temperature: 0.0",
-        "metric_list:",
-    ]
-    for metric, (aggregation, higher) in task_metrics(spec, judge).items():
-        how = aggregation if isinstance(aggregation, str) else f"!function utils.aggregate_{metric}"
-        lines += [f"  - metric: {metric}", f"    aggregation: {how}", f"    higher_is_better: {str(higher).lower()}"]
-    lines += judge_filter_yaml(spec, judge)
+        config["process_docs"] = Function("utils.process_docs")
+    config.update({key: Function(f"utils.{key}") for key in ("doc_to_text", "doc_to_target", "process_results")})
+    config["generation_kwargs"] = {"until": list(spec.until), "max_gen_toks": spec.max_gen_toks, "do_sample": False,
+                                   "temperature": 0.0}
+    config["metric_list"] = [
+        {"metric": metric, "higher_is_better": higher,
+         "aggregation": aggregation if isinstance(aggregation, str) else Function(f"utils.aggregate_{metric}")}
+        for metric, (aggregation, higher) in task_metrics(spec, judge).items()]
+    if judge and spec.judge_filter:
+        config["filter_list"] = judge_filters()
     # no num_fewshot: lm-eval ignores --num_fewshot for a task whose YAML sets it (0 when neither does)
-    lines += ["metadata:", "  version: 1.0"]
+    config["metadata"] = {"version": 1.0}
     if judge and spec.judge_record:  # the judge lm-eval's run uses, read when lm-eval loads the task
-        lines.append("  judge: !function utils.judge_record")
+        config["metadata"]["judge"] = Function("utils.judge_record")
     if spec.configuration:  # what the scorer runs with here (e.g. which tokenizer dictionary)
-        lines.append(f"  scorer: {q(spec.configuration(), ensure_ascii=False)}")
-    return "\n".join(lines) + "\n"
+        config["metadata"]["scorer"] = spec.configuration()
+    return config
 
 
-def judge_filter_yaml(spec: TaskSpec, judge: bool) -> list[str]:
+def judge_filters() -> list:
     """A judge task's filters: lm-eval's ``custom`` filter sees every reply of the run at once, so the judge runs
     there, concurrently (lm-eval calls process_results one document at a time); then lm-eval's default
     ``take_first``, under the default name ``none``, so the replies and the metric names stay as without it."""
-    if not (judge and spec.judge_filter):
-        return []
-    return ["filter_list:", '  - name: "none"', "    filter:", "      - function: custom",
-            "        filter_fn: !function utils.judge_filter", "      - function: take_first"]
+    return [{"name": "none", "filter": [{"function": "custom", "filter_fn": Function("utils.judge_filter")},
+                                        {"function": "take_first"}]}]
 
 
 def utils_py(name: str, entry: dict, spec: TaskSpec, judge: bool) -> str:
@@ -316,7 +218,8 @@ def utils_py(name: str, entry: dict, spec: TaskSpec, judge: bool) -> str:
         f"Prompt, target and scores are qahub's own: {task_api(entry['corpus']).__name__}, the code",
         'its evaluate metric scores with. Data: config {config} of {location}."""'.format(**entry),
         "",
-        "from qahub.harness import task_functions",
+        "from qahub.harness import lm_eval_sampler",
+        "from qahub.planning import task_functions",
         "",
         f"_task = task_functions({entry['corpus']!r}, {name!r}, {entry['location']!r}, judge={judge!r},",
         f"                       config={entry['config']!r}, splits={_task_splits(entry)!r})",
@@ -328,7 +231,7 @@ def utils_py(name: str, entry: dict, spec: TaskSpec, judge: bool) -> str:
     if spec.docs:
         lines.append("process_docs = _task.process_docs")
     if spec.cluster:
-        lines.append("sampler = _task.sampler()")
+        lines.append("sampler = lm_eval_sampler(_task.cluster)")
     lines += [f"aggregate_{m} = _task.aggregate[{m!r}]" for m in aggregates]
     if judge and spec.judge_filter:
         lines.append("judge_filter = _task.judge_filter")
@@ -340,73 +243,6 @@ def utils_py(name: str, entry: dict, spec: TaskSpec, judge: bool) -> str:
 
 def _task_splits(entry: dict) -> tuple:
     return (entry["split"], entry["fewshot_split"])
-
-
-def task_functions(corpus: str, name: str, location: str, judge: bool = False, config: str | None = None,
-                   splits: tuple = ()) -> SimpleNamespace:
-    """The functions a generated ``utils.py`` hands to lm-eval, bound to one task and dataset location;
-    ``dataset()`` reads ``splits`` of ``config`` there."""
-    spec = task_api(corpus).TASKS[name]
-    metrics = task_metrics(spec, judge)
-    if judge and spec.judge and spec.judge_configured and not spec.judge_configured():
-        logger.warning("%s: the task reports judge_score but no judge is set (QAHUB_JUDGE_URL and _MODEL, or "
-                       "LM_EVAL_JUDGE_API_BASE and LM_EVAL_JUDGE_MODEL): every judge_score will be 0", name)
-    scorers = [spec.score] + ([spec.judge] if judge and spec.judge else [])
-
-    def process_results(doc, results):
-        reply = results[0] if results else ""
-        values = {}
-        for score in scorers:
-            values.update(score(reply, doc))
-        return {metric: values[metric] for metric in metrics}
-
-    def process_docs(dataset):
-        return spec.docs(dataset, location, load=_reference_rows)  # joined configs read fresh too
-
-    def dataset(**_metadata):  # lm-eval's custom_dataset hook; it passes the task's metadata, unused here
-        return {split: _reference_rows(location, config, split, corpus) for split in dict.fromkeys(splits)}
-
-    aggregate = {m: finite(a) for m, (a, _) in metrics.items() if not isinstance(a, str)}
-    return SimpleNamespace(doc_to_text=spec.prompt, doc_to_target=spec.target, process_docs=process_docs,
-                           process_results=process_results, aggregate=aggregate, dataset=dataset,
-                           judge_filter=spec.judge_filter,
-                           judge_record=spec.judge_record if judge else None,
-                           sampler=lambda: lm_eval_sampler(spec.cluster))
-
-
-class Demonstrations:
-    """The few-shot demonstrations of each document, drawn from ``pool`` as lm-eval's default ``ContextSampler``
-    draws them (``rnd.sample`` of n; of n + 1 with the document left out when the pool is the evaluated split),
-    except that with a ``cluster`` (a task's ``cluster``: the conversation a turn belongs to) every document of
-    the document's cluster is left out: a later turn of the same conversation holds the document's gold reply in
-    its history. lm-eval (``lm_eval_sampler``) and inspect draw with this one class, so one seed gives one draw."""
-
-    def __init__(self, pool, cluster=None):
-        self.pool = list(pool)
-        self.cluster = cluster
-        self.clusters = [cluster(doc) for doc in self.pool] if cluster else [None] * len(self.pool)
-        self.sizes = Counter(self.clusters)
-
-    def draw(self, rnd, n: int, doc=None) -> list:
-        """``n`` demonstrations; ``doc``: the evaluated document when the pool is its own split, else None."""
-        if n == 0:
-            return []
-        if doc is None:
-            return rnd.sample(self.pool, n)
-        own = self.cluster(doc) if self.cluster else None
-
-        def allowed(index):
-            return (own is None or self.clusters[index] != own) and self.pool[index] != doc
-
-        extra = 1 + (self.sizes[own] if own is not None else 0)  # room for the document and its cluster
-        picks = [i for i in rnd.sample(range(len(self.pool)), min(n + extra, len(self.pool))) if allowed(i)][:n]
-        if len(picks) < n:  # copies of the document beyond its cluster: draw again without them (as lm-eval)
-            rest = [i for i in range(len(self.pool)) if allowed(i)]
-            if len(rest) < n:
-                beside = "the document" if own is None else f"the document's cluster {own!r}"
-                raise HarnessError(f"the few-shot split has only {len(rest)} document(s) besides {beside}")
-            picks = rnd.sample(rest, n)
-        return [self.pool[i] for i in picks]
 
 
 def lm_eval_sampler(cluster):
@@ -427,13 +263,3 @@ def lm_eval_sampler(cluster):
     return ClusterSampler
 
 
-def finite(aggregation):
-    """An aggregation whose result is checked: a NaN or infinite aggregate is a bug in qahub, not a score."""
-    def aggregate(items):
-        value = float(aggregation(items))
-        if not math.isfinite(value):
-            raise RuntimeError(f"{getattr(aggregation, '__name__', aggregation)} aggregated to {value}")
-        return value
-
-    aggregate.__name__ = getattr(aggregation, "__name__", "aggregate")
-    return aggregate

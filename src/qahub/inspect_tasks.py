@@ -2,9 +2,9 @@
 declaration (the ``TaskSpec`` in the ``TASKS`` table of the corpus's metric ``task_api``) and the same documents.
 
 ``inspect eval qahub/limur -T dataset=LOCATION [-T config=C -T split=S -T fewshot=N] --model ...``: LOCATION is
-an export folder or a Hub dataset id, resolved as ``qahub harness-tasks`` resolves it (``harness.plan_tasks``)
-and read fresh from its files (``harness.task_functions``). A sample's input is the lm-eval context as plain
-text (its few-shot demonstrations drawn from the task's few-shot split by ``harness.Demonstrations``, as the
+an export folder or a Hub dataset id, resolved as ``qahub harness-tasks`` resolves it (``planning.plan_tasks``)
+and read fresh from its files (``planning.task_functions``). A sample's input is the lm-eval context as plain
+text (its few-shot demonstrations drawn from the task's few-shot split by ``planning.Demonstrations``, as the
 lm-eval task draws them: never the document itself, nor a turn of its conversation), its target the task's
 target, its id the document's id; the generation stops at the task's stop sequences within its token limit,
 greedily (``greedy_generate``). The scorer gives every per-document value of the task; each metric aggregates
@@ -26,7 +26,7 @@ from inspect_ai.model._generate_config import active_generate_config  # private 
 from inspect_ai.scorer import SampleScore, Score, grouped, metric, scorer
 from inspect_ai.solver import solver
 
-from qahub import harness, tasks
+from qahub import inspect_models, planning, tasks
 from qahub.tasks import Grader, TaskSpec
 
 # Two private names, for want of public ones in inspect-ai 0.3.285: PrerequisiteError is what inspect's command
@@ -40,7 +40,7 @@ CARRIED = "qahub_values"  # a Score's metadata key: the per-document values that
 CLUSTER = "qahub_cluster"  # a Sample's metadata key: the document's declared cluster (TaskSpec.cluster)
 
 
-class TaskInputError(PrerequisiteError, harness.HarnessError):
+class TaskInputError(PrerequisiteError, planning.HarnessError):
     """A task parameter or the export it names cannot be used: inspect's command line prints the one line."""
 
     def __init__(self, message: str):
@@ -58,14 +58,14 @@ def task_names() -> dict:
 def build_task(corpus: str, name: str, dataset: str, config: str | None = None, split: str | None = None,
                fewshot: int = 0, fewshot_seed: int = FEWSHOT_SEED) -> Task:
     """The inspect Task of lm-eval task ``name`` of ``corpus`` on the export or Hub dataset ``dataset``."""
-    spec = harness.task_api(corpus).TASKS[name]
-    entry = task_entry(corpus, name, dataset, config, split)
-    functions = harness.task_functions(corpus, name, entry["location"], config=entry["config"],
+    spec = planning.task_api(corpus).TASKS[name]
+    entry = planning.task_entry(corpus, name, dataset, config, split)
+    functions = planning.task_functions(corpus, name, entry["location"], config=entry["config"],
                                        splits=(entry["split"], entry["fewshot_split"]))
     read = functions.dataset()
-    docs = task_docs(spec, functions, read[entry["split"]])
-    refuse_closed(spec, docs, entry)
-    shots = task_docs(spec, functions, read[entry["fewshot_split"]]) if fewshot else []
+    docs = planning.task_docs(spec, functions, read[entry["split"]])
+    planning.refuse_closed(spec, docs, entry)
+    shots = planning.task_docs(spec, functions, read[entry["fewshot_split"]]) if fewshot else []
     samples, by_id = task_samples(spec, docs, shots, fewshot, random.Random(fewshot_seed),
                               entry["fewshot_split"] == entry["split"])
     where = f"{entry['location']} config {entry['config']} split {entry['split']}"
@@ -79,79 +79,27 @@ def build_task(corpus: str, name: str, dataset: str, config: str | None = None, 
     )
 
 
-def refuse_closed(spec: TaskSpec, docs: list, entry: dict):
-    """A split none of whose documents has its gold (``usable``; MERA's public LIMUR test) has nothing to score."""
-    if spec.usable is None or any(spec.usable(doc) for doc in docs):
-        return
-    others = [s for s in spec.splits if s != entry["split"]]
-    advice = f"score {others[0]}" if others else "score another split"
-    raise harness.HarnessError(f"nothing to score: the {entry['split']} answers are closed in this file; "
-                               f"{advice}, or pass the open answers")
-
-
-def task_entry(corpus: str, name: str, dataset: str, config: str | None, split: str | None) -> dict:
-    """The task's plan at ``dataset`` (``harness.plan_tasks``), with ``config`` / ``split`` when given: a config
-    the location has, a split that config has; the few-shot split chosen for them as lm-eval's task would."""
-    entry = harness.plan_tasks(corpus, dataset)[name]
-    if config is None and split is None:
-        return entry
-    spec = harness.task_api(corpus).TASKS[name]
-    location = entry["location"]
-    config = config or entry["config"]
-    configs = harness._configs(location)
-    if config not in configs:
-        raise harness.HarnessError(f"{location}: has no config {config!r} (it has {', '.join(configs)})")
-    present = harness._splits(location, config)
-    if split is None:
-        split = entry["split"] if config == entry["config"] else next(
-            (s for s in spec.splits if s in present), None)
-    if split not in present:
-        raise harness.HarnessError(f"{location}: config {config} has no split {split!r} for task {name} "
-                                   f"(it has {', '.join(present)})")
-    return {**entry, "config": config, "split": split,
-            "fewshot_split": harness.fewshot_split(spec, present, split)}
-
-
-def task_docs(spec: TaskSpec, functions, rows) -> list[dict]:
-    return list(functions.process_docs(rows) if spec.docs else rows)
-
-
 def task_samples(spec: TaskSpec, docs: list, shots: list, fewshot: int, rnd: random.Random, same_split: bool):
-    """The Samples, in document order, and ``{sample id: document}``."""
-    if fewshot and len(shots) < fewshot:
-        raise harness.HarnessError(f"fewshot={fewshot}: the few-shot split has only {len(shots)} document(s)")
-    demonstrations = harness.Demonstrations(shots, spec.cluster)
-    samples, by_id = [], {}
-    for index, doc in enumerate(docs):
-        try:
-            shown = demonstrations.draw(rnd, fewshot, doc if same_split else None)
-        except harness.HarnessError as err:
-            raise harness.HarnessError(f"fewshot={fewshot}: document {index}: {err}") from None
-        sample_id = tasks.document_id(spec, doc, index)
-        if sample_id in by_id:
-            raise harness.HarnessError(f"document {index}: id {sample_id!r} is also document "
-                                       f"{list(by_id).index(sample_id)}'s")
-        by_id[sample_id] = doc
-        metadata = {field: category(doc) for field, category in spec.categories.items()}
-        if spec.cluster:  # what `qahub report` resamples by when it reads the log
-            metadata[CLUSTER] = spec.cluster(doc)
-        samples.append(Sample(id=sample_id, input=context(spec, shown, doc), target=spec.target(doc),
-                              metadata=metadata))
-    return samples, by_id
+    """The Samples, in document order (``planning.prompts``), and ``{sample id: document}``."""
+    made = planning.prompts(spec, docs, shots, fewshot, rnd, same_split)
+    samples = [Sample(id=p.id, input=p.input, target=p.target, metadata=sample_metadata(spec, p.doc)) for p in made]
+    inspect_models.remember(samples)  # what --model qahub/oracle replies
+    return samples, {p.id: p.doc for p in made}
 
 
-def context(spec: TaskSpec, shots: list, doc: dict) -> str:
-    """lm-eval's plain-text context: each demonstration's prompt, target delimiter, target and few-shot
-    delimiter, then the document's prompt."""
-    between, after = spec.target_delimiter, spec.fewshot_delimiter
-    return "".join(spec.prompt(s) + between + spec.target(s) + after for s in shots) + spec.prompt(doc)
+def sample_metadata(spec: TaskSpec, doc: dict) -> dict:
+    """The document's declared categories, and its cluster: what `qahub report` breaks down and resamples by."""
+    metadata = {field: category(doc) for field, category in spec.categories.items()}
+    if spec.cluster:
+        metadata[CLUSTER] = spec.cluster(doc)
+    return metadata
 
 
 def task_scorer(name: str, spec: TaskSpec, docs: dict, aggregate: dict):
     """One scorer giving every per-document value of the task (a dict Score value); the judge's values too when
     the task declares a grader and the eval binds the grader role."""
     # with a grader, the judge's metrics too: left out of the results when no sample holds them (no grader bound)
-    declared = harness.task_metrics(spec, judge=bool(spec.grader))
+    declared = planning.task_metrics(spec, judge=bool(spec.grader))
     metrics = {key: _metrics(key, how, spec, aggregate) for key, (how, _) in declared.items()}
 
     @scorer(metrics=metrics, name=name)
@@ -202,9 +150,9 @@ def _breakdown(whole, field: str):
 
 def _aggregate(key: str, how, checked):
     """An inspect metric aggregating the per-document values of ``key`` as the lm-eval task does: lm-eval's
-    ``mean``, or the task's own aggregation (``checked``: harness.task_functions' finite-checked one)."""
+    ``mean``, or the task's own aggregation (``checked``: planning.task_functions' finite-checked one)."""
     if how == "mean":
-        checked = finite_mean
+        checked = planning.finite_mean
     elif isinstance(how, str):
         raise ValueError(f"metric {key}: aggregation {how!r} has no inspect counterpart here")
     label = how if isinstance(how, str) else getattr(how, "__name__", "aggregate")
@@ -219,12 +167,6 @@ def _aggregate(key: str, how, checked):
         return compute
 
     return aggregation()
-
-
-def finite_mean(values) -> float:
-    """lm-eval's ``mean`` aggregation."""
-    values = list(values)
-    return sum(values) / len(values)
 
 
 def _value(key: str, score: Score):
@@ -284,7 +226,7 @@ def _register(short: str, corpus: str, name: str):
         try:
             check_parameters(dataset=dataset, config=config, split=split, fewshot=fewshot, fewshot_seed=fewshot_seed)
             return build_task(corpus, name, dataset, config, split, fewshot, fewshot_seed)
-        except harness.HarnessError as err:
+        except planning.HarnessError as err:
             raise TaskInputError(f"qahub/{short}: {err}") from None
 
     run.__name__ = short
@@ -295,17 +237,17 @@ def _register(short: str, corpus: str, name: str):
 def check_parameters(dataset, config, split, fewshot, fewshot_seed):
     """The task parameters (``-T NAME=VALUE``, which inspect reads as YAML: ``1.5`` a number, ``[1]`` a list)."""
     if dataset is None:
-        raise harness.HarnessError("-T dataset=LOCATION is required: an export folder or a Hub dataset id")
+        raise planning.HarnessError("-T dataset=LOCATION is required: an export folder or a Hub dataset id")
     for key, value in (("dataset", dataset), ("config", config), ("split", split)):
         if value is not None and not isinstance(value, str):
-            raise harness.HarnessError(f"-T {key}={value!r}: must be text, not a {type(value).__name__} "
+            raise planning.HarnessError(f"-T {key}={value!r}: must be text, not a {type(value).__name__} "
                                        f"(inspect reads -T values as YAML); quote it: -T {key}='\"{value}\"'")
         if value is not None and not value.strip():
-            raise harness.HarnessError(f"-T {key}={value!r}: is empty")
+            raise planning.HarnessError(f"-T {key}={value!r}: is empty")
     if isinstance(fewshot, bool) or not isinstance(fewshot, int) or fewshot < 0:
-        raise harness.HarnessError(f"-T fewshot={fewshot!r}: must be a whole number of demonstrations, 0 or more")
+        raise planning.HarnessError(f"-T fewshot={fewshot!r}: must be a whole number of demonstrations, 0 or more")
     if isinstance(fewshot_seed, bool) or not isinstance(fewshot_seed, int):
-        raise harness.HarnessError(f"-T fewshot_seed={fewshot_seed!r}: must be a whole number")
+        raise planning.HarnessError(f"-T fewshot_seed={fewshot_seed!r}: must be a whole number")
 
 
 TASKS = {short: _register(short, corpus, name) for short, (corpus, name) in task_names().items()}

@@ -6,8 +6,8 @@
 and read as ``qahub harness-tasks`` reads it) gives that corpus's tasks; ``TASKS_TABLE`` holds them, built when
 lighteval first reads it (importing this module reads nothing and needs no lighteval).
 
-A document's query is the lm-eval context as plain text (``inspect_tasks``: its demonstrations drawn from the
-task's few-shot split by ``harness.Demonstrations`` with lm-eval's seed, in document order, never the document
+A document's query is the lm-eval context as plain text (``planning.prompts``: its demonstrations drawn from the
+task's few-shot split by ``planning.Demonstrations`` with lm-eval's seed, in document order, never the document
 nor a turn of its conversation), its gold the task's target; generation stops at the task's stop sequences within
 its token limit. lighteval's own few-shot sampling is kept out: its plain-text prompt joins a demonstration with
 " " and strips it, which is not the task's format. The ``|N`` of a task name is the number of demonstrations.
@@ -34,7 +34,7 @@ import random
 import tempfile
 from pathlib import Path
 
-from qahub import harness, tasks
+from qahub import planning, tasks
 
 ENV = "QAHUB_LIGHTEVAL_DATA"  # CORPUS=LOCATION,CORPUS=LOCATION
 FEWSHOT_SEED = 1234  # lm-eval's default fewshot_random_seed
@@ -42,7 +42,7 @@ SPLIT = "test"  # the split name of the index folder (a name datasets infers fro
 _LOADED = {}  # {task: Loaded}; kept here, not on the config, which lighteval deep-copies
 
 
-class LightevalTaskError(harness.HarnessError):
+class LightevalTaskError(planning.HarnessError):
     pass
 
 
@@ -68,9 +68,9 @@ def locations(value: str | None = None) -> dict:
 
 def declaration(corpus: str, name: str) -> dict:
     """What lighteval needs of the task's declaration (the one place here that reads it)."""
-    spec = harness.task_api(corpus).TASKS[name]
+    spec = planning.task_api(corpus).TASKS[name]
     judged = bool(spec.judge) and bool(spec.judge_configured and spec.judge_configured())
-    return {"spec": spec, "judge": judged, "metrics": harness.task_metrics(spec, judged), "until": list(spec.until),
+    return {"spec": spec, "judge": judged, "metrics": planning.task_metrics(spec, judged), "until": list(spec.until),
             "max_gen_toks": spec.max_gen_toks}
 
 
@@ -80,28 +80,24 @@ class Loaded:
     def __init__(self, corpus: str, name: str, location: str):
         self.corpus, self.name = corpus, name
         self.declared = declaration(corpus, name)
-        self.entry = harness.plan_tasks(corpus, location)[name]
-        self.functions = harness.task_functions(corpus, name, self.entry["location"], judge=self.declared["judge"],
+        self.entry = planning.plan_tasks(corpus, location)[name]
+        self.functions = planning.task_functions(corpus, name, self.entry["location"], judge=self.declared["judge"],
                                                 config=self.entry["config"],
                                                 splits=(self.entry["split"], self.entry["fewshot_split"]))
-        from qahub import inspect_tasks
-
         read = self.functions.dataset()
         spec = self.declared["spec"]
-        self.docs = inspect_tasks.task_docs(spec, self.functions, read[self.entry["split"]])
-        inspect_tasks.refuse_closed(spec, self.docs, self.entry)
-        self.shots = inspect_tasks.task_docs(spec, self.functions, read[self.entry["fewshot_split"]])
+        self.docs = planning.task_docs(spec, self.functions, read[self.entry["split"]])
+        planning.refuse_closed(spec, self.docs, self.entry)
+        self.shots = planning.task_docs(spec, self.functions, read[self.entry["fewshot_split"]])
         self._samples = {}
 
     def samples(self, fewshot: int) -> list:
-        """The inspect Samples (input: the lm-eval context, target, id) with ``fewshot`` demonstrations, as
-        ``qahub/<task>`` builds them, so one seed gives the same prompts in the three harnesses."""
-        from qahub import inspect_tasks
-
+        """The ``planning.Prompt``s (id, input: the lm-eval context, target) with ``fewshot`` demonstrations, as
+        every harness makes them, so one seed gives the same prompts in the three harnesses."""
         if fewshot not in self._samples:
             same_split = self.entry["fewshot_split"] == self.entry["split"]
-            self._samples[fewshot], _ = inspect_tasks.task_samples(self.declared["spec"], self.docs, self.shots, fewshot,
-                                                               random.Random(FEWSHOT_SEED), same_split)
+            self._samples[fewshot] = planning.prompts(self.declared["spec"], self.docs, self.shots, fewshot,
+                                                      random.Random(FEWSHOT_SEED), same_split)
         return self._samples[fewshot]
 
 
@@ -172,7 +168,7 @@ def _reply(model_response) -> str:
 
 class Aggregate:
     """One metric's aggregation over all documents, the lm-eval task's: its ``mean`` or the task's own function,
-    finite-checked (``harness.task_functions``). A picklable object, not a closure: lighteval bootstraps the
+    finite-checked (``planning.task_functions``). A picklable object, not a closure: lighteval bootstraps the
     stderr of an aggregation whose name is not a mean in worker processes."""
 
     def __init__(self, corpus: str, name: str, metric: str):
@@ -184,10 +180,8 @@ class Aggregate:
         return declaration(self.corpus, self.name)["metrics"][self.metric][0]
 
     def __call__(self, values) -> float:
-        from qahub import inspect_tasks
-
         how = self._how()
-        return inspect_tasks.finite_mean(values) if how == "mean" else harness.finite(how)(values)
+        return planning.finite_mean(values) if how == "mean" else planning.finite(how)(values)
 
 
 def task_metrics(loaded: Loaded) -> list:
@@ -248,7 +242,7 @@ def _tasks_table(value: str) -> tuple:
         raise LightevalTaskError("lighteval is not installed: pip install -e '.[lighteval]' in the qahub clone") from None
     table = []
     for corpus, location in locations(value).items():
-        for name in harness.task_api(corpus).TASKS:
+        for name in planning.task_api(corpus).TASKS:
             loaded = _LOADED[name] = Loaded(corpus, name, location)
             table.append(task_config(loaded, index_rows(name, len(loaded.docs))))
     return tuple(table)

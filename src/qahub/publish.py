@@ -1,14 +1,12 @@
 """Publish an exported Hub folder as a dataset repository, in one commit.
 
 The token comes from the usual ``huggingface_hub`` sources (``HF_TOKEN``, ``huggingface-cli login``) or the
-``token`` argument; it is never printed. ``scrub`` removes Hub tokens and credentials in URLs
-(``https://user:secret@mirror``) from any message the command line prints.
+``token`` argument; it is never printed (``console.scrub`` removes it from any message the command line prints).
 """
 
 from __future__ import annotations
 
 import glob
-import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,11 +16,8 @@ from huggingface_hub.utils import validate_repo_id
 
 import qahub
 from qahub import registry
-from qahub.console import explain
+from qahub.console import explain, scrub
 from qahub.files import listed
-
-_TOKEN_PATTERN = re.compile(r"hf_[A-Za-z0-9]{8,}")
-_URL_CREDENTIALS = re.compile(r"(\b[a-z][a-z0-9+.-]*://)[^/@\s]+@", re.I)
 
 
 class PublishError(RuntimeError):
@@ -118,15 +113,6 @@ def _refuse_partial(folder: Path):
                            "(allow_partial=True) to publish it as it is")
 
 
-def _configured_token():
-    try:
-        from huggingface_hub import get_token
-
-        return get_token()
-    except Exception:  # no token configured, or an unreadable token file: nothing to scrub
-        return None
-
-
 def check_corpus(folder, corpus: str):
     """The folder's card must be the card of ``corpus`` (same pretty_name), so a folder is not sent to the wrong repo."""
     built = DatasetCard.load(Path(folder) / "README.md").data.pretty_name
@@ -159,15 +145,6 @@ def publish(folder, repo_id: str, *, private: bool = False, revision: str | None
     except Exception as err:  # the Hub's errors are many; pass on what they say, without secrets
         raise PublishError(f"publishing {folder} to {repo_id} failed: {scrub(str(err), token)}") from None
     return str(getattr(info, "commit_url", info))
-
-
-def scrub(text: str, token=None) -> str:
-    """``text`` without Hub tokens (the one given, the one huggingface_hub would use, any hf_...) or URL passwords."""
-    for secret in (token, _configured_token()):
-        if isinstance(secret, str) and len(secret) >= 8:
-            text = text.replace(secret, "***")
-    text = _URL_CREDENTIALS.sub(r"\1***@", text)
-    return _TOKEN_PATTERN.sub("hf_***", text)
 
 
 def publish_command(args) -> int:

@@ -35,6 +35,8 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from qahub.metrics._shared.checks import is_text  # also the metrics' check: kept once, in metrics/_shared
+
 MAX_BYTES_ENV = "QAHUB_MAX_PREDICTIONS_BYTES"
 DEFAULT_MAX_BYTES = 256 << 20
 
@@ -474,15 +476,6 @@ def _names(ids):
 
 def _fields_shown(fields):
     return " or ".join(repr(" + ".join(name)) if isinstance(name, tuple) else repr(name) for name in fields.id)
-
-
-def is_text(text):
-    """Whether ``text`` can be written as UTF-8 (it holds no lone surrogate)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _type(value):
