@@ -38,7 +38,7 @@ def blocks(data, figures) -> list:
     for task, entry in data["tasks"].items():
         out += task_blocks(task, entry, s, figures)
     if data["skipped"]:
-        out.append(("p", "Skipped (not qahub tasks): " + ", ".join(data["skipped"])))
+        out.append(("p", "Skipped: " + ", ".join(f"{s['run']}: {s['task']} ({s['reason']})" for s in data["skipped"])))
     return out
 
 
