@@ -70,6 +70,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_demo(commands)
     _add_harness_tasks(commands)
     _add_report(commands)
+    _add_pick_docs(commands)
     return parser
 
 
@@ -327,6 +328,15 @@ def _report(args) -> int:
     print(Path(args.out, "report.md").read_text(encoding="utf-8"))
     print(f"wrote {Path(args.out).absolute()} ({len(data['tasks'])} tasks, {len(data['runs'])} runs)")
     return 0
+
+
+def _add_pick_docs(commands):
+    from qahub import pick_docs
+
+    p = commands.add_parser("pick-docs", help="N documents of a task spread over its clusters, as lm-eval's "
+                                              "--samples and inspect's --sample-id select them")
+    pick_docs.add_arguments(p)
+    p.set_defaults(func=_handler("qahub.pick_docs", "main"))
 
 
 if __name__ == "__main__":
