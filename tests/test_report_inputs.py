@@ -74,7 +74,9 @@ def test_qahub_s_own_group_is_not_skipped_its_tasks_are_reported(manager, tmp_pa
     assert set(data["tasks"]) == {"qahub_doc2dial_grounding", "qahub_doc2dial_response"}
 
 
-def test_a_task_that_is_not_qahub_s_is_skipped_with_its_run_and_reason(locations, tmp_path):  # noqa: F811
+@pytest.fixture(scope="module")
+def inspect_logs(locations, tmp_path_factory):  # noqa: F811
+    """An inspect log folder: qahub_limur's (every reply its target) and a task that is not qahub's."""
     from inspect_ai import Task
     from inspect_ai.dataset import Sample
     from inspect_ai.scorer import match
@@ -82,8 +84,13 @@ def test_a_task_that_is_not_qahub_s_is_skipped_with_its_run_and_reason(locations
     limur = _task(locations, LIMUR)
     other = Task(dataset=[Sample(input="2+2?", target="4", id=1)], scorer=match(), name="arithmetic")
     targets = _targets(limur)
-    inspect_run([limur, other], lambda prompt: targets.get(prompt, "4"), tmp_path / "logs")
-    data = report(tmp_path, {"a": tmp_path / "logs"})
+    folder = tmp_path_factory.mktemp("inspect") / "logs"
+    inspect_run([limur, other], lambda prompt: targets.get(prompt, "4"), folder)
+    return folder
+
+
+def test_a_task_that_is_not_qahub_s_is_skipped_with_its_run_and_reason(inspect_logs, tmp_path):
+    data = report(tmp_path, {"a": inspect_logs})
     assert data["skipped"] == [{"run": "a", "task": "arithmetic", "reason": "not a qahub task"}]
     assert "Skipped: a: arithmetic (not a qahub task)" in (tmp_path / "report-0" / "report.md").read_text("utf-8")
 
@@ -154,8 +161,7 @@ def _right_then_wrong(task):
     return reply
 
 
-@pytest.mark.parametrize(("reducer", "value"), [("max", 1.0), ("mean", 0.5), ("median", 0.5), ("at_least_2", 0.0),
-                                                 ("pass_at_1", 0.5), ("mode", None)])
+@pytest.mark.parametrize(("reducer", "value"), [("max", 1.0), ("at_least_2", 0.0), ("pass_at_1", 0.5), ("mode", None)])
 def test_epochs_are_reduced_by_inspect_s_own_reducer(limur_task, tmp_path, reducer, value):
     """``--epochs 2 --epochs-reducer max``: each document's exact_match is 1.0 (inspect's value), its interval
     holds it, and no warning blames the samples."""
@@ -236,9 +242,8 @@ def test_an_old_log_whose_documents_are_gone_records_no_cluster(old_log, tmp_pat
 # --- item 6: only like with like
 
 
-def test_inspect_s_chat_messages_against_lm_eval_s_raw_text_is_a_caveat(lm_limur, limur_task, tmp_path):
-    inspect_run([limur_task], _targets(limur_task).__getitem__, tmp_path / "logs")
-    entry = report(tmp_path, {"lm": lm_limur, "inspect": tmp_path / "logs"})["tasks"][LIMUR]
+def test_inspect_s_chat_messages_against_lm_eval_s_raw_text_is_a_caveat(lm_limur, inspect_logs, tmp_path):
+    entry = report(tmp_path, {"lm": lm_limur, "inspect": inspect_logs})["tasks"][LIMUR]
     assert entry["caveats"] == {"inspect": ["different prompts (chat format)"]}
     assert entry["comparisons"]["inspect"]  # compared, marked
 
