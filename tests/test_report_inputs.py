@@ -100,23 +100,22 @@ def lm_limur(manager, tmp_path_factory):  # noqa: F811
     return lm_eval_run(Oracle(manager), manager, [LIMUR, CHAT_TASK], tmp_path_factory.mktemp("lm") / "out").parent
 
 
-def lighteval_copy(lm_run: Path, out: Path, task: str, edit=None, keep=None) -> Path:
+def lighteval_copy(lm_run: Path, out: Path, task: str, edit=None, date="2026-01-01T00-00-00.000000") -> Path:
     """A lighteval ``--output-dir`` (results and ``--save-details`` parquet, as lighteval 0.13 lays them out)
-    holding the lm-eval run's documents, prompts and per-document values of ``task`` (``keep(doc_id)``: the
-    documents it keeps; ``edit(rows)``: changes to its metric rows)."""
+    holding the lm-eval run's documents, prompts and per-document values of ``task`` (``edit(rows)``: changes to
+    its metric rows)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     results = json.loads(next(lm_run.glob("results_*.json")).read_text(encoding="utf-8"))
     samples = [json.loads(line) for line in next(lm_run.glob(f"samples_{task}_*.jsonl")).read_text("utf-8").splitlines()]
-    samples = [s for s in samples if keep is None or keep(s["doc_id"])]
     config = results["configs"][task]
     metrics = [m for m in results["results"][task] if m.endswith(",none") and "_stderr" not in m]
     rows = [{m.split(",")[0]: s[m.split(",")[0]] for m in metrics} for s in samples]
     if edit:
         edit(rows)
-    date, key = "2026-01-01T00-00-00.000000", f"{task}|0"
-    (out / "results" / "model").mkdir(parents=True)
+    key = f"{task}|0"
+    (out / "results" / "model").mkdir(parents=True, exist_ok=True)
     (out / "details" / "model" / date).mkdir(parents=True)
     scores = {m.split(",")[0]: results["results"][task][m] for m in metrics}
     (out / "results" / "model" / f"results_{date}.json").write_text(json.dumps(
@@ -340,3 +339,51 @@ def test_the_report_s_modules_import_no_circle():
                    for n in graph.get(start, ()))
 
     assert [m for m in graph if reaches(m, m)] == []
+
+
+def test_a_lighteval_output_dir_with_two_results_files_reports_both_tasks(lm_limur, tmp_path):
+    run = lighteval_copy(lm_limur, tmp_path / "le", LIMUR)
+    lighteval_copy(lm_limur, run, CHAT_TASK, date="2026-01-02T00-00-00.000000")
+    data = report(tmp_path, {"le": run})
+    assert set(data["tasks"]) == {LIMUR, CHAT_TASK} and data["skipped"] == []
+    assert len(data["runs"]["le"]["results_files"]) == 2
+
+
+def _task_run(**fields):
+    from qahub.report.runs import TaskRun
+
+    base = {"task": "t", "file": "f", "values": {}, "keys": [(0, "a"), (1, "b")], "items": {}, "categories": {},
+            "n_shot": 0, "dataset": ("loc", "cfg", "test"), "ids": [0, 1], "prompts": ["p0", "p1"],
+            "prompt_format": "raw text", "prompt_hashed": "text"}
+    return TaskRun(**{**base, **fields})
+
+
+def _paired(base, other):
+    from types import SimpleNamespace
+
+    from qahub.report.alike import pairing
+
+    entry = {"warnings": [], "notes": []}
+    pairs = pairing("t", SimpleNamespace(name="a", tasks={"t": base}), SimpleNamespace(name="b", tasks={"t": other}),
+                    entry)
+    return pairs, entry
+
+
+@pytest.mark.parametrize(("other", "caveats"), [
+    ({}, None),
+    ({"prompts": ["p0", "changed"]}, ["different prompts (template)"]),
+    ({"prompts": ["m0", "m1"], "prompt_hashed": "messages", "prompt_format": "chat template applied"},
+     ["different prompts (chat format)"]),
+    ({"prompts": ["m0", "m1"], "prompt_hashed": "messages"}, None),  # hashes of other things: not compared
+    ({"prompts": None, "prompt_format": None}, None),  # not recorded
+    ({"n_shot": 3, "prompts": ["q0", "q1"]}, ["different number of shots 0/3", "different prompts (few-shot)"]),
+])
+def test_pairs_that_are_not_like_with_like_are_marked(other, caveats):
+    pairs, entry = _paired(_task_run(), _task_run(**other))
+    assert pairs is not None and entry.get("caveats", {}).get("b") == caveats
+
+
+def test_runs_of_another_dataset_are_not_compared_and_say_why():
+    pairs, entry = _paired(_task_run(), _task_run(dataset=("loc", "cfg", "validation")))
+    assert pairs is None and entry["not_compared"] == {"b": "a different dataset, config or split (loc/cfg/validation "
+                                                             "against loc/cfg/test)"}
