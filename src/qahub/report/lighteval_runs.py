@@ -87,9 +87,10 @@ def read_task(task: str, details: Path, results: dict, spec, results_name: str) 
 
     key = details.name.removeprefix("details_").rsplit("_", 1)[0]  # TASK|SHOTS
     try:
-        table = pq.read_table(details, columns=[c for c in COLUMNS if c in pq.read_schema(details).names])
-        responses = table.column("model_response").to_pylist() if "model_response" in table.column_names else \
-            [None] * table.num_rows
+        logs_input = _logs_input(pq.read_schema(details))
+        # the model response's input alone: its other fields (tokens, logits) can be most of the file
+        table = pq.read_table(details, columns=["doc", "metric"] + ["model_response.input"] * logs_input)
+        responses = table.column("input").to_pylist() if logs_input else [None] * table.num_rows
         # lighteval shuffles the documents; in lm-eval's order (doc_id) the bootstrap draws the same resamples
         rows = sorted(zip(table.column("doc").to_pylist(), table.column("metric").to_pylist(), responses,
                           strict=True), key=lambda row: row[0]["specific"]["qahub_doc_id"])
@@ -121,14 +122,18 @@ def read_task(task: str, details: Path, results: dict, spec, results_name: str) 
                    [prompt_hash(p) for p in sent], how, "messages" if how == CHAT else "text")
 
 
-COLUMNS = ("doc", "metric", "model_response")
+def _logs_input(schema) -> bool:
+    """Whether the details' ``model_response`` has an ``input`` (the prompt as sent; some backends log it)."""
+    if "model_response" not in schema.names:
+        return False
+    kind = schema.field("model_response").type
+    return hasattr(kind, "get_field_index") and kind.get_field_index("input") >= 0
 
 
-def prompts(docs: list, responses: list, results: dict) -> tuple[list, str | None]:
+def prompts(docs: list, inputs: list, results: dict) -> tuple[list, str | None]:
     """Each document's prompt as sent and how: the model response's ``input`` where the backend logs it (the
     query itself: raw text; another text: the chat template applied; messages: chat messages), else the query
     with the model config's ``override_chat_template`` (True: template, False: raw, unset: not known)."""
-    inputs = [(response or {}).get("input") for response in responses]
     if all(isinstance(i, str) for i in inputs):
         same = all(i == doc["query"] for i, doc in zip(inputs, docs))
         return inputs, RAW if same else TEMPLATE
