@@ -254,7 +254,7 @@ def _ijson():
     try:
         import ijson
     except ImportError:
-        raise ImportError("topical_chat needs ijson to read its files: pip install 'qahub[topical_chat]'") from None
+        raise ImportError("topical_chat needs ijson to read its files: pip install 'ijson>=3.2,<4'") from None
     return ijson
 
 

@@ -1,8 +1,13 @@
 import functools
 import http.server
+import json
 import os
+import subprocess
+import sys
 import tempfile
 import threading
+import zipfile
+from pathlib import Path
 
 # keep the suite's caches out of the user's ~/.cache/huggingface (read when datasets is imported)
 os.environ.setdefault("HF_HOME", tempfile.mkdtemp(prefix="qahub-tests-hf-"))
@@ -87,6 +92,25 @@ def sample_exports(tmp_path_factory):
         export(corpus, root / corpus, data_dir=registry.samples_dir(corpus), cache_dir=root / "cache", sample=True)
     return {corpus: root / corpus for corpus in harness.corpora()}
 
+
+
+EEE_WHEEL = "every_eval_ever-0.3.0-py3-none-any.whl"
+
+
+@pytest.fixture(scope="session")
+def eee_schemas():
+    """The aggregate and instance-level schemas inside the released every-eval-ever 0.3.0 wheel, fetched by
+    install.sh into the cache (here again when the cache is empty); never copied into the repository."""
+    cache = Path(os.environ.get("QAHUB_EEE_CACHE", Path.home() / ".cache" / "qahub" / "every-eval-ever"))
+    wheel = cache / EEE_WHEEL
+    if not wheel.is_file():
+        done = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--python-version", "3.12",
+                               "--only-binary=:all:", "every-eval-ever==0.3.0", "-d", str(cache)],
+                              capture_output=True, text=True)
+        assert wheel.is_file(), f"could not fetch {EEE_WHEEL} (install.sh does): {done.stderr[-2000:]}"
+    with zipfile.ZipFile(wheel) as archive:
+        return {name: json.loads(archive.read(f"every_eval_ever/schemas/{name}.schema.json"))
+                for name in ("eval", "instance_level_eval")}
 
 
 # `python -m pytest -m quick`: a subset of a few minutes that touches every corpus. Each corpus's own test files

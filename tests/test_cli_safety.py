@@ -517,8 +517,9 @@ def test_quiet_prints_only_the_result(tmp_path):
 
 
 def test_demo_overwrite_accepts_the_work_files_of_a_killed_demo(tmp_path):
-    from qahub.demo import _check_out
+    from qahub.demo import MARKER, _check_out
 
+    (tmp_path / MARKER).write_text(json.dumps({"written_by": "qahub demo", "corpora": ["jemhopqa"]}))
     (tmp_path / "jemhopqa").mkdir()
     (tmp_path / ".jemhopqa.partial-0123abcd").mkdir()
     (tmp_path / ".jemhopqa.partial-0123abcd-cache").mkdir()

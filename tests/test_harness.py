@@ -16,7 +16,7 @@ from lm_eval import simple_evaluate  # noqa: E402
 from lm_eval.api.model import LM  # noqa: E402
 from lm_eval.tasks import TaskManager  # noqa: E402
 
-from qahub import cli, harness  # noqa: E402
+from qahub import cli, harness, registry  # noqa: E402
 
 # the lone surrogate first: every task's first request gets it, and it must be counted unparseable everywhere
 GARBAGE = ["\ud800", "", "   \n\t ", "x" * 10_000, "**Ответ:** _?_\n\n```json\n{}\n```", '{"answer": ["broken', "\udfff\ud800",
@@ -275,3 +275,83 @@ def test_the_readme_lm_eval_command_runs_against_a_local_chat_server(task_dir, h
     # «Ответ: Б» is right on the validation rows whose answer is Б, and always readable
     assert 0 < scores["exact_match,none"] < 1 and scores["unparseable,none"] == 0
     assert scores["exact_match,none"] == scores["exact_match_mera,none"]
+
+
+# --- `qahub evaluate METRIC --predictions samples_<task>_<date>.jsonl`: lm-eval's own samples file as predictions
+
+SAMPLES = registry.samples_dir()
+# each task's `qahub evaluate` line on the bundled sample the export was built from (its config and split)
+EVALUATE = {
+    "qahub_doc2dial_grounding": ["doc2dial", "--task", "subtask1", "--no-answer-text", "NO ANSWER",
+                                 "--data-dir", "doc2dial", "--split", "validation"],
+    "qahub_doc2dial_response": ["doc2dial", "--task", "subtask2", "--data-dir", "doc2dial", "--split", "validation"],
+    "qahub_jemhopqa": ["jemhopqa", "--data-dir", "jemhopqa", "--config", "v1.2", "--split", "validation"],
+    "qahub_jemhopqa_derivations": ["jemhopqa", "--data-dir", "jemhopqa", "--config", "v1.2", "--split", "validation"],
+    "qahub_jeopardy": ["jeopardy_meteor", "--data-dir", "jeopardy", "--config", "extended", "--split", "train"],
+    "qahub_limur": ["limur", "--data-dir", "limur", "--split", "test"],
+    "qahub_topical_chat_freq": ["topical_chat", "--data-dir", "topical_chat", "--split", "test_freq"],
+    "qahub_topical_chat_rare": ["topical_chat", "--data-dir", "topical_chat", "--split", "test_rare"],
+}
+# what a reply equal to each document's target scores there (the top of the metric's main figure)
+ORACLE = {"qahub_doc2dial_grounding": ("exact", 100.0), "qahub_doc2dial_response": ("score", 100.0),
+          "qahub_jemhopqa": ("a", {"em": 1.0, "score": 1.0}), "qahub_jemhopqa_derivations": ("e", 1.0),
+          "qahub_jeopardy": ("accuracy", 1.0), "qahub_limur": ("exact_match", 1.0),
+          "qahub_topical_chat_freq": ("f1", 1.0), "qahub_topical_chat_rare": ("f1", 1.0)}
+
+
+@pytest.fixture(scope="module")
+def samples_files(plan, manager, tmp_path_factory):
+    """``{task: path}``: an oracle's run of every task, saved as ``lm_eval --output_path --log_samples`` saves it
+    (lm_eval/_cli/run.py: the tracker's results file, then one samples file per task)."""
+    from lm_eval.loggers import EvaluationTracker
+
+    out = tmp_path_factory.mktemp("lm-eval-run")
+    tracker = EvaluationTracker(output_path=str(out))
+    result = _evaluate(Oracle(manager), manager, sorted(plan), log_samples=True, evaluation_tracker=tracker)
+    tracker.save_results_aggregated(results={k: v for k, v in result.items() if k != "samples"},
+                                    samples=result["samples"])
+    for task in result["configs"]:
+        tracker.save_results_samples(task_name=task, samples=result["samples"][task])
+    return {task: next(out.rglob(f"samples_{task}_2*.jsonl")) for task in plan}
+
+
+def _evaluate_cli(argv, capsys):
+    code = cli.main(["--quiet", "evaluate", *argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def _on_sample(task):
+    argv = list(EVALUATE[task])
+    at = argv.index("--data-dir") + 1
+    argv[at] = str(SAMPLES / argv[at])
+    return argv
+
+
+def test_evaluate_reads_lm_evals_samples_file_as_predictions(plan, samples_files, capsys):
+    """Each line's document gives the id, its filtered reply the reply: the oracle's replies score the top."""
+    assert set(EVALUATE) == set(plan)
+    for task, path in samples_files.items():
+        code, out, err = _evaluate_cli([*_on_sample(task), "--predictions", str(path)], capsys)
+        assert code == 0, (task, err)
+        key, top = ORACLE[task]
+        value = json.loads(out)[key]
+        if task == "qahub_jemhopqa_derivations":
+            value = value["f1"]
+        assert value == pytest.approx(top), (task, out[:1000])
+
+
+def test_evaluate_refuses_a_samples_file_it_cannot_score_in_one_line(samples_files, tmp_path, capsys):
+    limur = _on_sample("qahub_limur")
+    code, _, err = _evaluate_cli([*limur, "--predictions", str(samples_files["qahub_jemhopqa"])], capsys)
+    assert code == 1 and "lm-eval's samples of the task qahub_jemhopqa, a jemhopqa task; this command scores limur" in err
+    code, _, err = _evaluate_cli([*limur, "--predictions", str(samples_files["qahub_limur"]), "--reply-field", "x"],
+                                 capsys)
+    assert code == 1 and "an lm-eval samples file gives each reply in filtered_resps" in err
+    lines = samples_files["qahub_limur"].read_text(encoding="utf-8").splitlines()
+    other = json.loads(lines[0]) | {"filter": "strict-match"}
+    two = tmp_path / "samples_qahub_limur_2026-01-01T00-00-00.jsonl"
+    two.write_text("\n".join([*lines, json.dumps(other, ensure_ascii=False)]) + "\n", encoding="utf-8")
+    code, _, err = _evaluate_cli([*limur, "--predictions", str(two)], capsys)
+    assert code == 1 and "holds the replies of 2 lm-eval filters (none, strict-match)" in err
+    assert err.count("\n") == 1, err

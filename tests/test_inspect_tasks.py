@@ -488,3 +488,14 @@ def test_a_task_whose_samples_all_failed_is_an_error_naming_the_cause(locations,
                           display="none")
     assert log.status == "error" and "the model server is down" in log.error.message
     assert log.results is None  # no score at all, never a 0.0
+
+
+def test_a_normal_inspect_run_logs_no_warning(locations, tmp_path):
+    """inspect computes every metric on no sample before the first is scored (its display): a qahub aggregate
+    gives NaN there instead of raising ("WARNING Metric qahub/mean raised on an empty sample set" began every
+    run). LIMUR has two category breakdowns and judge metrics that no sample holds without a grader role."""
+    done = inspect_cli("eval", "qahub/limur", "-T", f"dataset={locations['limur']}", "--model", "qahub_script/x",
+                       "--log-dir", str(tmp_path / "logs"), "--display", "plain", cwd=tmp_path)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-3000:]
+    assert "WARNING" not in output and "empty sample set" not in output, output[-3000:]

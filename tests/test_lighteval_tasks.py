@@ -119,6 +119,15 @@ def test_the_same_replies_score_the_same_in_lm_eval_and_lighteval(data, sample_e
                                 for c in compared.values()), (name, compared)
         lighteval_aggregates = {k: v for k, v in results[f"{name}:{FEWSHOT}"].items() if not k.endswith("_stderr")}
         assert lighteval_aggregates == pytest.approx(lm_eval_aggregates[name], rel=1e-12), name  # another order
+    # their Every Eval Ever records have the same rows: score and reply per task, metric and document
+    write_report([f"lm_eval={tmp_path / 'lm-eval'}", f"lighteval={tmp_path / 'lighteval'}"], tmp_path / "hub",
+                 resamples=20, progress=False, jobs=1, hub_datasets={})
+    rows = {}
+    for name in ("lm_eval", "lighteval"):
+        (samples,) = (tmp_path / "hub" / "eee" / name).glob("*_samples.jsonl")
+        rows[name] = {(r["evaluation_result_id"], r["sample_id"]): (r["evaluation"]["score"], r["output"]["raw"])
+                     for r in map(json.loads, samples.read_text(encoding="utf-8").splitlines())}
+    assert rows["lighteval"] == rows["lm_eval"] and rows["lm_eval"]
 
 
 def _lm_eval_values(locations, names, script, tmp_path, judge=False, save=False):

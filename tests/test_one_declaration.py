@@ -3,6 +3,7 @@ dropped beside the five is found by everything that reads them (registry, harnes
 
 import ast
 import importlib
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -178,3 +179,57 @@ def test_a_tasks_table_that_is_not_literal_is_imported_for_its_names(tmp_path):
                  'TASKS = {"a": 1, **OTHER}\n'):
         api.write_text(text, encoding="utf-8")
         assert tasks._literal_names(api) is None, text
+
+
+@pytest.fixture(params=["quiz", "a_copy"])
+def copied(request, tmp_path, monkeypatch):
+    """A corpus copied from jemhopqa (loader and metric directory) whose task_api says ``CORPUS = "<copy>"`` but
+    whose TASKS keys are not renamed yet: it declares ``qahub_jemhopqa`` too. ``a_copy`` sorts before jemhopqa."""
+    name = request.param
+    (tmp_path / "loaders").mkdir()
+    shutil.copy(ROOT / "loaders" / "jemhopqa.py", tmp_path / "loaders" / f"{name}.py")
+    folder = tmp_path / "metrics" / name
+    shutil.copytree(ROOT / "metrics" / "jemhopqa", folder, symlinks=False)
+    (folder / "jemhopqa.py").rename(folder / f"{name}.py")
+    api = folder / "task_api.py"
+    api.write_text(api.read_text(encoding="utf-8").replace('CORPUS = "jemhopqa"', f'CORPUS = "{name}"'),
+                   encoding="utf-8")
+    for package, where in ((loaders, "loaders"), (metrics, "metrics")):
+        monkeypatch.setattr(package, "__path__", [*package.__path__, str(tmp_path / where)])
+    tasks.clear()
+    yield name
+    tasks.clear()
+    for module in [m for m in sys.modules if m.endswith(f".{name}") or f".{name}." in m]:
+        del sys.modules[module]
+
+
+def test_a_copied_corpus_never_takes_over_the_task_it_did_not_rename(copied, sample_exports, tmp_path, capsys):
+    from qahub import cli, inspect_tasks
+
+    assert {"jemhopqa", copied} <= set(registry.corpus_names())
+    assert cli.main(["list"]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if "qahub_jemhopqa" in line]
+    assert len(lines) == 1 and f"metrics/{copied}/task_api.py" in lines[0] and "jemhopqa keeps it" in lines[0]
+    assert f"the {copied} tasks are refused" in lines[0]
+    # one owner everywhere: the registry, inspect's entry point, the report, lm-eval's and lighteval's writers
+    assert tasks.declared_tasks()["qahub_jemhopqa"] == tasks.task_corpora()["qahub_jemhopqa"] == "jemhopqa"
+    assert copied not in tasks.declared_tasks().values() and copied not in harness.corpora()
+    assert harness.all_tasks()["qahub_jemhopqa"].score.__module__ == "qahub.metrics.jemhopqa.task_api"
+    assert runs.qahub_tasks()["qahub_jemhopqa"].score.__module__ == "qahub.metrics.jemhopqa.task_api"
+    assert inspect_tasks.task_names()["jemhopqa"] == ("jemhopqa", "qahub_jemhopqa")
+    location = str(sample_exports["jemhopqa"])
+    assert set(harness.plan_tasks("jemhopqa", location)) == set(harness.task_api("jemhopqa").TASKS)
+    with pytest.raises(harness.HarnessError, match="both declare the task qahub_jemhopqa: corpus jemhopqa keeps it"):
+        harness.plan_tasks(copied, location)
+    with pytest.raises(lighteval_tasks.LightevalTaskError, match=f"the {copied} tasks are refused"):
+        lighteval_tasks.locations(f"jemhopqa={location},{copied}={location}")
+    assert cli.main(["--quiet", "harness-tasks", "--out", str(tmp_path / "tasks"),
+                     "--dataset", f"jemhopqa={location}", "--dataset", f"{copied}={location}"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "both declare the task qahub_jemhopqa" in err
+
+
+def test_a_task_name_declared_twice_is_kept_by_the_corpus_it_is_named_after_else_the_first():
+    assert tasks._keeper("qahub_jemhopqa", ["a_copy", "jemhopqa"]) == "jemhopqa"
+    assert tasks._keeper("qahub_topical_chat_x", ["topical", "topical_chat"]) == "topical_chat"
+    assert tasks._keeper("qahub_quiz", ["b", "a"]) == "a"

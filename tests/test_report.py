@@ -122,9 +122,10 @@ def test_breakdowns_are_the_mean_over_the_logged_documents_of_each_category(repo
 
 def test_mcnemar_p_is_binomtest_on_the_discordant_pairs(report, runs):
     _, data, _ = report
-    # Jeopardy's questions are clustered by theme: McNemar's test assumes independent pairs, a cluster bootstrap
+    # Jeopardy's questions are clustered by theme: McNemar's test assumes independent pairs; the sample's few
+    # themes get the exact sign-flip test over themes (a bootstrap of few clusters cannot reach small p honestly)
     assert data["tasks"]["qahub_jeopardy"]["comparisons"]["oracle"]["accuracy"]["test"] == \
-        "paired bootstrap over themes"
+        "sign-flip permutation test over themes (exact)"
     for task, metric in (("qahub_limur", "exact_match"),):
         base = {s["doc_id"]: s[metric] for s in _samples(runs["half"], task)}
         other = {s["doc_id"]: s[metric] for s in _samples(runs["oracle"], task)}
@@ -259,6 +260,25 @@ def test_a_different_limit_pairs_the_common_documents_and_says_so(runs, tmp_path
     entry = json.loads((out / "report.json").read_text(encoding="utf-8"))["tasks"]["qahub_limur"]
     assert entry["comparisons"]["two"]["exact_match"]["n"] == 2
     assert any("paired on the 2 documents both scored" in note for note in entry["notes"])
+
+
+def test_a_limited_run_of_one_conversation_has_no_interval_test_mde_or_star(runs, tmp_path):
+    """``lm_eval --limit`` takes a clustered task's first turns, all of one conversation (issue 36): main gave
+    zero-width intervals, the cluster bootstrap's p = 1/(resamples+1), MDE 0 and a star."""
+    out = tmp_path / "out"
+    done = qahub("report", f"two={runs['limited']}", f"full={runs['half']}", "--out", str(out), "--resamples", "50")
+    assert done.returncode == 0, done.stderr
+    tasks = json.loads((out / "report.json").read_text(encoding="utf-8"))["tasks"]
+    for task in ("qahub_topical_chat_freq", "qahub_doc2dial_response"):
+        entry, field = tasks[task], tasks[task]["cluster"]["field"]
+        assert entry["cluster"]["runs"]["two"]["clusters"] == 1, task  # the first two turns: one cluster
+        assert any(note.startswith(f"two: resampled by {field}: 1 {field} of 2 documents") for note in entry["notes"])
+        for metric, cell in entry["scores"]["two"].items():
+            assert cell["ci"] == [None, None] and cell["no_interval"] == f"1 {field}: no interval", (task, metric)
+        for metric, cell in entry["comparisons"]["full"].items():
+            assert cell["p"] is None and cell["ci"] == [None, None] and cell["mde"] is None, (task, metric)
+            assert cell["units"] == 1 and cell["star"] is False and cell["test"].startswith(f"1 {field}: no interval")
+        assert entry["best"] is None
 
 
 def _copy(src, dst):
@@ -594,14 +614,15 @@ def _compared(metric, base, other, resamples=200):
     return compare("r", {"m": metric}, {"m": (eb, er, None)}, len(base), draws, {"confidence": 0.95})["m"]
 
 
-@pytest.mark.parametrize("n", [1, 3, 8])
+@pytest.mark.parametrize("n", [2, 3, 8])
 def test_a_paired_p_from_differences_that_do_not_vary_is_the_exact_sign_test(n):
     cell = _compared(_metric("mean"), [0.2] * n, [0.7] * n)
     assert cell["test"].startswith("sign test") and cell["p"] == pytest.approx(binomtest(n, n, 0.5).pvalue)
-    assert cell["p"] == min(1.0, 2 * 0.5 ** n)  # one document: p 1, as McNemar gives it
+    assert cell["p"] == min(1.0, 2 * 0.5 ** n)
     cell = _compared(_metric("sum"), [float(i) for i in range(n)], [i - 0.5 for i in range(n)])
     assert cell["test"].startswith("sign test") and cell["p"] == pytest.approx(binomtest(0, n, 0.5).pvalue)
-    cell = _compared(_metric("mean"), [0.2, 0.4, 0.1], [0.7, 0.4, 0.3])  # differences that vary: the bootstrap
+    # differences that vary, of 30 documents or more: the bootstrap (fewer: test_report_stats' sign-flip test)
+    cell = _compared(_metric("mean"), [0.2, 0.1] * 15, [0.7, 0.3] * 15)
     assert cell["test"] == "paired bootstrap"
 
 
@@ -612,7 +633,7 @@ def test_one_paired_document_of_bleu_or_distinct_is_too_few_documents():
     for metric, base, other in ((_metric("bleu"), [["a b c d", "a b c d"]], [["x y", "a b c d"]]),
                                 (_metric("distinct", order=1), ["a a a"], ["a b c"])):
         cell = _compared(metric, base, other)
-        assert cell["p"] is None and cell["test"].startswith("too few documents") and cell["n"] == 1
+        assert cell["p"] is None and cell["test"] == "1 document: no interval, test or MDE" and cell["n"] == 1
     entry = {"scores": {}, "breakdown": {}, "comparisons": {"r": {"m": cell}}, "warnings": [], "notes": [],
              "main_metric": "m"}
     adjust({"t": entry})
@@ -891,36 +912,99 @@ def test_report_json_holds_clusters_interval_methods_power_and_both_adjusted_ps(
     conversations = {s["doc"]["conversation_id"] for s in _samples(runs["half"], "qahub_topical_chat_freq")}
     assert count["clusters"] == len(conversations) and count["documents"] > len(conversations)
     assert count["design_effect"]["f1"] > 0
-    assert f"resampled by conversation: {count['clusters']} clusters of {count['documents']} documents" in \
+    assert f"resampled by conversation: {count['clusters']} conversations of {count['documents']} documents" in \
         " ".join(chat["notes"])
     cells = [c for e in data["tasks"].values() for per in e["comparisons"].values() for c in per.values()
              if c["p"] is not None]
     assert [c["p_bh"] for c in cells] == pytest.approx(list(multipletests([c["p"] for c in cells],
                                                                           method="fdr_bh")[1]))
-    assert all(c["mde"] is not None and c["mde"] >= 0 for c in cells)
+    # an MDE, or none and why (an exact test of few units that cannot reach p < alpha, differences that do not vary)
+    assert all(c["mde"] >= 0 if c["mde"] is not None else c["mde_note"].startswith("not estimable") for c in cells)
+    assert any(c["mde"] is not None for c in cells)
     assert all(set(e["intervals"]) == {m for s in e["scores"].values() for m in s} for e in data["tasks"].values())
     text = (out / "report.md").read_text(encoding="utf-8")
     assert "p_bh" in text and "MDE" in text and "resampled by dialogue" in text
 
 
 def test_the_first_screen_is_a_summary_of_every_run_and_task_main_metric(report):
+    from qahub.report.render import short_label
+
     out, data, _ = report
     text = (out / "report.md").read_text(encoding="utf-8")
     lines = text.splitlines()
-    assert lines[0] == "# qahub report" and lines[2].startswith("| run | qahub_")  # the table comes first
+    assert lines[0] == "# qahub report" and lines[2].startswith("| run | ")  # the table comes first
     header = lines[2]
-    assert all(f"{task}: {entry['main_metric']}" in header for task, entry in data["tasks"].items())
-    oracle = next(line for line in lines if line.startswith("| oracle |"))
+    assert all(f"{short_label(task)}; {entry['main_metric']}" in header for task, entry in data["tasks"].items())
+    oracle = next(line for line in lines if line.startswith("| oracle; lm-eval · "))
     limur = data["tasks"]["qahub_limur"]
     cell = limur["comparisons"]["oracle"][limur["main_metric"]]
-    assert (" *" in oracle) == any(c["comparisons"]["oracle"][c["main_metric"]]["p_holm"] < 0.05
-                                   for c in data["tasks"].values()
-                                   if c["main_metric"] in c["comparisons"].get("oracle", {})
-                                   and c["comparisons"]["oracle"][c["main_metric"]]["p_holm"] is not None)
+    mains = [c["comparisons"]["oracle"][c["main_metric"]] for c in data["tasks"].values()
+             if c["main_metric"] in c["comparisons"].get("oracle", {})]
+    assert (" *" in oracle) == any(c.get("star", c["p_holm"] is not None and c["p_holm"] < 0.05) for c in mains)
     assert cell["p_holm"] is not None
-    assert next(line for line in lines if line.startswith("| half (baseline) |"))
+    assert next(line for line in lines if line.startswith("| half (baseline); lm-eval · "))
     html = (out / "report.html").read_text(encoding="utf-8")
-    assert html.index("<table>") < html.index("<h2>")  # the summary before any task
+    assert html.index("<table") < html.index("<h2>")  # the summary before any task
+
+
+README = Path(__file__).parent.parent / "README.md"
+EXAMPLE = ("<!-- report example (tests/test_report.py) -->\n", "<!-- end of the report example -->\n")
+
+
+def example(out, data):
+    """The README's example, from this module's report of the scripted runs: the Markdown summary, and the HTML
+    page (the scripted runs' model names, which lm-eval draws at random for a model object, read "scripted", and
+    their results files are named from the runs' folder)."""
+    from qahub.report.render import blocks, markdown, page
+
+    data = json.loads(json.dumps(data))
+    root = os.path.commonpath([run["results_file"] for run in data["runs"].values()])
+    for run in data["runs"].values():  # and no temporary folder's name
+        run["model"], run["results_file"] = "scripted", str(Path("runs", os.path.relpath(run["results_file"], root)))
+    figures = {task: [f"{task}.png"] + [f"{task}_{field}.png" for field in entry["breakdown"]]
+               for task, entry in data["tasks"].items()}
+    report = blocks(data, figures)
+    text = markdown(report)
+    images = {name: (out / "figures" / name).read_bytes() for names in figures.values() for name in names}
+    return text[text.index("\n") + 2:text.index("## Runs")], page(report, images)
+
+
+def write_example(out, summary, html):
+    """QAHUB_WRITE_EXAMPLE=1: the README's example table, docs/report-first-screen.png (Chromium at 1,400 x 900),
+    docs/report-marks.png (the same of test_report_render's report with every mark) and
+    docs/report-jeopardy-by-value.png, made again."""
+    from test_report_render import hostile_data
+
+    from qahub.report.render import blocks, page
+
+    docs = README.parent / "docs"
+    text = README.read_text(encoding="utf-8")
+    start, end = text.index(EXAMPLE[0]) + len(EXAMPLE[0]), text.index(EXAMPLE[1])
+    README.write_text(text[:start] + summary.rstrip("\n") + "\n\n" + text[end:], encoding="utf-8")
+    shutil.copyfile(out / "figures" / "qahub_jeopardy_question_number.png", docs / "report-jeopardy-by-value.png")
+    screenshot(html, docs / "report-first-screen.png", out.parent)
+    screenshot(page(blocks(hostile_data(), {}), {}), docs / "report-marks.png", out.parent)
+
+
+def screenshot(html, png, work):
+    """Chromium's picture of the page ``html`` in a 1,400 x 900 window."""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    assert chromium, "QAHUB_WRITE_EXAMPLE needs a Chromium (apt-get install chromium) for the screenshots"
+    (work / "example.html").write_text(html, encoding="utf-8")
+    subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--hide-scrollbars",
+                    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                    f"--user-data-dir={work / 'chromium'}", "--window-size=1400,900", f"--screenshot={png}",
+                    (work / "example.html").as_uri()], check=True, capture_output=True, timeout=120)
+
+
+def test_the_readme_s_report_example_is_this_report_s_first_screen(report):
+    out, data, _ = report
+    summary, html = example(out, data)
+    if os.environ.get("QAHUB_WRITE_EXAMPLE"):
+        write_example(out, summary, html)
+    text = README.read_text(encoding="utf-8")
+    assert text[text.index(EXAMPLE[0]) + len(EXAMPLE[0]):text.index(EXAMPLE[1])] == summary.rstrip("\n") + "\n\n", \
+        "the README's report example is not this report's: QAHUB_WRITE_EXAMPLE=1 pytest tests/test_report.py -k readme"
 
 
 def test_each_run_s_weakest_categories_against_the_baseline_are_named():

@@ -213,3 +213,23 @@ def test_a_file_that_is_no_log_is_refused(tmp_path):
     with pytest.raises(ReportError) as err:
         write_report([str(bad)], tmp_path / "out", progress=False)
     assert _one_line(err).startswith(f"{bad}: not an inspect log (")
+
+
+def test_inspect_logs_give_the_every_eval_ever_rows_lm_eval_runs_give(runs, tmp_path, eee_schemas):
+    import json
+
+    from jsonschema import Draft7Validator
+
+    rows = {}
+    for harness in ("lm-eval", "inspect"):
+        out = tmp_path / harness
+        write_report([f"half={runs[harness, 'half']}"], out, resamples=20, progress=False, jobs=1, hub_datasets={})
+        (record,) = (out / "eee" / "half").glob("*[0-9a-f].json")
+        Draft7Validator(eee_schemas["eval"]).validate(json.loads(record.read_text(encoding="utf-8")))
+        lines = record.with_name(f"{record.stem}_samples.jsonl").read_text(encoding="utf-8").splitlines()
+        found = [json.loads(line) for line in lines]
+        for row in found:
+            Draft7Validator(eee_schemas["instance_level_eval"]).validate(row)
+        rows[harness] = {(r["evaluation_result_id"], r["sample_id"]): (r["evaluation"]["score"], r["output"]["raw"])
+                         for r in found}
+    assert rows["inspect"] == rows["lm-eval"] and len(rows["inspect"]) > 50

@@ -70,6 +70,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_demo(commands)
     _add_harness_tasks(commands)
     _add_report(commands)
+    _add_publish_results(commands)
     _add_pick_docs(commands)
     return parser
 
@@ -247,12 +248,17 @@ def _list(args) -> int:
 
 
 def _say_left_out_modules():
-    """The footer: each module in loaders/ or metrics/ that is part of no complete corpus, and why."""
+    """The footer: each module in loaders/ or metrics/ that is part of no complete corpus, and why; each corpus
+    whose tasks are refused for a task name another corpus has."""
     from qahub import tasks
 
     if tasks.left_out():
         print("\nnot registered (not a complete corpus: a loader, a metric and its task_api.py):")
         for line in tasks.left_out():
+            print(f"  {line}")
+    if tasks.clashes():
+        print("\ntasks refused (a task name another corpus declares too):")
+        for line in tasks.clashes().values():
             print(f"  {line}")
 
 
@@ -316,18 +322,43 @@ def _add_report(commands):
     p.add_argument("--overwrite", action="store_true", help="replace an existing folder that is not a report")
     p.add_argument("--jobs", type=int, help="tasks reported side by side, one process each (default: one per CPU "
                                             "on Linux, 1 elsewhere); the numbers are the same for any --jobs")
+    p.add_argument("--hub-dataset", action="append", default=[], metavar="CORPUS=ORG/NAME[@REV]",
+                   help="the Hub dataset a corpus is published as: also write eval_results/ (the Hub's "
+                        ".eval_results entries) and eee/ (Every Eval Ever records) per run; repeatable")
+    p.add_argument("--for-hub", action="store_true",
+                   help="write eval_results/ and eee/ even without --hub-dataset (runs that loaded their corpus "
+                        "from the Hub name it themselves)")
     p.set_defaults(func=_report)
 
 
 def _report(args) -> int:
     from qahub.report import write_report
 
+    hub = None
+    if args.hub_dataset or args.for_hub:
+        from qahub.hub_results import parse_hub_datasets
+
+        hub = parse_hub_datasets(args.hub_dataset)
     data = write_report(args.runs, args.out, baseline=args.baseline, resamples=args.resamples, seed=args.seed,
                         confidence=args.confidence, overwrite=args.overwrite, progress=not args.quiet,
-                        jobs=args.jobs)
+                        jobs=args.jobs, hub_datasets=hub)
     print(Path(args.out, "report.md").read_text(encoding="utf-8"))
     print(f"wrote {Path(args.out).absolute()} ({len(data['tasks'])} tasks, {len(data['runs'])} runs)")
     return 0
+
+
+def _add_publish_results(commands):
+    p = commands.add_parser("publish-results", help="open a pull request per model repo adding a report's "
+                                                    ".eval_results entries; optionally push a details dataset")
+    p.add_argument("report", help="a qahub report folder written with --hub-dataset (or --for-hub)")
+    p.add_argument("--model", action="append", default=[], required=True, metavar="RUN=ORG/MODEL",
+                   help="the model repo a run's results go to; repeatable")
+    p.add_argument("--details", metavar="ORG/NAME",
+                   help="also push a details dataset: Every Eval Ever records, the report, scored documents")
+    p.add_argument("--dry-run", action="store_true", help="list every file and its destination; send nothing")
+    p.add_argument("--no-pr", action="store_true", help="commit to each model's main branch instead of a pull "
+                                                        "request (needs write access)")
+    p.set_defaults(func=_handler("qahub.publish_results", "publish_results_command"))
 
 
 def _add_pick_docs(commands):

@@ -2,7 +2,9 @@
 
 For every corpus with a sample folder: build all configs into ``OUT/<corpus>/`` (a Hub-ready folder), load
 each config back with ``datasets.load_dataset`` from that folder, then score the sample predictions with
-the corpus's metrics, as listed in the sample's ``demo.json``.
+the corpus's metrics, as listed in the sample's ``demo.json``. ``OUT/qahub_demo.json`` (``MARKER``), written
+before anything else, is how a later ``--overwrite`` knows the folder for the demo's own: a folder without it
+(say, real exports named after their corpora) is refused, never replaced.
 """
 
 from __future__ import annotations
@@ -15,11 +17,16 @@ import datasets
 
 from qahub import registry
 from qahub.export import export
-from qahub.files import Guard, check_folder
+from qahub.files import Guard, check_folder, listed, write_output
+
+MARKER = "qahub_demo.json"  # written first in every demo folder: proof that the demo wrote it, and what it holds
 
 
 def run_demo(out: Path, overwrite: bool, evaluate, explain=str) -> int:
     _check_out(out, overwrite)
+    out.mkdir(parents=True, exist_ok=True)
+    marker = {"written_by": "qahub demo", "corpora": list(registry.corpus_names())}
+    write_output(out / MARKER, json.dumps(marker, indent=1) + "\n", overwrite=True, option="--out")
     failures = 0
     for corpus in registry.corpus_names():
         sample = registry.samples_dir(corpus)
@@ -41,8 +48,8 @@ def run_demo(out: Path, overwrite: bool, evaluate, explain=str) -> int:
 
 
 def _check_out(out: Path, overwrite: bool):
-    """The demo folder may only hold earlier demo output: folders named after corpora (each corpus's export
-    then guards its own folder)."""
+    """The demo folder may only hold earlier demo output: its marker, and the folders of the corpora the marker
+    names (each corpus's export then guards its own folder)."""
     check_folder(out, overwrite, Guard(not_folder=f"{out}: is a file; choose another --out",
                                        not_empty=f"{out}: not empty; pass --overwrite to replace the earlier demo output",
                                        not_ours=f"{out}: is not demo output; choose another --out",
@@ -50,16 +57,36 @@ def _check_out(out: Path, overwrite: bool):
 
 
 def _only_demo_output(out: Path) -> bool:
-    foreign = sorted(p.name for p in out.iterdir() if not _is_demo_output(p.name))
+    corpora = _marked_corpora(out)
+    if corpora is None:
+        names = sorted(p.name for p in out.iterdir())
+        raise FileExistsError(f"{out}: holds {listed(names)}, which is not demo output (no {MARKER}: the demo "
+                              "writes it first); choose another --out")
+    foreign = sorted(p.name for p in out.iterdir() if p.name != MARKER and not _is_demo_output(p.name, corpora))
     if foreign:
         raise FileExistsError(f"{out}: holds {', '.join(foreign)}, which is not demo output; choose another --out")
     return True
 
 
-def _is_demo_output(name: str) -> bool:
-    """A corpus folder, or the lock / work folder of a build of one (left by a killed demo; the next build of
-    that corpus removes it)."""
-    corpora = registry.corpus_names()
+def _marked_corpora(out: Path) -> list | None:
+    """The corpora an earlier demo's marker names, None when ``out`` has no readable marker."""
+    try:
+        marker = json.loads((out / MARKER).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    if not isinstance(marker, dict) or marker.get("written_by") != "qahub demo":
+        return None
+    corpora = marker.get("corpora")
+    if not isinstance(corpora, list):
+        return None
+    return [name for name in corpora if isinstance(name, str)]
+
+
+def _is_demo_output(name: str, corpora: list) -> bool:
+    """A corpus folder the demo wrote, or the lock / work folder of a build of one (left by a killed demo; the
+    next build of that corpus removes it)."""
+    if not corpora:
+        return False
     return name in corpora or bool(re.fullmatch(rf"\.({'|'.join(map(re.escape, corpora))})\.(lock|partial-.+|old-.+)", name))
 
 

@@ -212,6 +212,8 @@ def _aggregate(key: str, how, checked):
     @metric(name=label)
     def aggregation():
         def compute(scores: list[SampleScore]) -> float:
+            if not scores:  # what inspect shows before the first sample is scored: no value yet, not an error
+                return float("nan")
             return checked([_value(key, getattr(item, "score", item)) for item in scores])
 
         return compute

@@ -57,6 +57,8 @@ def locations(value: str | None = None) -> dict:
         corpus, sep, location = (part.strip() for part in item.partition("="))
         if not sep or not corpus or not location:
             raise LightevalTaskError(f"{ENV}: {item.strip()!r} is not CORPUS=LOCATION")
+        if corpus in tasks.clashes():
+            raise LightevalTaskError(f"{ENV}: {tasks.clashes()[corpus]}")
         if corpus not in tasks.corpora():
             raise LightevalTaskError(f"{ENV}: unknown corpus {corpus!r}; tasks exist for: "
                                      f"{', '.join(tasks.corpora())}")
@@ -243,7 +245,7 @@ def _tasks_table(value: str) -> tuple:
     try:
         import lighteval  # noqa: F401
     except ImportError:
-        raise LightevalTaskError("lighteval is not installed: pip install 'qahub[lighteval]'") from None
+        raise LightevalTaskError("lighteval is not installed: pip install -e '.[lighteval]' in the qahub clone") from None
     table = []
     for corpus, location in locations(value).items():
         for name in harness.task_api(corpus).TASKS:

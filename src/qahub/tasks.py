@@ -8,6 +8,12 @@ written yet, a metric whose corpus is gone) is not registered: ``left_out()`` sa
 ``task_api`` is imported only when its tasks are asked for, and one that does not import leaves out that corpus
 alone (``importable`` warns once, naming the file). Each ``TASKS`` entry is a ``TaskSpec`` (the type is
 ``metrics/_shared/task_spec.py``, linked into each metric directory; re-exported here).
+
+A task name is one corpus's. When two corpora declare the same name (a corpus copied from another, its ``TASKS``
+keys not renamed yet), the corpus the name is made from keeps it (``qahub_jemhopqa_x`` is ``jemhopqa``'s), else
+the first in alphabetical order; every task of the other corpus is refused (``task_api`` raises, ``clashes()``
+gives the one line ``qahub list`` prints), so that every harness, the report and lighteval read the same task and
+never the later copy silently.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from qahub import loaders, metrics
 from qahub.metrics._shared.task_spec import Grader, Metric, TaskSpec, is_task_spec
 
 # the task declaration's type, re-exported: `from qahub.tasks import TaskSpec`
-__all__ = ["Grader", "Metric", "TaskSpec", "TaskError", "all_tasks", "clear", "corpora", "corpus_names",
+__all__ = ["Grader", "Metric", "TaskSpec", "TaskError", "all_tasks", "clashes", "clear", "corpora", "corpus_names",
            "declared_tasks", "importable", "is_task_spec", "left_out", "metric_dirs", "scan", "task_api",
            "task_corpora"]
 
@@ -120,6 +126,7 @@ def _text(path: Path) -> str:
 def clear():
     """Forget the scan (and the warnings given), e.g. after a test puts another folder on a package's path."""
     scan.cache_clear()
+    _names_of.cache_clear()
     _warn_once.cache_clear()
 
 
@@ -136,7 +143,18 @@ def left_out() -> tuple[str, ...]:
 
 
 def task_api(corpus: str):
-    """The ``task_api`` module of the metric that declares ``CORPUS = corpus``; no other corpus's is imported."""
+    """The ``task_api`` module of the metric that declares ``CORPUS = corpus``; refused when another corpus has
+    one of its task names (``clashes``). No other corpus's is imported, unless its ``TASKS`` is computed (its
+    names are then had by importing it)."""
+    module = _loaded(corpus)
+    clash = clashes().get(corpus)
+    if clash:
+        raise TaskError(clash)
+    return module
+
+
+def _loaded(corpus: str):
+    """The corpus's ``task_api`` module, imported and its ``TASKS`` checked."""
     metric_of = scan().metric_of
     if corpus not in metric_of:
         raise TaskError(f"unknown corpus {corpus!r}; tasks exist for: {', '.join(metric_of) or 'none'}")
@@ -197,15 +215,52 @@ def task_corpora() -> dict:
 def declared_tasks() -> dict:
     """``{task: corpus}`` as the task_api files declare them, read without importing them (what inspect's entry
     point registers: a corpus's task_api is imported when its task is built). A file whose ``TASKS`` is not a
-    top-level dict with literal names (or that does not parse) is imported instead, by ``importable``'s rules."""
+    top-level dict with literal names (or that does not parse) is imported instead, by ``importable``'s rules.
+    A corpus refused for a task name another corpus has (``clashes``) declares none."""
+    refused = clashes()
+    return {name: corpus for corpus, names in _names_of().items() if corpus not in refused for name in names}
+
+
+@functools.lru_cache(maxsize=None)
+def _names_of() -> dict:
+    """``{corpus: [task names]}`` of every registered corpus, as ``declared_tasks`` reads them."""
     found = {}
     for corpus in corpus_names():
         names = _literal_names(_task_api_path(corpus))
         if names is None:  # only this corpus's task_api is imported
-            module = _imported(corpus)
-            names = list(module.TASKS) if module else []
-        found.update(dict.fromkeys(names, corpus))
+            try:
+                names = list(_loaded(corpus).TASKS)
+            except TaskError as err:
+                _warn_once(f"{err}; the {corpus} tasks are left out")  # as importable says it
+                names = []
+        found[corpus] = names
     return found
+
+
+def clashes() -> dict:
+    """``{corpus: the one line saying why}`` of every corpus refused for declaring a task name that another
+    corpus keeps: the corpus the name is made from (``qahub_<corpus>`` or ``qahub_<corpus>_...``, the longest
+    such), else the first in alphabetical order."""
+    declaring = {}
+    for corpus, names in _names_of().items():
+        for name in names:
+            declaring.setdefault(name, []).append(corpus)
+    refused = {}
+    for name, corpora in declaring.items():
+        if len(corpora) < 2:
+            continue
+        keeper = _keeper(name, corpora)
+        for corpus in corpora:
+            if corpus != keeper and corpus not in refused:
+                refused[corpus] = (f"{_task_api_path(corpus)} and {_task_api_path(keeper)} both declare the "
+                                   f"task {name}: corpus {keeper} keeps it, and the {corpus} tasks are refused "
+                                   f"until {corpus}'s is renamed (its TASKS key)")
+    return refused
+
+
+def _keeper(name: str, corpora: list) -> str:
+    named = [c for c in corpora if name == f"qahub_{c}" or name.startswith(f"qahub_{c}_")]
+    return max(named, key=len) if named else min(corpora)
 
 
 def _literal_names(path: Path) -> list[str] | None:

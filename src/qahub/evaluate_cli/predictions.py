@@ -11,6 +11,10 @@ record needs an id, not null and not a lone surrogate, given once; a reply may b
 never bad input: the metric scores what it cannot read as 0). Each problem is one ``SourceDataError`` (a ``ValueError``):
 ``FILE: record N: what is wrong`` (``record line N`` in JSON Lines and CSV).
 
+lm-eval's own samples file (``lm_eval --log_samples``: ``samples_<task>_<date>.jsonl``, a line per document with
+``doc``, ``doc_id`` and the replies ``filtered_resps``) is read as it is: each document's id fields and its filtered
+reply make the record (one file is one task: a file named after another corpus's task is refused).
+
 A bare list of replies has no ids: it is paired with the split's rows by position only with ``--by-position``
 and when it holds one reply per row; else it is refused with a line saying how to add the ids.
 
@@ -86,7 +90,8 @@ def add_arguments(parser, fields: Fields, *others: Fields):
     parser.epilog = (f"Predictions are matched to the reference rows by id: each record names its row by "
                      f"{_fields_shown(fields)} and gives the reply as {' or '.join(map(repr, replies))}. "
                      f"Read: JSON ({mapping}a list of records), JSON Lines (a record a line) or "
-                     "CSV with a header (.csv, .tsv); UTF-8 (a byte-order mark allowed), each id once, at most "
+                     "CSV with a header (.csv, .tsv), or lm-eval's samples_<task>_<date>.jsonl (--log_samples: "
+                     "each document with its filtered reply); UTF-8 (a byte-order mark allowed), each id once, at most "
                      f"{DEFAULT_MAX_BYTES >> 20} MiB (${MAX_BYTES_ENV}). A bare list of replies without ids is "
                      "scored only with --by-position.")
 
@@ -127,7 +132,81 @@ def read(path, fields: Fields, unwrap=None, reply_field=None) -> Predictions:
         else:
             shapes = "a list of records" if isinstance(fields.id[0], tuple) else "an object {id: reply} or a list"
             raise _error(path, None, f"expected {shapes}, got {_type(value)}")
+    if items and _is_lm_eval_sample(items[0][1]):
+        items = _lm_eval_items(path, items, fields, reply_field)
     return _predictions(path, fields, items, reply_field)
+
+
+def _is_lm_eval_sample(value) -> bool:
+    """A line of lm-eval's ``--log_samples`` file: the document, its position and the model's replies."""
+    return (isinstance(value, dict) and isinstance(value.get("doc"), dict) and "doc_id" in value
+            and ("filtered_resps" in value or "resps" in value))
+
+
+def _lm_eval_items(path, items, fields, reply_field):
+    """The prediction records of an lm-eval samples file (``samples_<task>_<date>.jsonl``): each document's id
+    fields and its filtered reply (``filtered_resps``, else ``resps``), under the metric's reply field."""
+    if reply_field is not None:
+        raise _error(path, None, f"--reply-field {reply_field}: an lm-eval samples file gives each reply in "
+                                 "filtered_resps; leave the option out")
+    _check_sample_task(path, fields)
+    filters = sorted({str(value.get("filter")) for _, value in items if isinstance(value, dict)})
+    if len(filters) > 1:
+        raise _error(path, None, f"holds the replies of {len(filters)} lm-eval filters ({', '.join(filters)}); "
+                                 "score a run with one filter")
+    records = []
+    for where, value in items:
+        if not _is_lm_eval_sample(value):
+            raise _error(path, where, "expected a line of lm-eval's samples file (doc, doc_id, filtered_resps) "
+                                      "as the first line is")
+        record = _id_fields(value["doc"], fields)
+        if record is None:
+            raise _error(path, where, f"lm-eval's doc: {_no_id(value['doc'], fields)}")
+        record[_reply_key(fields)] = _sample_reply(path, where, value)
+        records.append((where, record))
+    return records
+
+
+def _id_fields(doc: dict, fields: Fields) -> dict | None:
+    """The first spelling of the id that ``doc`` holds, as a record of those fields alone (None: none)."""
+    for name in fields.id:
+        parts = name if isinstance(name, tuple) else (name,)
+        if all(_get(doc, part) is not _ABSENT for part in parts):
+            record = {}
+            for part in parts:
+                *outer, last = part.split(".")
+                inner = record
+                for key in outer:
+                    inner = inner.setdefault(key, {})
+                inner[last] = _get(doc, part)
+            return record
+    return None
+
+
+def _sample_reply(path, where, sample: dict):
+    """The one reply of a generation task's sample: ``filtered_resps`` is a list of one reply per request (one
+    request here), a reply that a filter did not reduce being the list of its repeats (one here too)."""
+    key = "filtered_resps" if "filtered_resps" in sample else "resps"
+    value = sample[key]
+    for _ in ("requests", "repeats"):
+        if isinstance(value, list):
+            if len(value) != 1:
+                raise _error(path, where, f"{key} holds {len(value)} replies; a qahub task's sample holds one")
+            value = value[0]
+    return value
+
+
+def _check_sample_task(path, fields: Fields):
+    """A samples file named after a qahub task of another corpus is refused, naming both."""
+    import re
+
+    from qahub import tasks
+
+    found = re.match(r"samples_(.+?)_\d{4}-\d{2}-\d{2}T", Path(path).name)
+    corpus = found and tasks.declared_tasks().get(found.group(1))
+    if corpus and fields.corpus and corpus != fields.corpus:
+        raise _error(path, None, f"lm-eval's samples of the task {found.group(1)}, a {corpus} task; this command "
+                                 f"scores {fields.corpus}")
 
 
 def read_references(path, fields: Fields, id_name: str) -> Predictions:
@@ -227,7 +306,7 @@ def _predictions(path, fields, items, reply_field=None) -> Predictions:
         key = _record_id(path, where, record, fields)
         record = _with_reply(path, where, record, fields, reply_field)
         if not any(name in record for name in fields.reply):
-            raise _error(path, where, f"no reply (a field {' or '.join(map(repr, fields.reply))})")
+            raise _error(path, where, _no_reply(record, fields))
         if key in out.records:
             raise _error(path, where, f"the id {_shown(key)} is given twice (first in record {out.where[key]})")
         out.records[key], out.where[key] = record, where
@@ -263,6 +342,16 @@ def _gold_problem(gold, others, fields):
             "reply in it; add the reply as a field and name it with --reply-field NAME")
 
 
+def _no_reply(record, fields):
+    """Why ``record`` has no reply: the reply fields looked for, the fields it has, and ``--reply-field``."""
+    ids = {name.split(".")[0] for name in _names(fields.id)}
+    others = [name for name in record if name not in ids]
+    named = others[0] if len(others) == 1 else "NAME"
+    found = f"it has the {_listed(others)}" if others else "it has no field besides its id"
+    return (f"no reply (a field {' or '.join(map(repr, fields.reply))}); {found}: name the reply's field with "
+            f"--reply-field {named}")
+
+
 def _listed(names):
     shown = ", ".join(map(repr, names[:5])) + (f" ... ({len(names)} in all)" if len(names) > 5 else "")
     return f"field{'s' if len(names) > 1 else ''} {shown}"
@@ -274,7 +363,17 @@ def _record_id(path, where, record, fields):
         if all(_get(record, part) is not _ABSENT for part in parts):
             values = tuple(_id_value(path, where, part, _get(record, part), part in fields.integers) for part in parts)
             return values if isinstance(name, tuple) else values[0]
-    raise _error(path, where, f"no id: expected the field {_fields_shown(fields)}")
+    raise _error(path, where, _no_id(record, fields))
+
+
+def _no_id(record, fields):
+    """Why ``record`` has no id: the part of a composite id it lacks, else the id fields looked for."""
+    for name in fields.id:
+        if isinstance(name, tuple) and any(_get(record, part) is not _ABSENT for part in name):
+            missing = [part for part in name if _get(record, part) is _ABSENT]
+            return (f"no id: the {_listed(missing)} {'is' if len(missing) == 1 else 'are'} missing (the id is "
+                    f"{' + '.join(name)!r})")
+    return f"no id: expected the field {_fields_shown(fields)}; the record has {_listed(list(record)) if record else 'no field'}"
 
 
 _ABSENT = object()

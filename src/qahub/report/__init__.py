@@ -20,10 +20,13 @@ MARKER = "report.json"
 SCHEMA = "qahub-report/2"  # report.json's "schema": what marks a folder as a report --out may replace
 SCHEMAS = {SCHEMA, "qahub-report/1"}  # an earlier version's report is a report too
 REPORT_FILES = {"report.json", "report.md", "report.html"}
+HUB_FOLDERS = {"eval_results": {".yaml"}, "eee": {".json", ".jsonl"}}  # qahub.hub_results's: folder -> file kinds
 
 
 def write_report(arguments, out, baseline=None, resamples=1000, seed=12345, confidence=0.95, overwrite=False,
-                 progress=True, jobs=None) -> dict:
+                 progress=True, jobs=None, hub_datasets=None) -> dict:
+    """``hub_datasets``: None, or ``{corpus: qahub.hub_results.HubDataset}`` (may be empty) to also write each
+    run's ``eval_results/`` and ``eee/`` files (``qahub.hub_results``)."""
     from qahub.metrics._shared.gc_pause import gc_paused
 
     if resamples < 1:
@@ -36,10 +39,10 @@ def write_report(arguments, out, baseline=None, resamples=1000, seed=12345, conf
     out = Path(out).absolute()
     specs = qahub_tasks()
     with gc_paused():  # the samples' items are kept: the collector would walk them again and again
-        return _write(arguments, out, specs, baseline, resamples, seed, confidence, progress, jobs)
+        return _write(arguments, out, specs, baseline, resamples, seed, confidence, progress, jobs, hub_datasets)
 
 
-def _write(arguments, out, specs, baseline, resamples, seed, confidence, progress, jobs) -> dict:
+def _write(arguments, out, specs, baseline, resamples, seed, confidence, progress, jobs, hub_datasets) -> dict:
     from tqdm import tqdm
 
     from .build import report_data, task_names
@@ -52,7 +55,8 @@ def _write(arguments, out, specs, baseline, resamples, seed, confidence, progres
         raise ReportError(f"--baseline {baseline}: no run of that name ({', '.join(run.name for run in runs)})")
     settings = {"resamples": resamples, "seed": seed, "confidence": confidence, "baseline": baseline,
                 "intervals": "per metric (each task's intervals): Wilson for 0/1 metrics of unclustered documents, "
-                             "half-samples for distinct-n, else the percentile bootstrap over documents or clusters",
+                             "half-samples for distinct-n, else the percentile bootstrap over documents or clusters; "
+                             "none from fewer than 2 clusters or documents",
                 "power": POWER}
     tasks = task_names(runs)
     count = workers(jobs, len(tasks))
@@ -63,7 +67,12 @@ def _write(arguments, out, specs, baseline, resamples, seed, confidence, progres
         data, images = report_data(runs, skipped, specs, settings, bar, count)
     for run in runs:  # every results file a task was read from (two lm_eval calls into one --output_path: two)
         data["runs"][run.name]["results_files"] = run.results_files or [run.results_file]
-    write_folder(out, {"schema": SCHEMA, **data}, images)
+    extra = {}
+    if hub_datasets is not None:
+        from qahub.hub_results import hub_files
+
+        extra = hub_files(data, runs, specs, hub_datasets)
+    write_folder(out, {"schema": SCHEMA, **data}, images, extra)
     return data
 
 
@@ -95,15 +104,22 @@ def is_report(folder: Path) -> bool:
     for path in folder.rglob("*"):
         name = path.relative_to(folder)
         if path.is_symlink() or not (str(name) in REPORT_FILES or str(name) == "figures" and path.is_dir()
-                                     or name.parent == Path("figures") and path.suffix == ".png" and path.is_file()):
+                                     or name.parent == Path("figures") and path.suffix == ".png" and path.is_file()
+                                     or _hub_file(name, path)):
             return False
     return True
 
 
-def write_folder(out: Path, data: dict, figures: dict):
+def _hub_file(name: Path, path: Path) -> bool:
+    """A folder or file of ``eval_results/`` or ``eee/`` (what ``--hub-dataset`` adds)."""
+    kinds = HUB_FOLDERS.get(name.parts[0])
+    return kinds is not None and (path.is_dir() or path.is_file() and path.suffix in kinds)
+
+
+def write_folder(out: Path, data: dict, figures: dict, extra=None):
     """Everything into a work folder beside ``out`` (removed on any error), swapped into place when complete
     (``out`` was checked by ``check_out`` before the runs were read); ``figures``: ``{task: {file name: PNG
-    bytes}}``."""
+    bytes}}``; ``extra``: ``{relative path: bytes}`` (the Hub files)."""
     from .render import blocks, markdown, page
 
     with staged(out) as work:
@@ -114,5 +130,8 @@ def write_folder(out: Path, data: dict, figures: dict):
         report = blocks(data, {task: list(per_task) for task, per_task in figures.items()})
         (work / "report.md").write_text(markdown(report), encoding="utf-8")
         (work / "report.html").write_text(page(report, images), encoding="utf-8")
+        for name, body in (extra or {}).items():
+            (work / name).parent.mkdir(parents=True, exist_ok=True)
+            (work / name).write_bytes(body)
         (work / MARKER).write_text(json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n",
                                    encoding="utf-8")

@@ -10,6 +10,7 @@ from .alike import pairing
 from .judges import same_judge_only
 from .runs import ReportError, numbers, task_metrics
 from .stats import (
+    MIN_UNITS,
     Bleu,
     Clusters,
     Distinct,
@@ -20,10 +21,14 @@ from .stats import (
     bootstrap_p,
     clustered_stderr,
     detectable,
+    fewest_units,
     interval,
     mcnemar_p,
+    permutation_p,
+    plural,
     sacrebleu_p,
     sign_test_p,
+    smallest_p,
     wilson,
 )
 
@@ -76,9 +81,13 @@ def _natural(text):
         return (1, 0.0, text)
 
 
-def cell(value, draws, n, confidence, wilson_of=None):
+def cell(value, draws, n, confidence, wilson_of=None, units=None):
     """A score, its interval and count: the Wilson interval of ``wilson_of`` (a binary Mean estimator, its
-    metric's scale) where given, else the percentile interval of the draws."""
+    metric's scale) where given, else the percentile interval of the draws. ``units``: (count, word) of the
+    independent units the score stands on; fewer than 2: no interval, and ``no_interval`` says why."""
+    if units is not None and units[0] < 2:
+        return {"value": _number(value), "ci": [None, None], "n": int(n),
+                "no_interval": f"{plural(*units)}: no interval"}
     if wilson_of is not None:
         est, scale = wilson_of
         ci = [scale * bound for bound in wilson(int((est.x[:, 0] != 0).sum()), est.n(), confidence)]
@@ -93,10 +102,13 @@ def _number(value):
 def task_report(task, spec, runs, baseline, settings) -> dict:
     metrics = task_metrics(spec)
     entry = {"main_metric": spec.headline, "scores": {}, "breakdown": {}, "comparisons": {}, "notes": [],
-             "warnings": []}
+             "warnings": [], "best": None}
+    entry.setdefault("caveats", {})  # pairing: {run: [why the pair is not like with like]}
+    entry.setdefault("not_compared", {})  # pairing: {run: why it is not compared}
     entry["notes"] += [bleu_note(metric) for metric in metrics.values() if metric.kind == "bleu"]
     entry["notes"] += [f"{run.name}: {note}" for run in runs for note in run.tasks[task].notes]
-    designs = {run.name: Clusters.of(run.tasks[task].clusters) if run.tasks[task].clusters else None for run in runs}
+    found = {run.name: design(run.tasks[task]) for run in runs}
+    designs = {name: clusters for name, (clusters, _) in found.items()}
     estimators, jobs = {}, []
     for run in runs:
         tr = run.tasks[task]
@@ -107,7 +119,7 @@ def task_report(task, spec, runs, baseline, settings) -> dict:
             for cat, index in cats.items():
                 keyed.update({(run.name, m, field, cat): (e.take(index), index) for m, e in ests.items()})
         jobs.append((len(tr.keys), designs[run.name], keyed))
-    entry["cluster"] = cluster_entry(runs, task, designs, estimators)
+    entry["cluster"] = cluster_entry(runs, task, found, estimators)
     entry["intervals"] = intervals(metrics, runs, task, designs, estimators, entry["cluster"]["field"])
     entry["notes"] += cluster_notes(entry["cluster"], entry["main_metric"])
     base = next((r for r in runs if r.name == baseline), None)
@@ -115,7 +127,9 @@ def task_report(task, spec, runs, baseline, settings) -> dict:
     pairings = {name: pairs for name, pairs in pairings.items() if pairs is not None}
     matches = {name: matched(name, baseline, pairs, estimators) for name, pairs in pairings.items()}
     same_judge_only(task, base, matches, runs, entry)
-    paired_designs = {name: _taken(designs.get(baseline), pairs[0]) for name, pairs in pairings.items()}
+    # the pair's documents are the same: clustered as whichever run records their clusters
+    paired_designs = {name: _taken(designs.get(baseline), pairs[0]) or _taken(designs[name], pairs[1])
+                      for name, pairs in pairings.items()}
     for name, pairs in pairings.items():
         jobs.append((len(pairs[0]), paired_designs[name], comparison_estimators(name, matches[name])))
     by_design = {}  # resamples depend on the document count and clusters only: one pass per design
@@ -124,55 +138,89 @@ def task_report(task, spec, runs, baseline, settings) -> dict:
     draws = {}
     for (n, _), (clusters, keyed) in by_design.items():
         draws.update(bootstrap(keyed, n, settings["seed"], settings["resamples"], clusters))
-    scores(entry, runs, task, estimators, draws, settings["confidence"], metrics)
+    scores(entry, runs, task, estimators, draws, settings["confidence"], metrics, designs)
     for name, pairs in pairings.items():
         entry["comparisons"][name] = compare(name, metrics, matches[name], len(pairs[0]), draws, settings,
                                              paired_designs[name], entry["cluster"]["field"])
+        for c in entry["comparisons"][name].values():  # a pair that is not like with like is never starred
+            if c["no_star"] is None and entry["caveats"].get(name):
+                c["no_star"] = "not like with like: " + "; ".join(entry["caveats"][name])
     return entry
+
+
+def design(task_run):
+    """(the ``Clusters`` a run's documents are resampled by, None: one by one; why one by one, None when the
+    task's clusters are used). A clustered task is resampled by document when the run records no cluster
+    (``clusters`` None: e.g. an inspect log written before clusters were recorded) or no document has one
+    (Jeopardy's ``qa`` rows have no theme): never a cluster line that is not true."""
+    name, keys = task_run.cluster_name, task_run.clusters
+    if name is None:
+        return None, "the task declares no cluster (its documents do not share a context)"
+    if keys is None:
+        return None, f"the run records no {name}"
+    if all(key is None for key in keys):
+        return None, f"no document has a {name}"
+    return Clusters.of(keys), None
+
+
+def unit_count(clusters, docs) -> int:
+    """How many independent units the documents ``docs`` (indices) are: their clusters, or themselves."""
+    docs = np.asarray(docs, dtype=np.int64)
+    return len(docs) if clusters is None else len(np.unique(clusters.ids[docs]))
 
 
 def _taken(clusters, index):
     return None if clusters is None else clusters.take(index)
 
 
-def cluster_entry(runs, task, designs, estimators) -> dict:
-    """The task's cluster field (None: documents resampled one by one), and per run the count of clusters and
-    documents and each mean metric's design effect: its clustered variance / its per-document variance."""
+def cluster_entry(runs, task, found, estimators) -> dict:
+    """The task's cluster field (None: the task declares none), and per run the count of clusters (None: its
+    documents are resampled one by one, ``by_document`` says why) and documents and each mean metric's design
+    effect: its clustered variance / its per-document variance."""
     field = next((run.tasks[task].cluster_name for run in runs if run.tasks[task].cluster_name), None)
     per_run = {}
     for run in runs:
-        clusters, n = designs[run.name], len(run.tasks[task].keys)
+        (clusters, why), n = found[run.name], len(run.tasks[task].keys)
         effects = {}
         for m, est in estimators[run.name].items():
-            if isinstance(est, Mean) and est.n() > 1:
+            if isinstance(est, Mean) and est.n() > 1 and (clusters is None or clusters.count > 1):
                 kept = np.flatnonzero(est.x[:, 1] > 0)
                 values = est.x[kept, 0]
                 plain = clustered_stderr(values)
                 effects[m] = (clustered_stderr(values, _taken(clusters, kept)) / plain) ** 2 if plain else None
-        per_run[run.name] = {"clusters": n if clusters is None else clusters.count, "documents": n,
-                             "design_effect": effects}
+        count = None if why else n if clusters is None else clusters.count  # n: every cluster one document
+        per_run[run.name] = {"clusters": count, "documents": n, "by_document": why, "design_effect": effects}
     return {"field": field, "runs": per_run}
 
 
 def cluster_notes(cluster, main) -> list:
-    """``resampled by conversation: K clusters of N documents`` (one line when every run has the same)."""
-    if cluster["field"] is None:
-        return ["resampled by document: the task declares no cluster (its documents do not share a context)"]
-    lines = {}
+    """``resampled by conversation: 3 conversations of 60 documents`` or ``resampled by document: why`` (one line
+    when every run has the same)."""
+    field, lines = cluster["field"], {}
     for name, c in cluster["runs"].items():
-        effect = c["design_effect"].get(main)
-        text = f"resampled by {cluster['field']}: {c['clusters']} clusters of {c['documents']} documents"
-        if effect is not None:
-            text += f", design effect of {main} {effect:.2f}"
-        if c["clusters"] < FEW_CLUSTERS:
-            text += f" (approximate: fewer than {FEW_CLUSTERS} clusters)"
-        lines.setdefault(text, []).append(name)
+        lines.setdefault(cluster_line(field, c, main), []).append(name)
     if len(lines) == 1:
         return list(lines)
     return [f"{', '.join(names)}: {text}" for text, names in lines.items()]
 
 
-FEW_CLUSTERS = 30  # fewer clusters than this: a cluster bootstrap's interval is approximate
+def cluster_line(field, c, main) -> str:
+    if c["by_document"]:
+        return f"resampled by document: {c['by_document']}"
+    count, effect = c["clusters"], c["design_effect"].get(main)
+    text = f"resampled by {field}: {plural(count, field)} of {plural(c['documents'], 'document')}"
+    if effect is not None:
+        text += f", design effect of {main} {effect:.2f}"
+    if count < 2:
+        return text + f" (no interval, test or MDE: at least 2 {field}s are needed)"
+    if count < MIN_UNITS:
+        return text + f" (approximate, and too few for a star: at least {MIN_UNITS} {field}s)"
+    if count < FEW_CLUSTERS:
+        text += f" (approximate: fewer than {FEW_CLUSTERS} {field}s)"
+    return text
+
+
+FEW_CLUSTERS = 30  # fewer clusters than this: a cluster bootstrap is approximate, the sign-flip test replaces its p
 WILSON = "Wilson score interval"  # the method of a metric's intervals that ``cell`` makes with ``wilson``
 
 
@@ -181,8 +229,9 @@ def intervals(metrics, runs, task, designs, estimators, field) -> dict:
     run's values 0 or the metric's scale), half-samples for distinct-n, else the percentile bootstrap."""
     clustered = any(design is not None for design in designs.values())
     unit = f"{field}s" if clustered else "documents"
-    few = f" (approximate: fewer than {FEW_CLUSTERS} clusters)" if clustered and min(
-        d.count for d in designs.values() if d is not None) < FEW_CLUSTERS else ""
+    fewest = min((d.count for d in designs.values() if d is not None), default=None)
+    few = "" if fewest is None or fewest >= FEW_CLUSTERS else f" (approximate: fewer than {FEW_CLUSTERS} {field}s)"
+    few += f"; none from 1 {field}" if fewest == 1 else ""
     methods = {}
     for m in {m for ests in estimators.values() for m in ests}:
         ests = [estimators[run.name][m] for run in runs if m in estimators[run.name]]
@@ -216,22 +265,32 @@ def bleu_note(metric) -> str:
     return f"{metric.name}: resampled with sacrebleu's BLEU() ({bleu.get_signature()}), the task's BLEU"
 
 
-def scores(entry, runs, task, estimators, draws, confidence, metrics):
+def scores(entry, runs, task, estimators, draws, confidence, metrics, designs=None):
     wilson_ones = {m for m, method in entry["intervals"].items() if method == WILSON}
 
-    def made(m, est, value, key, n):
-        return cell(value, draws[key], n, confidence, (est, metrics[m].scale) if m in wilson_ones else None)
+    def made(m, est, value, key, n, units):
+        return cell(value, draws[key], n, confidence, (est, metrics[m].scale) if m in wilson_ones else None, units)
 
     for run in runs:
-        tr = run.tasks[task]
-        entry["scores"][run.name] = {m: made(m, e, tr.values[m], (run.name, m, None, None), count(e, len(tr.keys)))
+        tr, clusters = run.tasks[task], (designs or {}).get(run.name)
+        word = entry["cluster"]["field"] if clusters is not None else "document"
+        every = np.arange(len(tr.keys))
+        entry["scores"][run.name] = {m: made(m, e, tr.values[m], (run.name, m, None, None), count(e, len(tr.keys)),
+                                             score_units(e, every, clusters, word))
                                      for m, e in estimators[run.name].items()}
         for field, cats in category_index(tr).items():
             for cat, index in cats.items():
                 slot = entry["breakdown"].setdefault(field, {}).setdefault(cat, {}).setdefault(run.name, {})
                 for m, e in estimators[run.name].items():
                     part = e.take(index)
-                    slot[m] = made(m, part, part.point(), (run.name, m, field, cat), count(part, len(index)))
+                    slot[m] = made(m, part, part.point(), (run.name, m, field, cat), count(part, len(index)),
+                                   score_units(part, index, clusters, word))
+
+
+def score_units(est, index, clusters, word):
+    """(count, word) of the independent units of the documents ``index`` that have a value of ``est``."""
+    docs = index[est.x[:, 1] > 0] if isinstance(est, Mean) else index
+    return unit_count(clusters, docs), word
 
 
 def _check_points(entry, name, tr, ests):
@@ -270,21 +329,56 @@ def comparison_estimators(name, matches) -> dict:
 
 
 def compare(name, metrics, matches, n_pairs, draws, settings, clusters=None, field=None) -> dict:
-    """Delta, its interval, p and the test of each metric, and the minimum detectable difference; the BLEU test
-    is sacrebleu's paired bootstrap, on the resamples it draws (default_rng(seed).choice over the paired
-    documents; over the clusters when the documents are clustered)."""
-    result = {}
+    """Delta, its interval, p and the test of each metric, the minimum detectable difference, the independent
+    units (clusters, or documents) and why a star would be withheld (``no_star``: fewer than ``MIN_UNITS``
+    units; ``adjust`` keeps it only where p_holm < alpha and sets ``star``). Fewer than 2 units: no interval, test
+    or MDE. The BLEU test is sacrebleu's paired bootstrap, on the resamples it draws (default_rng(seed).choice
+    over the paired documents; over the clusters when the documents are clustered)."""
+    result, alpha = {}, 1 - settings["confidence"]
     for m, (eb, er, index) in matches.items():
         db, dr = draws[("vs", name, m, "b")], draws[("vs", name, m, "r")]
         delta, diffs = er.point() - eb.point(), dr - db
         n = n_pairs if index is None else len(index)
         design = clusters if index is None else _taken(clusters, index)
-        test, p = paired_test(metrics[m], eb, er, db, dr, n, design, field)
-        mde = detectable(paired_stderr(eb, er, diffs, design), 1 - settings["confidence"])
-        result[m] = {"delta": _number(delta), "ci": interval(diffs, settings["confidence"]), "p": p,
-                     "p_holm": None, "p_bh": None, "test": test, "n": n, "mde": _number(mde),
-                     "underpowered": underpowered(delta, mde, n, design, field)}
+        units = n if design is None else design.count
+        c = {"delta": _number(delta), "ci": [None, None], "p": None, "p_holm": None, "p_bh": None, "test": None,
+             "n": n, "units": units, "mde": None, "mde_note": None, "underpowered": None, "star": False,
+             "no_star": None}
+        if units < 2:
+            c["test"] = c["mde_note"] = f"{plural(units, field if clusters is not None else 'document')}: " \
+                                        "no interval, test or MDE"
+        else:
+            test, p, exact, (count, word) = paired_test(metrics[m], eb, er, db, dr, n, design, field, settings)
+            se = paired_stderr(eb, er, diffs, design)
+            c.update(ci=interval(diffs, settings["confidence"]), test=test, p=p)
+            if p is not None and count < MIN_UNITS:
+                c["no_star"] = f"{plural(count, word)}: too few for a star (at least {MIN_UNITS})"
+            mde, c["mde_note"], c["underpowered"] = power(delta, se, alpha, exact, n, design, field,
+                                                          metrics[m].scale if test == MCNEMAR else None)
+            c["mde"] = _number(mde)
+        result[m] = c
     return result
+
+
+def power(delta, se, alpha, exact, n, clusters, field, scale=None):
+    """(minimum detectable difference, why there is none, the underpowered sentence). An exact test of
+    ``exact`` (count, word) non-tied units whose smallest p is not below alpha can detect nothing; a zero
+    standard error gives no MDE (McNemar's has the exact test's own: ``fewest_units`` documents discordant one
+    way)."""
+    if exact is not None and exact[0] == 0:
+        return None, "not estimable: the paired values do not differ", None
+    if exact is not None and smallest_p(exact[0]) >= alpha:
+        why = f"the exact test's smallest p with {plural(*exact)} is {smallest_p(exact[0]):.3g}"
+        return None, f"not estimable: {why}", f"underpowered: no difference can be significant ({why})"
+    if se > 1e-12 * max(1.0, abs(delta)):  # not a standard error of rounding noise (differences that do not vary)
+        mde = detectable(se, alpha)
+        return mde, None, underpowered(delta, mde, n, clusters, field)
+    if scale is not None:  # McNemar's (``scale``: the metric's): every document discordant the same way
+        k = fewest_units(alpha)
+        mde = scale * k / n
+        return mde, (f"the exact test's smallest detectable difference: {k} of {n} documents discordant one way"), \
+            underpowered(delta, mde, n, clusters, field)
+    return None, "not estimable: the paired differences do not vary (standard error 0)", None
 
 
 def paired_stderr(eb, er, diffs, clusters=None) -> float:
@@ -302,45 +396,90 @@ def underpowered(delta, mde, n, clusters, field):
     """The plain sentence where the observed difference is below the minimum detectable one, else None."""
     if not (math.isfinite(delta) and math.isfinite(mde)) or abs(delta) >= mde:
         return None
-    where = f"{n} documents" + (f" ({clusters.count} {field}s)" if clusters is not None else "")
+    where = f"{n} documents" + (f" ({plural(clusters.count, field)})" if clusters is not None else "")
     return f"underpowered: a difference below {mde:.3g} cannot be seen with {where}"
 
 
-def paired_test(metric, eb, er, db, dr, n, clusters=None, field=None):
-    """(test, p): a bootstrap whose differences do not vary (one document, or the same difference on every
-    document) says nothing; the exact sign test over the documents (over the clusters where they are
-    clustered) does, or there are too few documents. McNemar's test assumes independent pairs: for clustered
-    documents the paired cluster bootstrap is the test."""
-    pb, pr = eb.point(), er.point()
-    delta = pr - pb
+MCNEMAR = "McNemar exact"
+
+
+def zero_or_scale(metric, *ests) -> bool:
+    """Whether every value of the estimators is 0 or the metric's scale (an epoch mean of 0.5 is not)."""
+    return all(type(e) in (Mean, Sum) and np.isin(e.x[e.x[:, 1] > 0, 0], [0.0, metric.scale]).all() for e in ests)
+
+
+def paired_test(metric, eb, er, db, dr, n, clusters=None, field=None, settings=None):
+    """(test, p, exact, (count, word)): ``exact`` (count, word) of the non-tied units of an exact test (None for
+    a bootstrap), ``count`` the units the star rule counts (clusters; discordant or non-tied documents;
+    documents).
+
+    McNemar's exact test for a 0/1 metric (every value 0 or its scale) of independent documents. A bootstrap
+    whose differences do not vary (the same difference on every document) says nothing: the exact sign test
+    over the documents (over the clusters where they are clustered) does. Fewer than ``FEW_CLUSTERS`` units
+    that differ: the sign-flip permutation test of the per-unit summed differences (a paired bootstrap of few
+    units cannot reach small p honestly); else the paired (cluster) bootstrap."""
+    settings = settings or {}
     over = "" if clusters is None else f" over {field}s"
-    if metric.binary and clusters is None:
-        return "McNemar exact", mcnemar_p(eb.x[:, 0], er.x[:, 0])
+    if metric.binary and clusters is None and zero_or_scale(metric, eb, er):
+        discordant = int(((eb.x[:, 0] > 0) != (er.x[:, 0] > 0)).sum())
+        counted = (discordant, "discordant document")
+        return MCNEMAR, mcnemar_p(eb.x[:, 0], er.x[:, 0]), counted, counted
+    delta = er.point() - eb.point()
     if isinstance(eb, Mean):  # per-document differences (Sum is a Mean)
         per_doc = er.x[:, 0] - eb.x[:, 0]
+        units = per_doc if clusters is None else np.bincount(clusters.ids, weights=per_doc, minlength=clusters.count)
+        differing = (int((units != 0).sum()), "non-tied document" if clusters is None else f"differing {field}")
+        counted = (clusters.count, field) if clusters is not None else differing
         if np.ptp(per_doc) == 0:
-            units = per_doc if clusters is None else np.bincount(clusters.ids, weights=per_doc)
-            return f"sign test{over} (exact: the per-document differences are all equal)", sign_test_p(units)
-        return f"paired bootstrap{over}", bootstrap_p(dr - db, delta, clusters)
+            return (f"sign test{over} (exact: the per-document differences are all equal)", sign_test_p(units),
+                    differing, counted)
+        if differing[0] < FEW_CLUSTERS:  # a unit whose difference is 0 flips to itself: left out, the same test
+            p, exact = permutation_p(units[units != 0], settings.get("seed", 0), settings.get("resamples", 1000))
+            how = "exact" if exact else f"{settings.get('resamples', 1000)} random sign patterns"
+            return f"sign-flip permutation test{over} ({how})", p, differing, counted
+        return f"paired bootstrap{over}", bootstrap_p(dr - db, delta, clusters), None, counted
+    counted = (clusters.count, field) if clusters is not None else (n, "document")
     diffs = (dr - db)[np.isfinite(dr - db)]
     if delta != 0 and (n < 2 or not len(diffs) or np.ptp(diffs) == 0):
-        return "too few documents (the resampled differences do not vary)", None
+        return "too few documents (the resampled differences do not vary)", None, None, counted
     if metric.kind == "bleu":
-        return f"sacrebleu paired bootstrap{over}", sacrebleu_p(db, dr, pb, pr)
-    return f"paired bootstrap{over}", bootstrap_p(dr - db, delta, clusters)
+        return f"sacrebleu paired bootstrap{over}", sacrebleu_p(db, dr, eb.point(), er.point()), None, counted
+    return f"paired bootstrap{over}", bootstrap_p(dr - db, delta, clusters), None, counted
 
 
-def adjust(tasks: dict):
+def adjust(tasks: dict, alpha: float = 0.05):
     """Holm- and Benjamini-Hochberg-adjusted p of every comparison in the report (statsmodels
-    ``multipletests``)."""
+    ``multipletests``), then each cell's verdict: ``star`` where p_holm < ``alpha`` and nothing withholds it
+    (``no_star`` kept only there), and no "underpowered" where the test rejected."""
     from statsmodels.stats.multitest import multipletests
 
-    cells = [c for entry in tasks.values() for per_run in entry["comparisons"].values() for c in per_run.values()
-             if c["p"] is not None]  # None: too few documents for a test
+    every = [c for entry in tasks.values() for per_run in entry["comparisons"].values() for c in per_run.values()]
+    cells = [c for c in every if c["p"] is not None]  # None: too few documents for a test
     if cells:
         for method, key in (("holm", "p_holm"), ("fdr_bh", "p_bh")):
             for c, p in zip(cells, multipletests([c["p"] for c in cells], method=method)[1]):
                 c[key] = float(p)
+    for c in every:
+        rejected = c["p_holm"] is not None and c["p_holm"] < alpha
+        c["no_star"] = c.get("no_star") if rejected else None
+        c["star"] = rejected and c["no_star"] is None
+        if rejected:
+            c["underpowered"] = None
+
+
+def best(entry, higher_is_better: bool, baseline: str):
+    """The run whose main metric beats every other run of the task with a star, else None. Only comparisons
+    with the baseline are made (and adjusted): the baseline is best when every other run is starred below it;
+    another run only when it is the one run besides the baseline and starred above it (with three runs or
+    more, whether it beats the third is not tested: None)."""
+    main, others = entry["main_metric"], [name for name in entry["scores"] if name != baseline]
+    cells = [entry["comparisons"].get(name, {}).get(main) for name in others]
+    if baseline not in entry["scores"] or not cells or any(c is None or not c["star"] for c in cells):
+        return None
+    above = [name for name, c in zip(others, cells) if (c["delta"] > 0) == higher_is_better]
+    if not above:
+        return baseline
+    return above[0] if len(others) == 1 else None
 
 
 def report_data(runs, skipped, specs, settings, progress, workers=1) -> tuple[dict, dict]:
@@ -358,7 +497,10 @@ def report_data(runs, skipped, specs, settings, progress, workers=1) -> tuple[di
     sizes = {task: sum(run.samples[task].stat().st_size for run in runs if task in run.samples) for task in tasks}
     done = each(work, tasks, sizes, workers, progress)
     entries = {task: entry for task, (entry, _) in done.items()}
-    adjust(entries)
+    adjust(entries, 1 - settings["confidence"])
+    for task, entry in entries.items():
+        metric = {**specs[task].metrics, **specs[task].judge_metrics}[entry["main_metric"]]
+        entry["best"] = best(entry, metric.higher_is_better, settings["baseline"])
     data = {"settings": settings,
             "runs": {run.name: {"path": run.path, "model": run.model, "results_file": run.results_file,
                                 "harness": run.harness, "source": run.results_file} for run in runs},

@@ -5,70 +5,282 @@ from __future__ import annotations
 import base64
 import html
 import io
+import math
+import textwrap
+from dataclasses import dataclass
+
+UNPARSEABLE_FLAG = 0.2  # a run whose share of unreadable replies is above this is flagged on the first screen:
+# its score then says more about the reply format than about the answers
+NOISE = 1e-9  # a number closer to 0 than this is floating-point noise (1.388e-17 from summed zeros): shown as 0
+LABEL = 24  # the summary's column heads are at most this many characters (the full name is in the legend)
 
 
-def fmt(value, digits=4):
-    return "–" if value is None else f"{value:.{digits}g}"
+@dataclass(frozen=True)
+class Cell:
+    """A table cell with more than one line: Markdown joins ``parts`` with "; ", HTML shows one line each (the
+    first as the value, the others smaller, ``flags`` in red); ``title`` is the HTML tooltip."""
+
+    parts: tuple = ()
+    flags: tuple = ()
+    title: str = ""
+    best: bool = False
+
+    def __str__(self):
+        return "; ".join(p for p in (*self.parts, *self.flags) if p)
 
 
-def score_text(c):
-    if c is None:
+# numbers
+
+
+def _clean(x):
+    return 0.0 if abs(x) < NOISE else x
+
+
+def places(low, high):
+    """The decimal places an interval supports: down to its width's leading digit and one more (0.73 wide: 2
+    places, 50 wide: 0); None where it has no width (a point, or no interval)."""
+    if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
+        return None
+    width = _clean(high - low)
+    return None if width <= 0 else max(0, 1 - math.floor(math.log10(width)))
+
+
+def number(x, digits=None, sign=False) -> str:
+    """``x`` at ``digits`` decimal places (None: 4 significant digits); noise and -0 shown as 0."""
+    if x is None or not math.isfinite(x):
         return "–"
-    lo, hi = c["ci"]
-    return f"{fmt(c['value'])} [{fmt(lo)}, {fmt(hi)}]"
+    x = _clean(x)
+    plus = "+" if sign else ""
+    text = f"{x:{plus}.{digits}f}" if digits is not None else f"{x:{plus}.4g}"
+    return "0" if float(text) == 0 else text
+
+
+def score_text(c) -> str:
+    """A score's ``value [low, high]``, each rounded to what the interval supports."""
+    return "–" if c is None else interval_text(c.get("value"), c["ci"])
+
+
+def delta_text(c) -> str:
+    """A comparison's difference and its interval: ``+0.67 [0.50, 1.00]``."""
+    return interval_text(c.get("delta"), c["ci"], sign=True)
+
+
+def interval_text(value, ci, sign=False) -> str:
+    if value is None:
+        return "–"
+    low, high = ci
+    if low is None or high is None:
+        return f"{number(value, sign=sign)} (no interval)"
+    digits = places(low, high)
+    return f"{number(value, digits, sign)} [{number(low, digits)}, {number(high, digits)}]"
+
+
+def p_text(p) -> str:
+    return "–" if p is None else "<0.0001" if p < 1e-4 else f"{p:.2g}"
+
+
+def mde_text(c) -> str:
+    if c.get("mde") is None:
+        return c.get("mde_note") or "–"
+    return number(c["mde"], places(*c["ci"]))
+
+
+# what a comparison says
+
+
+def starred(c, alpha) -> bool:
+    """The report's verdict (``star``); a report.json of an earlier version has none: p_holm < alpha."""
+    if "star" in c:
+        return bool(c["star"])
+    return c.get("p_holm") is not None and c["p_holm"] < alpha
+
+
+def no_star(c, alpha):
+    """Why a difference with p_holm < alpha has no star, or None."""
+    if c.get("p_holm") is None or c["p_holm"] >= alpha or starred(c, alpha):
+        return None
+    return c.get("no_star") or "not starred"
+
+
+def not_compared(name, entry):
+    """Why ``name`` is not compared with the baseline on this task (``entry["not_compared"]``; an earlier
+    report's warning saying so), or None."""
+    if "not_compared" in entry:
+        return entry["not_compared"].get(name)
+    return next((w.split(": ", 1)[1] for w in entry.get("warnings", [])
+                 if w.startswith(f"{name}: ") and "not compared" in w), None)
+
+
+def caveat_mark(reasons) -> str:
+    """A short mark for the reasons a pair is not like with like: "≠ prompts", "≠ shots", "≠ setup"."""
+    text = " ".join(reasons)
+    return "≠ prompts" if "prompt" in text else "≠ shots" if "shot" in text else "≠ setup"
+
+
+def short_label(task) -> str:
+    """A task's column head: without the ``qahub_`` prefix, words apart ("doc2dial grounding")."""
+    label = (task[len("qahub_"):] if task.startswith("qahub_") else task).replace("_", " ")
+    return label if len(label) <= LABEL else label[:LABEL - 1] + "…"
+
+
+def plural(count, word) -> str:
+    return f"{count} {word}" + ("" if count == 1 else "es" if word.endswith(("s", "x", "ch")) else "s")
+
+
+# the report as blocks
 
 
 def blocks(data, figures) -> list:
-    """The report as a list of blocks: ("h", level, text), ("p", text), ("table", header, rows), ("img", name)."""
-    s = data["settings"]
-    out = [("h", 1, "qahub report"), *summary_blocks(data),
-           ("p", f"Baseline {s['baseline']}; {s['resamples']} resamples, seed {s['seed']}, {s['confidence']:.0%} "
-                 "intervals: Wilson score intervals for 0/1 metrics whose documents are independent, half-samples "
-                 "without replacement for distinct-n (a resample with replacement repeats documents and adds no "
-                 "distinct n-grams), the percentile bootstrap for the rest; where a task declares a cluster "
-                 "(Topical-Chat's conversation, doc2dial's dialogue, Jeopardy's theme) whole clusters are resampled, "
-                 "the same for every run. Comparisons: McNemar's exact test for 0/1 metrics of independent "
-                 "documents, sacrebleu's paired bootstrap for BLEU, a paired (cluster) bootstrap of the difference "
-                 "for the others; p_holm (Holm) and p_bh (Benjamini-Hochberg) are adjusted over every comparison; "
-                 f"* marks p_holm < {1 - s['confidence']:.2g}. MDE: the minimum difference detectable at "
-                 f"{s.get('power', 0.8):.0%} power and alpha {1 - s['confidence']:.2g}, from the observed paired "
-                 "variance (clustered where the task is)."),
-           ("table", ["run", "model", "results file"],
-            [[name, r["model"], r["results_file"]] for name, r in data["runs"].items()])]
+    """The report as a list of blocks: ("h", level, text), ("p", text), ("table", header, rows[, kind]),
+    ("img", name). The summary comes first; the runs, then the methods, after it; then each task."""
+    out = [("h", 1, "qahub report"), *summary_blocks(data), ("h", 2, "Runs"),
+           ("table", ["run", "harness", "model", "results file"],
+            [[name, r.get("harness", "–"), r.get("model", "–"), r.get("results_file", "–")]
+             for name, r in data["runs"].items()]),
+           ("h", 2, "Methods"), ("p", methods(data["settings"]))]
     for task, entry in data["tasks"].items():
-        out += task_blocks(task, entry, s, figures)
+        out += task_blocks(task, entry, data["settings"], figures)
     if data["skipped"]:
-        out.append(("p", "Skipped: " + ", ".join(f"{s['run']}: {s['task']} ({s['reason']})" for s in data["skipped"])))
+        out.append(("p", skipped_text(data["skipped"], data["tasks"])))
     return out
 
 
+def methods(s) -> str:
+    alpha = 1 - s["confidence"]
+    return (f"Baseline {s['baseline']}; {s['resamples']} resamples, seed {s['seed']}, {s['confidence']:.0%} "
+            "intervals: Wilson score intervals for 0/1 metrics whose documents are independent, half-samples "
+            "without replacement for distinct-n (a resample with replacement repeats documents and adds no "
+            "distinct n-grams), the percentile bootstrap for the rest; where a task declares a cluster "
+            "(Topical-Chat's conversation, doc2dial's dialogue, Jeopardy's theme) whole clusters are resampled, "
+            "the same for every run. Comparisons: McNemar's exact test for 0/1 metrics of independent "
+            "documents, sacrebleu's paired bootstrap for BLEU, a paired (cluster) test of the difference "
+            "for the others (each task's table names it); p_holm (Holm) and p_bh (Benjamini-Hochberg) are "
+            f"adjusted over every comparison; * marks p_holm < {alpha:.2g} where the comparison may be starred "
+            "(† where it may not, with the reason). MDE: the minimum difference detectable at "
+            f"{s.get('power', 0.8):.0%} power and alpha {alpha:.2g}, from the observed paired variance (clustered "
+            "where the task is). Numbers are rounded to two significant digits of their interval's width.")
+
+
+def skipped_text(skipped, tasks) -> str:
+    """The runs' tasks left out, with why; ``skipped`` as ``{"run", "task", "reason"}`` (or an earlier report's
+    "RUN: TASK", a task that is not qahub's: a qahub group whose member tasks are reported is not skipped)."""
+    lines = []
+    for item in skipped:
+        if isinstance(item, dict):
+            lines.append(f"{item.get('run', '?')}: {item.get('task', '?')} ({item.get('reason', 'no reason given')})")
+            continue
+        run, _, task = str(item).partition(": ")
+        if not any(reported.startswith(f"{task}_") for reported in tasks):  # a group of reported tasks is not
+            lines.append(f"{run}: {task} (not a qahub task)")
+    return "Skipped: " + "; ".join(lines) if lines else "Skipped: none (qahub groups are reported by task)"
+
+
 def summary_blocks(data) -> list:
-    """The first screen: a row per run, a column per task's main metric (score [interval]; * where it differs
-    from the baseline after Holm's adjustment, "underpowered" where the difference is below the detectable
-    one), then each run's two categories weakest against the baseline."""
+    """The first screen: a row per run (its harness and model under its name), a column per task's main metric
+    (score [interval]; against the baseline Δ with * where it differs; the task's best run; flags for a mostly
+    unparseable run, a comparison with a caveat and a run not compared), a legend of the columns and the marks,
+    then each run's two categories weakest against the baseline."""
     s, tasks = data["settings"], data["tasks"]
     alpha, base = 1 - s["confidence"], s["baseline"]
-    rows = []
-    for name in data["runs"]:
-        row = [f"{name} (baseline)" if name == base else name]
-        for entry in tasks.values():
-            main = entry["main_metric"]
-            text = score_text(entry["scores"].get(name, {}).get(main))
-            compared = entry["comparisons"].get(name, {}).get(main)
-            if compared and compared["p_holm"] is not None and compared["p_holm"] < alpha:
-                text += " *"
-            if compared and compared.get("underpowered"):
-                text += " (underpowered)"
-            row.append(text)
-        rows.append(row)
-    header = ["run", *(f"{task}: {entry['main_metric']}" for task, entry in tasks.items())]
-    out = [("table", header, rows),
-           ("p", f"* differs from {base} (p_holm < {alpha:.2g}); underpowered: the difference is below the "
-                 "minimum detectable one (see each task).")]
+    reasons = {}
+    header = ["run", *(Cell((short_label(task), entry["main_metric"]), title=f"{task}: {entry['main_metric']}")
+                       for task, entry in tasks.items())]
+    rows = [[run_cell(name, data["runs"][name], base)] +
+            [summary_cell(name, task, entry, base, alpha, reasons) for task, entry in tasks.items()]
+            for name in data["runs"]]
+    out = [("table", header, rows, "summary"),
+           ("p", "Columns: " + "; ".join(f"{short_label(task)} = {task} ({entry['main_metric']})"
+                                         for task, entry in tasks.items()) + "."),
+           ("p", marks_legend(rows, base, alpha))]
+    if reasons:
+        out.append(("p", " ".join(f"{mark} {name}, {_tasks_text(labels, len(tasks))}: {why}."
+                                  for (mark, name, why), labels in reasons.items())))
     for name in data["runs"]:
         if name != base and (weak := weakest(data, name)):
             out.append(("p", f"{name}, weakest against {base}: " + "; ".join(weak)))
     return out
+
+
+def run_cell(name, run, base) -> Cell:
+    label = f"{name} (baseline)" if name == base else name
+    return Cell((label, f"{run.get('harness', '–')} · {run.get('model', '–')}"),
+                title=f"{name}: {run.get('path', '')}")
+
+
+def summary_cell(name, task, entry, base, alpha, reasons) -> Cell:
+    """A run's main score on a task, with the marks the legend explains; the reasons behind † and ≠ go to
+    ``reasons`` (``{(mark, run, reason): [task labels]}``)."""
+    main, label = entry["main_metric"], short_label(task)
+    scores = entry["scores"].get(name, {})
+    if main not in scores:
+        return Cell(("–",), title=f"{name} did not run {task}")
+    parts, title = [score_text(scores[main])], [f"{task}: {main} of {name}"]
+    c = entry["comparisons"].get(name, {}).get(main)
+    best = entry.get("best", best_of_two(entry, base, alpha)) == name
+    if c is not None:
+        parts.append(" · ".join(comparison_marks(c, alpha, best)))
+        title.append(f"Δ {delta_text(c)}, p_holm {p_text(c.get('p_holm'))} ({c.get('test', '')})")
+        if no_star(c, alpha):
+            reasons.setdefault(("†", name, no_star(c, alpha)), []).append(label)
+    elif best:
+        parts.append("best")
+    flags = []
+    share = scores.get("unparseable", {}).get("value")
+    if share is not None and share > UNPARSEABLE_FLAG:
+        flags.append(f"⚠ {share:.0%} unparseable")
+        title.append(f"{share:.0%} of the replies could not be read (flagged above {UNPARSEABLE_FLAG:.0%})")
+    if caveats := entry.get("caveats", {}).get(name):
+        flags.append(caveat_mark(caveats))
+        reasons.setdefault((caveat_mark(caveats), name, "; ".join(caveats)), []).append(label)
+    if name != base and (why := not_compared(name, entry)):
+        flags.append("not compared")
+        title.append(f"not compared: {why}")
+    return Cell(tuple(parts), tuple(flags), "\n".join(title), best=best)
+
+
+def comparison_marks(c, alpha, best) -> list:
+    """``Δ +0.5 *`` (or ``†``), then "best", "underpowered" where they apply."""
+    delta = number(c["delta"], places(*c["ci"]), sign=True) if c.get("delta") is not None else "–"
+    marks = [f"Δ {delta}" + (" *" if starred(c, alpha) else " †" if no_star(c, alpha) else "")]
+    if best:
+        marks.append("best")
+    if c.get("underpowered") and not starred(c, alpha):
+        marks.append("underpowered")
+    return marks
+
+
+def _tasks_text(labels, every):
+    return "every task" if len(labels) == every > 1 else ", ".join(labels)
+
+
+def best_of_two(entry, base, alpha):
+    """An earlier report has no ``best``: with two runs, the one better by a starred difference, else None."""
+    if len(entry["scores"]) != 2 or len(entry["comparisons"]) != 1:
+        return None
+    name, per = next(iter(entry["comparisons"].items()))
+    c = per.get(entry["main_metric"])
+    if c is None or c["delta"] is None or not starred(c, alpha):
+        return None
+    return name if c["delta"] > 0 else base
+
+
+def marks_legend(rows, base, alpha) -> str:
+    """What each mark used in the summary means (those used only)."""
+    used = " ".join(str(cell) for row in rows for cell in row[1:])
+    legend = [f"score [{1 - alpha:.0%} interval]"]
+    for mark, meaning in (
+            ("Δ", f"the run minus {base} on the documents both scored, * where it differs (p_holm < {alpha:.2g}, "
+                  "Holm over every comparison), none where no difference is shown"),
+            ("†", f"p_holm < {alpha:.2g} but no star (the reason below)"),
+            ("underpowered", "the difference is below the minimum detectable one (see the task)"),
+            ("best", "beats every other run of the task significantly"),
+            ("unparseable", f"more than {UNPARSEABLE_FLAG:.0%} of the run's replies could not be read: the score "
+                            "says more about the reply format than about the answers"),
+            ("≠", "compared with a caveat (not like with like: the reason below), never starred"),
+            ("not compared", f"no comparison with {base} (the task's section says why)")):
+        if mark in used:
+            legend.append(f"{mark}: {meaning}")
+    return "; ".join(legend) + "."
 
 
 def weakest(data, name, count=2) -> list:
@@ -82,13 +294,20 @@ def weakest(data, name, count=2) -> list:
                 mine, theirs = (per_run.get(run, {}).get(main, {}).get("value") for run in (name, base))
                 if mine is not None and theirs is not None and mine < theirs:
                     gaps.append(((mine - theirs) / max(abs(theirs), 1e-12), task, field, cat, mine, theirs, main))
-    return [f"{task} {field}={cat}: {main} {fmt(mine)} against {fmt(theirs)}"
+    return [f"{task} {field}={cat}: {main} {number(mine)} against {number(theirs)}"
             for _, task, field, cat, mine, theirs, main in sorted(gaps, key=lambda g: g[0])[:count]]
 
 
 def task_blocks(task, entry, settings, figures):
+    alpha = 1 - settings["confidence"]
     out = [("h", 2, task)]
     out += [("p", f"Warning: {w}") for w in entry["warnings"]] + [("p", n) for n in entry["notes"]]
+    if entry.get("best"):
+        out.append(("p", f"Best: {entry['best']} (beats every other run of the task significantly on "
+                         f"{entry['main_metric']})."))
+    out += [("p", f"{caveat_mark(reasons)} {name} against {settings['baseline']}: {'; '.join(reasons)}")
+            for name, reasons in entry.get("caveats", {}).items() if reasons]
+    out += [("p", f"Not compared: {name}: {why}") for name, why in entry.get("not_compared", {}).items()]
     metrics = list(dict.fromkeys(m for scores in entry["scores"].values() for m in scores if m != "unparseable"))
     rows = [[name] + [score_text(scores.get(m)) for m in metrics] + [score_text(scores.get("unparseable")),
                                                                        str(max(c["n"] for c in scores.values()))]
@@ -106,22 +325,36 @@ def task_blocks(task, entry, settings, figures):
         out += [("img", name) for name in figures.get(task, []) if name.endswith(f"_{field}.png")]
     if any(entry["comparisons"].values()):
         out.append(("h", 3, f"{task}: paired comparisons with {settings['baseline']}"))
-        rows = [[name, m, f"{fmt(c['delta'])} [{fmt(c['ci'][0])}, {fmt(c['ci'][1])}]", fmt(c["p"], 3),
-                 fmt(c["p_holm"], 3) + (" *" if (c["p_holm"] or 1) < 1 - settings["confidence"] else ""),
-                 fmt(c.get("p_bh"), 3), fmt(c.get("mde"), 3) + (" (underpowered)" if c.get("underpowered") else ""),
-                 str(c["n"]), c["test"]]
+        unit = (entry.get("cluster") or {}).get("field")
+        rows = [[name, m, delta_text(c), p_text(c["p"]),
+                 p_text(c["p_holm"]) + (" *" if starred(c, alpha) else " †" if no_star(c, alpha) else ""),
+                 p_text(c.get("p_bh")), mde_text(c) + (" (underpowered)" if c.get("underpowered") else ""),
+                 units_text(c, unit), c["test"]]
                 for name, per in entry["comparisons"].items() for m, c in per.items()]
         out.append(("table", ["run", "metric", "delta [CI]", "p", "p_holm", "p_bh", "MDE", "n", "test"], rows))
         out += [("p", f"{name}, {m}: {c['underpowered']}") for name, per in entry["comparisons"].items()
                 for m, c in per.items() if c.get("underpowered")]
+        out += [("p", f"† {name}, {m}: {no_star(c, alpha)}") for name, per in entry["comparisons"].items()
+                for m, c in per.items() if no_star(c, alpha)]
     return out
+
+
+def units_text(c, unit) -> str:
+    """The documents compared, and the independent units where they are fewer ("20 (1 conversation)")."""
+    units = c.get("units")
+    if units is None or units == c["n"]:
+        return str(c["n"])
+    return f"{c['n']} ({plural(units, unit or 'unit')})"
 
 
 def _cat_text(scores, main):
     if not scores or main not in scores:
         return "–"
     text = f"{score_text(scores[main])} n={scores[main]['n']}"
-    return text + (f"; {fmt(scores['unparseable']['value'])}" if "unparseable" in scores else "")
+    return text + (f"; {score_text(scores['unparseable'])}" if "unparseable" in scores else "")
+
+
+# the two pages
 
 
 def markdown(blocks_) -> str:
@@ -141,13 +374,18 @@ def markdown(blocks_) -> str:
     return "\n".join(lines)
 
 
+STYLE = ("body{font-family:sans-serif;font-size:15px;margin:1.5em}table{border-collapse:collapse;margin:1em 0;"
+         "max-width:100%}td,th{border:1px solid #bbb;padding:.2em .45em;text-align:left;vertical-align:top}"
+         "td{overflow-wrap:anywhere}img{max-width:100%}table.summary{font-size:14px}table.summary td+td .v{white-space:"
+         "nowrap}.sub{display:block;font-size:13px;color:#444}.flag{display:block;font-size:13px;color:#b00000;"
+         "font-weight:bold}td.best{background:#e3f2e1}th .sub{font-weight:normal}")
+
+
 def page(blocks_, images: dict) -> str:
     """One HTML file: no script, no stylesheet or image fetched from anywhere (figures are data: URIs)."""
     e = html.escape
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8"><title>qahub report</title>',
-             "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin:1em 0}"
-             "td,th{border:1px solid #bbb;padding:.2em .5em;text-align:left}img{max-width:48em}</style>",
-             "</head><body>"]
+             f"<style>{STYLE}</style>", "</head><body>"]
     for block in blocks_:
         if block[0] == "h":
             parts.append(f"<h{block[1]}>{e(block[2])}</h{block[1]}>")
@@ -157,70 +395,158 @@ def page(blocks_, images: dict) -> str:
             data = base64.b64encode(images[block[1]]).decode("ascii")
             parts.append(f'<p><img alt="{e(block[1])}" src="data:image/png;base64,{data}"></p>')
         else:
-            head = "".join(f"<th>{e(str(x))}</th>" for x in block[1])
-            body = "".join("<tr>" + "".join(f"<td>{e(str(x))}</td>" for x in row) + "</tr>" for row in block[2])
-            parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+            kind = f' class="{block[3]}"' if len(block) > 3 else ""
+            head = "".join(_html_cell("th", x) for x in block[1])
+            body = "".join("<tr>" + "".join(_html_cell("td", x) for x in row) + "</tr>" for row in block[2])
+            parts.append(f"<table{kind}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
 
 
-def task_figures(task, entry, baseline=None) -> dict:
+def _html_cell(tag, x) -> str:
+    e = html.escape
+    if not isinstance(x, Cell):
+        return f"<{tag}>{e(str(x))}</{tag}>"
+    first, *rest = x.parts or ("",)
+    inner = f'<span class="v">{e(first)}</span>' + "".join(f'<span class="sub">{e(p)}</span>' for p in rest)
+    inner += "".join(f'<span class="flag">{e(f)}</span>' for f in x.flags)
+    title = f' title="{e(x.title)}"' if x.title else ""
+    best = ' class="best"' if x.best else ""
+    return f"<{tag}{best}{title}>{inner}</{tag}>"
+
+
+# the figures
+
+
+def task_figures(task, entry, baseline=None, limits=None) -> dict:
     """``{file name: PNG bytes}`` of a task: dot-and-interval (forest) plots of the main metric, each run's score
-    with its interval, the baseline's interval shaded, 0 marked; per breakdown field, one row group per
-    category."""
+    with its interval, the baseline's interval shaded; per breakdown field, one row group per category. The axis
+    spans the data; an interval beyond the metric's range (``limits``, else the task's own, where known) is cut
+    at it, and the figure says so."""
     import matplotlib
 
     matplotlib.use("Agg")
     main = entry["main_metric"]
+    limits = metric_range(task, main) if limits is None else limits
     cells = {run: scores[main] for run, scores in entry["scores"].items() if main in scores}
-    images = {f"{task}.png": _forest(f"{task}: {main}", ["all"], {run: [c] for run, c in cells.items()}, baseline)}
+    images = {f"{task}.png": _forest(f"{task}: {main}", ["all"], {run: [c] for run, c in cells.items()}, baseline,
+                                     limits)}
     for field, cats in entry["breakdown"].items():
         series = {run: [cats[cat].get(run, {}).get(main) for cat in cats] for run in entry["scores"]}
-        images[f"{task}_{field}.png"] = _forest(f"{task}: {main} by {field}", list(cats), series, baseline)
+        images[f"{task}_{field}.png"] = _forest(f"{task}: {main} by {field}", list(cats), series, baseline, limits)
     return images
 
 
-def _forest(title, labels, series, baseline) -> bytes:
+def metric_range(task, metric):
+    """(low, high) a task's metric lies in: 0 to 1 for distinct-n, 0 to 100 for BLEU, 0 to its top value for a
+    metric scored against the gold (the task's ``oracle``) or a 0/1 one; (None, None) where unknown or
+    unbounded (a sum)."""
+    from qahub.tasks import all_tasks
+
+    from .runs import task_metrics
+
+    spec = all_tasks().get(task)
+    m = task_metrics(spec).get(metric) if spec is not None else None
+    if m is None or m.kind == "sum":
+        return None, None
+    if m.kind == "distinct":
+        return 0.0, 1.0
+    if m.kind == "bleu":
+        return 0.0, 100.0
+    top = spec.oracle.get(metric)
+    return (0.0, m.scale) if m.binary else (0.0, float(top)) if isinstance(top, int | float) and top > 0 else \
+        (None, None)
+
+
+NAME = 32  # a run name longer than this is wrapped in a figure's legend
+FONT = 11  # points: 15 px at the figures' 100 dpi, shown at their size (max-width 100 % of a 1,400 px page)
+
+
+def _forest(title, labels, series, baseline, limits=(None, None)) -> bytes:
     import matplotlib.pyplot as plt
 
-    legend = 0.5 + 0.07 * max([len(str(run)) for run in series] or [0])  # inches beside the plot for the run names
-    label_in = 0.3 + 0.07 * max([len(str(label)) for label in labels] or [0])
-    width_in, height_in = 11.0 + legend + label_in, max(2.0, 0.9 + 0.28 * len(labels) * max(1, len(series)))
-    with plt.rc_context({"text.parse_math": False}):  # run names and categories as given: "$x$" is not TeX
-        fig, ax = plt.subplots(figsize=(width_in, height_in), dpi=100)  # about 1400 px wide
-        _draw(ax, title, labels, series, baseline)
+    legend = 0.6 + 0.085 * max([min(len(str(run)), NAME) for run in series] or [0])  # inches for the names
+    label_in = 0.4 + 0.085 * max([len(str(label)) for label in labels] or [0])
+    rows = len(labels) * max(1, len(series))
+    width_in, height_in = max(12.5, 6 + legend + label_in), max(2.4, 1.4 + 0.32 * rows)
+    with plt.rc_context({"text.parse_math": False, "font.size": FONT}):  # names as given: "$x$" is not TeX
+        fig, ax = plt.subplots(figsize=(width_in, height_in), dpi=100)  # about 1,250 px wide
+        clipped = _draw(ax, title, labels, series, baseline, limits)
+        bottom = 0.55 + 0.3 * bool(clipped)
+        if clipped:
+            fig.text(0.01, 0.1 / height_in, clipped, fontsize=FONT, color="#b00000")
         # fixed margins: tight_layout is slow
-        fig.subplots_adjust(left=label_in / width_in, right=1 - legend / width_in, top=1 - 0.45 / height_in,
-                            bottom=0.45 / height_in)
+        fig.subplots_adjust(left=label_in / width_in, right=1 - legend / width_in, top=1 - 0.5 / height_in,
+                            bottom=bottom / height_in)
         buffer = io.BytesIO()
         fig.savefig(buffer, format="png", metadata={"Software": None})
     plt.close(fig)
     return buffer.getvalue()
 
 
-def _draw(ax, title, labels, series, baseline):
-    """A row per run within a group per label: the score as a dot, its interval as a line; the baseline's
-    interval shaded across its group; a line at 0."""
+def _draw(ax, title, labels, series, baseline, limits):
+    """A row per run within a group per label: the score as a dot, its interval as a line (cut at the metric's
+    range, with an arrow at the cut end); the baseline's interval shaded across its group; a line at 0 where 0
+    is on the axis. The sentence saying which intervals were cut, or ""."""
+    low_limit, high_limit = limits
     step = 1.0 / (len(series) + 1)
-    handles = []
+    handles, shown, cut = [], [], False
     for i, (run, cells) in enumerate(series.items()):
         for row, c in enumerate(cells):
             if not c or c["value"] is None:
                 continue
-            y = row + (i + 1) * step
-            low, high = c["ci"]
-            if low is not None:
-                ax.plot([low, high], [y, y], color=f"C{i}", linewidth=2)
-                if run == baseline:
-                    ax.axvspan(low, high, ymin=1 - (row + 1) / len(labels), ymax=1 - row / len(labels),
-                               color=f"C{i}", alpha=0.15, linewidth=0)
+            y, (low, high) = row + (i + 1) * step, c["ci"]
+            shown.append(c["value"])
+            if low is None or high is None:
+                continue
+            a, b = max(low, low_limit) if low_limit is not None else low, \
+                min(high, high_limit) if high_limit is not None else high
+            shown += [a, b]
+            ax.plot([a, b], [y, y], color=f"C{i}", linewidth=2.5)
+            # beyond by more than float noise (a resampled BLEU of 100.00000000000001 is 100)
+            for edge, beyond, marker in ((a, a - low > NOISE, "<"), (b, high - b > NOISE, ">")):
+                if beyond:
+                    cut = True
+                    ax.plot([edge], [y], marker=marker, color=f"C{i}", markersize=9)
+            if run == baseline:
+                ax.axvspan(a, b, ymin=1 - (row + 1) / len(labels), ymax=1 - row / len(labels), color=f"C{i}",
+                           alpha=0.15, linewidth=0)
         values = [(row + (i + 1) * step, c["value"]) for row, c in enumerate(cells) if c and c["value"] is not None]
-        handles.append(ax.scatter([v for _, v in values], [y for y, _ in values], color=f"C{i}", zorder=3, s=24))
-    ax.axvline(0, color="black", linewidth=0.8)  # a score of 0 is a dot on this line, not an invisible bar
+        handles.append(ax.scatter([v for _, v in values], [y for y, _ in values], color=f"C{i}", zorder=3, s=36))
+    ax.set_xlim(*axis_span(shown, limits))
+    left, right = ax.get_xlim()
+    if left <= 0 <= right:
+        ax.axvline(0, color="black", linewidth=0.8)  # a score of 0 is a dot on this line, not an invisible bar
     ax.set_ylim(len(labels), 0)
     ax.set_yticks([row + 0.5 for row in range(len(labels))], [str(label) for label in labels])
     ax.grid(axis="x", linewidth=0.3)
-    ax.set_title(title, fontsize=10, y=1.0)  # a fixed place: placing it above the ticks measures them
+    ax.set_title(title, fontsize=FONT + 2, y=1.0)  # a fixed place: placing it above the ticks measures them
     # the legend beside the plot; the names given with the handles, as they are: a label= starting with "_"
     # would be left out of the legend
-    ax.legend(handles, [str(run) for run in series], fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    names = ["\n".join(textwrap.wrap(str(run), NAME, break_on_hyphens=False)) if len(str(run)) > NAME else str(run)
+             for run in series]  # a long name over lines, not over the plot
+    ax.legend(handles, names, fontsize=FONT, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    if not cut:
+        return ""
+    return (f"◂ ▸ an interval reaching beyond the metric's range ({number(low_limit)} to {number(high_limit)}) "
+            "is cut at it")
+
+
+def axis_span(shown, limits) -> tuple:
+    """The x axis: the values and interval ends shown, with a margin of 5 % (kept inside the metric's range
+    where the data is); a single point gets a tenth of the range (or of its size) either side."""
+    low_limit, high_limit = limits
+    if not shown:
+        return (low_limit or 0.0, high_limit or 1.0)
+    low, high = min(shown), max(shown)
+    if high - low < NOISE:
+        known = (high_limit - low_limit) if low_limit is not None and high_limit is not None else None
+        pad = 0.1 * (known or max(abs(low), 1.0))
+    else:
+        pad = 0.05 * (high - low)
+    low, high = low - pad, high + pad
+    if low_limit is not None and min(shown) >= low_limit:
+        low = max(low, low_limit - 0.02 * (high - low))
+    if high_limit is not None and max(shown) <= high_limit:
+        high = min(high, high_limit + 0.02 * (high - low))
+    return low, high

@@ -2,8 +2,9 @@
 (resamples x documents) and a statistic is computed for every row at once (``W @ columns`` for means, sums
 and BLEU's sufficient statistics; n-gram presence for distinct-n). Paired tests: McNemar's exact test
 (statsmodels), sacrebleu's paired bootstrap for BLEU (its algorithm and seed, so ``sacrebleu --paired-bs``
-gives the same p), a paired bootstrap of the difference for the rest, or the exact sign test where the
-per-document differences are all equal (a bootstrap of them does not vary)."""
+gives the same p), a paired bootstrap of the difference for the rest, the exact sign test where the
+per-document differences are all equal (a bootstrap of them does not vary), and scipy's sign-flip permutation
+test of the per-unit summed differences where the units (clusters, or documents) are few (``permutation_p``)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,23 @@ import numpy as np
 CELLS = 2_000_000  # documents x resamples per chunk: bounds the memory of a multiplicity matrix
 KEPT_CELLS = 10_000_000  # the resamples of one document count are kept for the next task up to this size
 _kept = {}
+
+MIN_UNITS = 10
+"""The fewest independent units a difference is starred from: clusters of a clustered task, discordant documents
+(McNemar) or documents whose values differ (sign and paired tests) of an unclustered one. Below it the interval
+and p are given, never a star. Clustered inference is unreliable with few clusters: inspect_ai's clustered
+standard error (Miller, "Adding Error Bars to Evals", arXiv:2411.00640, Appendix A) needs at least two and uses a
+t critical value with clusters - 1 degrees of freedom for few; Cameron & Miller, "A Practitioner's Guide to
+Cluster-Robust Inference" (J. Human Resources 50(2), 2015) show cluster-robust tests over-reject with "few"
+clusters (from under 20 to under 50, depending on the design). 10 is a floor, not a guarantee: the report flags
+fewer than ``FEW_CLUSTERS`` (build.py) as approximate too. With fewer than 2 units there is no interval, test
+or minimum detectable difference at all."""
+EXACT_UNITS = 16  # up to this many units the sign-flip test enumerates all 2 ** units sign patterns
+
+
+def plural(count: int, word: str) -> str:
+    """``1 conversation``, ``3 conversations``."""
+    return f"{count} {word}" + ("" if count == 1 else "s")
 
 
 def chunks(seed: int, n: int, resamples: int):
@@ -194,8 +212,6 @@ class Distinct:
     def of(cls, texts, order):
         from scipy import sparse
 
-        from qahub.metrics.topical_chat.responses import _tokenizer_13a
-
         from .ngrams import distinct_table
 
         rows, cols, totals = distinct_table(_tokenizer_13a(), [str(text).lower() for text in texts], order)
@@ -219,6 +235,15 @@ class Distinct:
         total = w @ self.totals
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(total > 0, unique / np.where(total > 0, total, 1), 0.0)
+
+
+@functools.cache
+def _tokenizer_13a():
+    """sacrebleu's 13a tokenizer, the one the Topical-Chat metric's distinct-n splits with (one instance: its own
+    cache then serves distinct-2 the tokens distinct-1 made)."""
+    from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
+
+    return Tokenizer13a()
 
 
 def _drawn(w, _last=[None, None]):  # noqa: B006 - one chunk's matrix kept for the next estimator of it
@@ -353,6 +378,42 @@ def sign_test_p(differences) -> float:
     differences = np.asarray(differences, dtype=float)
     up, down = int((differences > 0).sum()), int((differences < 0).sum())
     return float(binomtest(up, up + down, 0.5).pvalue) if up + down else 1.0
+
+
+def smallest_p(units: int) -> float:
+    """The smallest two-sided p an exact sign test (McNemar's, or a sign-flip permutation test) of ``units``
+    non-tied units can give: every one of them the same way, 2 / 2 ** units (1 with none)."""
+    return min(1.0, 2.0 * 0.5 ** units)
+
+
+def fewest_units(alpha: float) -> int:
+    """The fewest non-tied units whose exact sign test can give p < ``alpha``."""
+    units = 0
+    while smallest_p(units) >= alpha:
+        units += 1
+    return units
+
+
+def permutation_p(differences, seed: int, resamples: int) -> tuple[float, bool]:
+    """(p, exact) of the paired sign-flip permutation test of per-unit summed differences (scipy
+    ``permutation_test``, ``permutation_type="samples"`` on one sample: each unit's sign flipped), two-sided, on
+    their sum: exact (all 2 ** units sign patterns) up to ``EXACT_UNITS`` units, else ``resamples`` random
+    patterns drawn from ``seed``. A paired bootstrap of few units cannot reach small p honestly (one cluster:
+    every resample is the sample, p = 1 / (resamples + 1)); this test's smallest p is ``smallest_p(units)``."""
+    from scipy.stats import permutation_test
+
+    differences = np.asarray(differences, dtype=float)
+    if len(differences) < 2:  # scipy wants two: one unit's sign flipped is as far from 0 (p = 1)
+        return 1.0, True
+    exact = len(differences) <= EXACT_UNITS
+    result = permutation_test((differences,), _total, permutation_type="samples", vectorized=True,
+                              n_resamples=2 ** len(differences) if exact else resamples,
+                              random_state=np.random.default_rng([seed, 3]))
+    return min(1.0, float(result.pvalue)), exact
+
+
+def _total(x, axis):
+    return np.sum(x, axis=axis)
 
 
 def bootstrap_p(draws, delta: float, clusters=None) -> float:

@@ -1,0 +1,460 @@
+"""What ``qahub report --hub-dataset CORPUS=ORG/NAME`` (or ``--for-hub``) adds to a report: per run, the Hub's
+``.eval_results`` entries (``eval_results/<run>/.eval_results/<task>.yaml``, made with huggingface_hub's
+``EvalResultEntry``) and an Every Eval Ever record (``eee/<run>/<uuid>.json`` and ``<uuid>_samples.jsonl``,
+schema 0.3.0), both from the report's own numbers and intervals.
+
+The ``.eval_results`` format has no field for uncertainty: the interval, its method, n and the settings go in the
+entry's one-line ``notes``, and in full in the Every Eval Ever record's ``score_details.uncertainty``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import math
+import re
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import qahub
+
+EEE_SCHEMA = "0.3.0"
+EVAL_RESULTS = "eval_results"  # REPORT/eval_results/<run>/.eval_results/<task>.yaml
+EEE = "eee"  # REPORT/eee/<run>/<uuid>.json and <uuid>_samples.jsonl
+# every record's UUID is derived from its run (uuid5 in this namespace), so a report stays byte-reproducible
+NAMESPACE = uuid.UUID("5d0c7d52-8f0e-4c39-9a53-3e5b3f0c2a11")
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+class HubResultsError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class HubDataset:
+    repo_id: str
+    revision: str | None = None
+
+
+def parse_hub_datasets(values) -> dict:
+    """``{corpus: HubDataset}`` of ``CORPUS=ORG/NAME[@REVISION]`` arguments (a corpus given twice, an unknown
+    corpus or a repo id the Hub would refuse is one line naming the argument)."""
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    from qahub import tasks
+
+    known = tasks.corpus_names()
+    found = {}
+    for value in values or ():
+        corpus, sep, target = value.partition("=")
+        repo_id, _, revision = target.partition("@")
+        if not sep or not corpus or not repo_id:
+            raise HubResultsError(f"--hub-dataset {value}: expected CORPUS=ORG/NAME[@REVISION]")
+        if corpus not in known:
+            raise HubResultsError(f"--hub-dataset {value}: no corpus {corpus!r} ({', '.join(known)})")
+        if corpus in found:
+            raise HubResultsError(f"--hub-dataset {value}: {corpus} is given twice")
+        try:
+            validate_repo_id(repo_id)
+        except HFValidationError as err:
+            raise HubResultsError(f"--hub-dataset {value}: not a Hub repo id: {err}") from None
+        if "/" not in repo_id:
+            raise HubResultsError(f"--hub-dataset {value}: name the repo as ORG/NAME")
+        found[corpus] = HubDataset(repo_id, revision or None)
+    return found
+
+
+def folder_name(run: str) -> str:
+    """A run's name as one safe path component (a model name ``org/model`` becomes ``org__model``)."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", run.replace("/", "__")).strip("._")
+    return name or "run"
+
+
+def hub_files(data: dict, runs: list, specs: dict, hub_datasets: dict) -> dict:
+    """``{path in the report: bytes}`` of every run's ``.eval_results`` entries and Every Eval Ever record;
+    ``data`` gets ``data["hub"]`` (what was written and what was left out, and why) and a note in each task a
+    run is left out of."""
+    from qahub import tasks
+
+    names = {}
+    for run in runs:
+        other = names.setdefault(folder_name(run.name), run.name)
+        if other != run.name:
+            raise HubResultsError(f"runs {other!r} and {run.name!r} share the folder name {folder_name(run.name)!r}; "
+                                  "rename one with NAME=PATH")
+    corpus_of = tasks.task_corpora()
+    files, summary = {}, {"eval_results": {}, "eee": {}, "left_out": []}
+    for run in runs:
+        facts = {task: run_facts(run, task, specs[task], corpus_of.get(task), hub_datasets)
+                 for task in sorted(run.samples) if task in data["tasks"]}
+        files.update(eval_results(run, facts, data, summary))
+        files.update(eee_record(run, facts, data, specs, summary))
+    for item in summary["left_out"]:
+        data["tasks"][item["task"]]["notes"].append(f"{item['run']}: {item['what']} left out: {item['reason']}")
+    data["hub"] = summary
+    return files
+
+
+@dataclass
+class Facts:
+    """What the report's entry of one run's task does not hold: where its documents come from, and its texts."""
+
+    corpus: str | None
+    hub: HubDataset | None
+    dataset: tuple
+    n_shot: object
+    instances: list | None  # per document: (doc id, {metric: value}, prompt, [targets], reply, extracted, doc_hash)
+
+
+def run_facts(run, task, spec, corpus, hub_datasets) -> Facts:
+    task_run = run.with_task(task, spec).tasks[task]
+    dataset = tuple(task_run.dataset or ())
+    hub = hub_datasets.get(corpus)
+    path = dataset[0] if dataset else None
+    if hub is None and isinstance(path, str) and HUB_ID.match(path) and not Path(path).exists():
+        hub = HubDataset(path, None)  # the run loaded its corpus from the Hub: that repo is its dataset id
+    texts = None
+    if run.harness == "lm-eval":
+        texts = lm_eval_instances(run.samples[task], spec)
+    elif run.harness == "inspect":
+        texts = inspect_instances(run.samples[task], task_run, task)
+    elif run.harness == "lighteval":
+        texts = lighteval_instances(run.samples[task], task_run)
+    return Facts(corpus, hub, dataset, task_run.n_shot, texts)
+
+
+def lm_eval_instances(samples: Path, spec) -> list:
+    """Each logged document of an lm-eval samples file: its id (the task's), metric values, prompt, target, the
+    model's reply and the filtered reply that was scored."""
+    from qahub import tasks
+    from qahub.report.runs import load_line
+
+    rows = []
+    with open(samples, "rb") as handle:
+        for line in handle:
+            if not line.strip():
+                continue
+            sample = load_line(line)
+            doc_id = tasks.document_id(spec, sample["doc"], sample["doc_id"])
+            values = {m: sample[m] for m in {**spec.metrics, **spec.judge_metrics} if m in sample}
+            rows.append((str(doc_id), values, _prompt(sample.get("arguments")), [str(sample.get("target", ""))],
+                         _first(sample.get("resps")), _first(sample.get("filtered_resps")),
+                         str(sample.get("doc_hash", ""))))
+    return rows
+
+
+def inspect_instances(log: Path, task_run, task: str) -> list:
+    """Each document of an inspect log: its values as the report reads them (over its epochs), and the input,
+    target, reply and scored answer of its first epoch."""
+    from inspect_ai.log import read_eval_log_samples
+
+    first = {}
+    for sample in read_eval_log_samples(str(log), all_samples_required=False):
+        if sample.id not in first or sample.epoch < first[sample.id].epoch:
+            first[sample.id] = sample
+    rows = []
+    for index, doc_id in enumerate(task_run.ids):
+        sample = first[doc_id]
+        values = {m: task_run.items[m][index] for m in task_run.items}
+        reply = sample.output.completion if sample.output else ""
+        score = (sample.scores or {}).get(task)
+        extracted = score.answer if score is not None and score.answer is not None else reply
+        targets = sample.target if isinstance(sample.target, list) else [sample.target]
+        text = sample.input if isinstance(sample.input, str) else "\n\n".join(m.text for m in sample.input)
+        rows.append((str(doc_id), values, text, [str(t) for t in targets], reply, str(extracted), ""))
+    return rows
+
+
+def lighteval_instances(details: Path, task_run) -> list:
+    """Each document of a lighteval details file, in the report's order (qahub's document id): its values as the
+    report reads them, the prompt sent, the gold choices, the reply and its post-processed form."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(details, columns=["doc", "model_response"])
+    rows = sorted(zip(table.column("doc").to_pylist(), table.column("model_response").to_pylist(), strict=True),
+                  key=lambda row: row[0]["specific"]["qahub_doc_id"])
+    found = []
+    for index, (doc, response) in enumerate(rows):
+        values = {m: task_run.items[m][index] for m in task_run.items}
+        gold = doc.get("gold_index")
+        golds = gold if isinstance(gold, list) else [gold]
+        targets = [str(doc["choices"][i]) for i in golds if isinstance(i, int) and i < len(doc.get("choices") or [])]
+        sent = response.get("input")
+        prompt = sent if isinstance(sent, str) else str(doc.get("query") or "")
+        reply = _first(response.get("text"))
+        extracted = _first(response.get("text_post_processed")) if response.get("text_post_processed") else reply
+        found.append((str(task_run.ids[index]), values, prompt, targets, reply, extracted,
+                      str(doc["specific"].get("qahub_doc_hash", ""))))
+    return found
+
+
+def _prompt(arguments) -> str:
+    """The prompt lm-eval sent (``arguments``: ``{"gen_args_0": {"arg_0": prompt, ...}}``, or a list in older
+    versions)."""
+    if isinstance(arguments, dict):
+        arguments = list(arguments.values())
+    first = arguments[0] if isinstance(arguments, list) and arguments else None
+    if isinstance(first, dict):
+        first = first.get("arg_0")
+    elif isinstance(first, list):
+        first = first[0] if first else None
+    return "" if first is None else str(first)
+
+
+def _first(value) -> str:
+    while isinstance(value, list):
+        value = value[0] if value else ""
+    return "" if value is None else str(value)
+
+
+# --- .eval_results
+
+
+def eval_results(run, facts: dict, data: dict, summary: dict) -> dict:
+    """``eval_results/<run>/.eval_results/<task>.yaml``: one ``EvalResultEntry`` per task, its main metric."""
+    import yaml
+    from huggingface_hub import EvalResultEntry, eval_result_entries_to_yaml
+
+    files, written = {}, []
+    for task, fact in facts.items():
+        entry = data["tasks"][task]
+        main = entry["main_metric"]
+        cell = entry["scores"].get(run.name, {}).get(main)
+        reason = None
+        if fact.hub is None:
+            reason = (f"no Hub dataset id for {fact.corpus or task} (pass --hub-dataset {fact.corpus or 'CORPUS'}"
+                      "=ORG/NAME); a local path is never published")
+        elif cell is None or cell["value"] is None:
+            reason = f"no value of its main metric {main}"
+        if reason:
+            summary["left_out"].append({"run": run.name, "task": task, "what": ".eval_results", "reason": reason})
+            continue
+        result = EvalResultEntry(dataset_id=fact.hub.repo_id, task_id=task, value=cell["value"],
+                                 dataset_revision=fact.hub.revision, date=run_date(run),
+                                 notes=notes_line(run, task, fact, entry, data["settings"]))
+        text = yaml.safe_dump(eval_result_entries_to_yaml([result]), sort_keys=False, allow_unicode=True, width=1000)
+        name = f"{EVAL_RESULTS}/{folder_name(run.name)}/.eval_results/{task}.yaml"
+        files[name] = text.encode("utf-8")
+        written.append(name)
+    summary["eval_results"][run.name] = written
+    return files
+
+
+def notes_line(run, task, fact: Facts, entry: dict, settings: dict) -> str:
+    """What the ``.eval_results`` spec has no field for, in one line: metric, interval and its method, n (and
+    clusters), shots, harness, qahub."""
+    main = entry["main_metric"]
+    cell = entry["scores"][run.name][main]
+    level = f"{settings['confidence'] * 100:g}%"
+    low, high = cell["ci"]
+    interval = (f"{level} CI [{_short(low)}, {_short(high)}] ({entry['intervals'].get(main, 'method not recorded')})"
+                if low is not None and high is not None else f"no {level} CI (too few documents)")
+    units = f"n={cell['n']} documents"
+    cluster = entry.get("cluster") or {}
+    counted = (cluster.get("runs") or {}).get(run.name)
+    if cluster.get("field") and counted:
+        units += f" in {counted['clusters']} {cluster['field']}s"
+    shots = f"{fact.n_shot}-shot" if fact.n_shot is not None else "shots not recorded"
+    harness = f"{run.harness} {harness_version(run)}".strip()
+    return f"qahub {qahub.__version__}: {main} {_short(cell['value'])}, {interval}; {units}; {shots}; {harness}"
+
+
+def _short(value) -> str:
+    return "n/a" if value is None else f"{value:.4g}"
+
+
+def harness_version(run) -> str:
+    """The harness's version as its results file records it, else ''."""
+    results = run.results if isinstance(run.results, dict) else {}
+    version = results.get("lm_eval_version") or (results.get("config_general") or {}).get("lighteval_version")
+    return str(version) if version else ""
+
+
+def run_date(run) -> str:
+    """When the run was made, ISO-8601 in UTC: lm-eval's ``date`` (a Unix time), else the results file's
+    modification time."""
+    return datetime.datetime.fromtimestamp(run_epoch(run), datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def run_epoch(run) -> int:
+    results = run.results if isinstance(run.results, dict) else {}
+    date = results.get("date")
+    if isinstance(date, int | float) and not isinstance(date, bool) and math.isfinite(date):
+        return int(date)
+    return int(Path(run.results_file).stat().st_mtime)
+
+
+# --- Every Eval Ever
+
+
+def record_uuid(run) -> str:
+    """A UUID of the run, the same in every report of it: uuid5's hash of its name, model and results file,
+    marked version 4 as Every Eval Ever's file paths require."""
+    digest = uuid.uuid5(NAMESPACE, "\0".join((run.name, run.model, Path(run.results_file).name)))
+    return str(uuid.UUID(bytes=digest.bytes, version=4))
+
+
+def eee_record(run, facts: dict, data: dict, specs: dict, summary: dict) -> dict:
+    """``eee/<run>/<uuid>.json`` (one ``evaluation_results`` entry per task and metric, with its interval) and,
+    where the run's samples hold the texts (lm-eval), ``<uuid>_samples.jsonl`` (a row per document and metric)."""
+    from qahub.report.runs import task_metrics
+
+    file_uuid = record_uuid(run)
+    epoch = str(run_epoch(run))
+    evaluation_id = f"qahub/{run.model}/{epoch}"
+    results, rows = [], []
+    for task, fact in facts.items():
+        metrics = task_metrics(specs[task])
+        declared = {**specs[task].metrics, **specs[task].judge_metrics}
+        for metric, cell in data["tasks"][task]["scores"].get(run.name, {}).items():
+            if cell["value"] is None:
+                summary["left_out"].append({"run": run.name, "task": task, "what": f"EEE result {metric}",
+                                            "reason": "its value is not a finite number"})
+                continue
+            config = metric_config(task, metric, metrics[metric], declared[metric][1], specs[task])
+            results.append({"evaluation_result_id": f"{task}/{metric}", "evaluation_name": task,
+                            "source_data": source_data(task, fact, cell["n"]), "evaluation_timestamp": epoch,
+                            "metric_config": config,
+                            "score_details": score_details(cell, data["tasks"][task], metric, data["settings"]),
+                            **generation(run, task)})
+        if fact.instances is None:
+            summary["left_out"].append({"run": run.name, "task": task, "what": "EEE instance rows",
+                                        "reason": f"a {run.harness} run's documents are not converted yet"})
+        else:
+            rows += instance_rows(run, task, fact, metrics, evaluation_id, specs[task])
+    record = {"schema_version": EEE_SCHEMA, "evaluation_id": evaluation_id, "evaluation_timestamp": epoch,
+              # the run's time, not the report's: the record is the same in every report of this run
+              "retrieved_timestamp": epoch,
+              "source_metadata": {"source_name": "qahub report", "source_type": "evaluation_run",
+                                  "source_organization_name": "unknown", "evaluator_relationship": "other",
+                                  "additional_details": {"report_intervals": data["settings"]["intervals"],
+                                                         "resamples": str(data["settings"]["resamples"]),
+                                                         "seed": str(data["settings"]["seed"])}},
+              "model_info": model_info(run.model),
+              "eval_library": {"name": "qahub", "version": qahub.__version__,
+                               "additional_details": {"harness": run.harness,
+                                                      "harness_version": harness_version(run) or "unknown"}},
+              "evaluation_results": results}
+    folder = f"{EEE}/{folder_name(run.name)}"
+    files = {}
+    if rows:
+        body = "".join(json.dumps(row, ensure_ascii=False, allow_nan=False) + "\n" for row in rows).encode("utf-8")
+        record["detailed_evaluation_results"] = {
+            "format": "jsonl", "file_path": datastore_path(run.model, f"{file_uuid}_samples.jsonl"),
+            "hash_algorithm": "sha256", "checksum": hashlib.sha256(body).hexdigest(), "total_rows": len(rows)}
+        files[f"{folder}/{file_uuid}_samples.jsonl"] = body
+    files[f"{folder}/{file_uuid}.json"] = (json.dumps(record, indent=2, ensure_ascii=False, allow_nan=False)
+                                           + "\n").encode("utf-8")
+    summary["eee"][run.name] = sorted(files)
+    return files
+
+
+def model_info(model: str) -> dict:
+    info = {"name": model, "id": model,
+            "additional_details": {"deployment_type": "unknown", "model_availability": "unknown"}}
+    if "/" in model:
+        info["developer"] = model.split("/")[0]
+    return info
+
+
+def datastore_path(model: str, file_name: str) -> str:
+    """Where Every Eval Ever's datastore keeps a record of ``model``: data/<collection>/<developer>/<model>/."""
+    parts = [part for part in model.split("/") if part]
+    developer, name = (parts[0], "_".join(parts[1:])) if len(parts) > 1 else ("unknown", parts[0] if parts else "model")
+    return f"data/qahub/{folder_name(developer)}/{folder_name(name)}/{file_name}"
+
+
+def metric_config(task, name, metric, higher_is_better, spec) -> dict:
+    """Bounds where qahub knows them: 0 to the task's oracle value (the score of replies equal to the gold) for
+    a mean or BLEU, 0 to 1 for distinct-n; a sum (game score, counts) is unbounded."""
+    oracle = spec.oracle.get(name)
+    config = {"evaluation_description": f"{name} of {task} (qahub)", "metric_id": f"qahub.{task}.{name}",
+              "metric_name": name, "lower_is_better": not higher_is_better,
+              "score_type": "binary" if metric.binary else "continuous"}
+    if metric.kind == "distinct":
+        low, high = 0.0, 1.0
+    elif metric.kind in ("mean", "bleu") and isinstance(oracle, int | float) and oracle > 0:
+        low, high = 0.0, float(oracle)
+    elif metric.binary:
+        low, high = 0.0, metric.scale
+    else:
+        low, high = None, None
+    config["min_score"], config["max_score"] = low, high
+    return config
+
+
+def source_data(task, fact: Facts, n: int) -> dict:
+    _, config, split = (tuple(fact.dataset) + (None, None, None))[:3]
+    details = {key: str(value) for key, value in (("config", config), ("revision", fact.hub and fact.hub.revision))
+               if value}
+    name = f"{fact.corpus or task}" + (f"/{config}" if config else "")
+    if fact.hub is None:
+        return {"dataset_name": name, "source_type": "other", "additional_details": details}
+    found = {"dataset_name": name, "source_type": "hf_dataset", "hf_repo": fact.hub.repo_id, "samples_number": n,
+             "additional_details": details}
+    if split:
+        found["hf_split"] = str(split)
+    return found
+
+
+def score_details(cell: dict, entry: dict, metric: str, settings: dict) -> dict:
+    method = entry["intervals"].get(metric, "not recorded")
+    uncertainty = {"num_samples": int(cell["n"])}
+    low, high = cell["ci"]
+    if low is not None and high is not None:
+        uncertainty["confidence_interval"] = {"lower": low, "upper": high, "confidence_level": settings["confidence"],
+                                              "method": method}
+    if "bootstrap" in method or "half-samples" in method:
+        uncertainty["num_bootstrap_samples"] = int(settings["resamples"])
+    cluster = entry.get("cluster") or {}
+    details = {"interval_method": method,
+               "resampled_by": cluster.get("field") or "document"}
+    return {"score": cell["value"], "details": details, "uncertainty": uncertainty}
+
+
+def generation(run, task) -> dict:
+    """The generation settings an lm-eval run logged for the task (its config's ``generation_kwargs``)."""
+    results = run.results if isinstance(run.results, dict) else {}
+    kwargs = (((results.get("configs") or {}).get(task) or {}).get("generation_kwargs")) or {}
+    if not isinstance(kwargs, dict) or not kwargs:
+        return {}
+    args = {}
+    if isinstance(kwargs.get("temperature"), int | float):
+        args["temperature"] = float(kwargs["temperature"])
+    if isinstance(kwargs.get("max_gen_toks"), int) and kwargs["max_gen_toks"] >= 1:
+        args["max_tokens"] = kwargs["max_gen_toks"]
+    other = {key: json.dumps(value, ensure_ascii=False) for key, value in sorted(kwargs.items())
+             if key not in ("temperature", "max_gen_toks")}
+    return {"generation_config": {"generation_args": args, "additional_details": other}}
+
+
+def instance_rows(run, task, fact: Facts, metrics: dict, evaluation_id: str, spec) -> list:
+    """A row per document and per-document metric (a corpus BLEU or distinct-n has no per-document score)."""
+    # metric values are lm-eval's logged ones, or an inspect document's as the report averages its epochs
+    rows = []
+    for doc_id, values, prompt, target, reply, extracted, doc_hash in fact.instances:
+        sample_hash = hashlib.sha256(json.dumps({"raw": prompt, "reference": target}, sort_keys=True,
+                                                ensure_ascii=False).encode("utf-8")).hexdigest()
+        extraction = "lm-eval filter" if run.harness == "lm-eval" else f"{run.harness} scorer"
+        for name, value in values.items():
+            metric = metrics.get(name)
+            if metric is None or metric.kind not in ("mean", "sum") or not _number(value):
+                continue
+            best = spec.oracle.get(name) if {**spec.metrics, **spec.judge_metrics}[name][1] else 0.0
+            rows.append({"schema_version": EEE_SCHEMA, "evaluation_id": evaluation_id, "model_id": run.model,
+                         "evaluation_name": task, "evaluation_result_id": f"{task}/{name}", "sample_id": doc_id,
+                         "sample_hash": sample_hash, "interaction_type": "single_turn",
+                         "input": {"raw": prompt, "reference": target}, "output": {"raw": [reply]},
+                         "answer_attribution": [{"turn_idx": 0, "source": "output.raw", "extracted_value": extracted,
+                                                 "extraction_method": extraction, "is_terminal": True}],
+                         # is_correct: the document scores the metric's best value (the oracle's)
+                         "evaluation": {"score": float(value),
+                                        "is_correct": best is not None and float(value) == float(best)},
+                         **({"metadata": {"doc_hash": doc_hash}} if doc_hash else {})})
+    return rows
+
+
+def _number(value) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)

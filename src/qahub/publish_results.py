@@ -1,0 +1,228 @@
+"""``qahub publish-results REPORT --model RUN=ORG/MODEL ... [--details ORG/NAME] [--dry-run] [--no-pr]``: a
+report's ``.eval_results`` entries to each model repo (a pull request each, or a commit to main with ``--no-pr``),
+and with ``--details`` a dataset of the Every Eval Ever records, the report and the scored documents (Parquet,
+one config per run and task).
+
+The token comes from huggingface_hub's usual sources and is never printed; a push the Hub refuses (401, 403,
+404) is one line naming the repo, and the other repos are still tried.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from qahub.hub_results import folder_name
+
+SPLIT = "scored"  # the split of each details config: the documents a run scored
+REFUSED = {401: "not signed in, or the token is not valid", 403: "the token may not write there",
+           404: "no such repo (or the token may not see it)"}
+
+
+class PublishResultsError(ValueError):
+    pass
+
+
+@dataclass
+class Upload:
+    repo_id: str
+    repo_type: str  # "model" or "dataset"
+    create_pr: bool
+    message: str
+    files: dict = field(default_factory=dict)  # path in the repo -> bytes
+
+
+def publish_results_command(args) -> int:
+    uploads = plan(Path(args.report), args.model, args.details, args.no_pr)
+    if args.dry_run:
+        for upload in uploads:
+            print(f"would {_what(upload)} {upload.repo_type} repo {upload.repo_id}:")
+            for name, body in upload.files.items():
+                print(f"  {name} ({len(body)} bytes)")
+        print("dry run: nothing sent")
+        return 0
+    return 1 if send(uploads) else 0
+
+
+def _what(upload: Upload) -> str:
+    return "open a pull request on" if upload.create_pr else "commit to the main branch of"
+
+
+def plan(report: Path, model_args, details: str | None, no_pr: bool) -> list[Upload]:
+    """Every upload, with its files' bytes; nothing is sent."""
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    data = read_report(report)
+    models = {}
+    for value in model_args:
+        run, sep, repo_id = value.partition("=")
+        if not sep or not run or not repo_id:
+            raise PublishResultsError(f"--model {value}: expected RUN=ORG/MODEL")
+        if run not in data["runs"]:
+            raise PublishResultsError(f"--model {value}: the report has no run {run!r} "
+                                      f"({', '.join(data['runs'])})")
+        _check_repo_id(f"--model {value}", repo_id, validate_repo_id, HFValidationError)
+        if repo_id in models.values():
+            raise PublishResultsError(f"--model {value}: another run goes to {repo_id} too; its .eval_results "
+                                      "files would collide (publish one run per model repo)")
+        models[run] = repo_id
+    if details:
+        _check_repo_id(f"--details {details}", details, validate_repo_id, HFValidationError)
+    uploads = [model_upload(report, data, run, repo_id, details, no_pr) for run, repo_id in models.items()]
+    if details:
+        uploads.append(details_upload(report, data, details))
+    return uploads
+
+
+def _check_repo_id(where, repo_id, validate, invalid):
+    try:
+        validate(repo_id)
+    except invalid as err:
+        raise PublishResultsError(f"{where}: not a Hub repo id: {err}") from None
+    if "/" not in repo_id:
+        raise PublishResultsError(f"{where}: name the repo as ORG/NAME")
+
+
+def read_report(report: Path) -> dict:
+    from qahub.report import MARKER, is_report
+
+    if not is_report(report):
+        raise PublishResultsError(f"{report}: not a qahub report folder (report.json, report.md, ...)")
+    data = json.loads((report / MARKER).read_text(encoding="utf-8"))
+    if "hub" not in data:
+        raise PublishResultsError(f"{report}: written without --hub-dataset; rerun `qahub report ... --out {report} "
+                                  "--hub-dataset CORPUS=ORG/NAME` to make its .eval_results and EEE files")
+    return data
+
+
+def model_upload(report: Path, data: dict, run: str, repo_id: str, details: str | None, no_pr: bool) -> Upload:
+    """The run's ``.eval_results/<task>.yaml`` files; with ``details``, each entry's source is that dataset."""
+    names = data["hub"]["eval_results"].get(run) or []
+    if not names:
+        reasons = sorted({item["reason"] for item in data["hub"]["left_out"]
+                          if item["run"] == run and item["what"] == ".eval_results"})
+        raise PublishResultsError(f"{report}: run {run} has no .eval_results entries"
+                                  + (f" ({'; '.join(reasons)})" if reasons else ""))
+    files = {}
+    for name in names:
+        body = (report / name).read_bytes()
+        files[name.split("/", 2)[2]] = with_source(body, details) if details else body
+    return Upload(repo_id, "model", not no_pr, f"Add qahub evaluation results of {run}", files)
+
+
+def with_source(body: bytes, details: str) -> bytes:
+    """The entries of a ``.eval_results`` file with ``source`` the details dataset (read and written with
+    huggingface_hub's own parser and writer)."""
+    import yaml
+    from huggingface_hub import constants, eval_result_entries_to_yaml, parse_eval_result_entries
+
+    entries = parse_eval_result_entries(yaml.safe_load(body.decode("utf-8")))
+    for entry in entries:
+        entry.source_url = f"{constants.ENDPOINT}/datasets/{details}"
+        entry.source_name = "qahub evaluation details"
+    return yaml.safe_dump(eval_result_entries_to_yaml(entries), sort_keys=False, allow_unicode=True, width=1000).encode("utf-8")
+
+
+def details_upload(report: Path, data: dict, repo_id: str) -> Upload:
+    """The EEE records, the report (report/...), a Parquet file per run and task of the scored documents, and a
+    README whose ``configs`` name them (what the dataset viewer and ``load_dataset`` read)."""
+    files, configs = {}, []
+    for name in ("report.json", "report.md", "report.html"):
+        files[f"report/{name}"] = (report / name).read_bytes()
+    for png in sorted((report / "figures").glob("*.png")):
+        files[f"report/figures/{png.name}"] = png.read_bytes()
+    for run in data["runs"]:
+        for name in data["hub"]["eee"].get(run, []):
+            files[name] = (report / name).read_bytes()
+            if name.endswith("_samples.jsonl"):
+                for task, table in scored_tables(report / name).items():
+                    path = f"data/{folder_name(run)}/{task}.parquet"
+                    files[path] = table
+                    configs.append({"config_name": f"{folder_name(run)}-{task}",
+                                    "data_files": [{"split": SPLIT, "path": path}]})
+    files = {"README.md": card(data, configs, repo_id).encode("utf-8"), **dict(sorted(files.items()))}
+    return Upload(repo_id, "dataset", False, "Add qahub evaluation details", files)
+
+
+def scored_tables(samples: Path) -> dict:
+    """``{task: Parquet bytes}``: an EEE samples file's rows, one row per document with a column per metric."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    docs, metrics = {}, {}
+    with open(samples, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            try:
+                row = json.loads(line)
+                task, metric = row["evaluation_name"], row["evaluation_result_id"].rsplit("/", 1)[1]
+                doc = docs.setdefault(task, {}).setdefault(row["sample_id"], {
+                    "sample_id": row["sample_id"], "input": row["input"]["raw"],
+                    "reference": row["input"]["reference"], "reply": row["output"]["raw"][0],
+                    "extracted": row["answer_attribution"][0]["extracted_value"]})
+                doc[metric] = row["evaluation"]["score"]
+            except (ValueError, KeyError, IndexError, TypeError, AttributeError) as err:
+                raise PublishResultsError(f"{samples}: line {number}: not an instance row qahub wrote "
+                                          f"({type(err).__name__}: {err}); write the report again") from None
+            metrics.setdefault(task, {})[metric] = None
+    tables = {}
+    for task, rows in docs.items():
+        columns = ["sample_id", "input", "reference", "reply", "extracted", *metrics[task]]
+        schema = pa.schema([("sample_id", pa.string()), ("input", pa.string()), ("reference", pa.list_(pa.string())),
+                            ("reply", pa.string()), ("extracted", pa.string())]
+                           + [(m, pa.float64()) for m in metrics[task]])
+        table = pa.Table.from_pylist([{c: row.get(c) for c in columns} for row in rows.values()], schema=schema)
+        out = io.BytesIO()
+        pq.write_table(table, out)
+        tables[task] = out.getvalue()
+    return tables
+
+
+def card(data: dict, configs: list, repo_id: str) -> str:
+    from huggingface_hub import DatasetCardData
+
+    meta = DatasetCardData(pretty_name=f"qahub evaluation details ({repo_id})", tags=["qahub", "evaluation"],
+                           configs=configs or None)
+    runs = ", ".join(data["runs"])
+    return (f"---\n{meta.to_yaml()}\n---\n\n# qahub evaluation details\n\n"
+            f"Runs: {runs}. Written by `qahub publish-results` from a `qahub report`.\n\n"
+            "- `report/`: the report (report.json, report.md, report.html, figures): every score with its "
+            f"{data['settings']['confidence'] * 100:g}% interval and paired comparisons.\n"
+            "- `eee/<run>/`: Every Eval Ever records (schema 0.3.0); `score_details.uncertainty` holds each score's "
+            "interval and its method.\n"
+            f"- `data/<run>/<task>.parquet`: the documents each run scored (config `<run>-<task>`, split "
+            f"`{SPLIT}`), one column per metric.\n")
+
+
+def send(uploads: list[Upload]) -> list[str]:
+    """Each upload in one commit; returns the one-line failures (the others are sent all the same)."""
+    from huggingface_hub import CommitOperationAdd, HfApi
+
+    api, failures = HfApi(), []
+    for upload in uploads:
+        operations = [CommitOperationAdd(path_in_repo=name, path_or_fileobj=body)
+                      for name, body in upload.files.items()]
+        try:
+            if upload.repo_type == "dataset":
+                api.create_repo(upload.repo_id, repo_type="dataset", exist_ok=True)
+            info = api.create_commit(upload.repo_id, operations, commit_message=upload.message,
+                                     repo_type=upload.repo_type, create_pr=upload.create_pr)
+        except Exception as err:  # noqa: BLE001 - the Hub's errors are many: one line each, without secrets
+            failures.append(refusal(upload, err))
+            print(f"qahub publish-results: {failures[-1]}", file=sys.stderr)
+            continue
+        where = f"pull request {info.pr_url}" if upload.create_pr else f"commit {info.commit_url}"
+        print(f"{upload.repo_type} repo {upload.repo_id}: {len(upload.files)} files, {where}")
+    return failures
+
+
+def refusal(upload: Upload, err: Exception) -> str:
+    from qahub.publish import scrub
+
+    status = getattr(getattr(err, "response", None), "status_code", None)
+    if status in REFUSED:
+        return f"{upload.repo_type} repo {upload.repo_id}: refused ({status}: {REFUSED[status]})"
+    first = " ".join(str(err).split())[:300]
+    return f"{upload.repo_type} repo {upload.repo_id}: failed ({type(err).__name__}: {scrub(first)})"

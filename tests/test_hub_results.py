@@ -1,0 +1,298 @@
+"""Results on the Hub: ``qahub report --hub-dataset`` writes each run's ``.eval_results`` entries (read back with
+huggingface_hub's ``parse_eval_result_entries``) and Every Eval Ever records (validated against the schemas of
+the released every-eval-ever 0.3.0 wheel); ``qahub publish-results`` opens pull requests and pushes a details
+dataset to a double of the Hub on 127.0.0.1, through the real huggingface_hub client, over HTTP."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytest.importorskip("lm_eval", reason="lm-eval is the [harness] extra")
+
+from hub_double import HubDouble  # noqa: E402
+from huggingface_hub import parse_eval_result_entries  # noqa: E402
+from jsonschema import Draft7Validator  # noqa: E402
+from test_harness import Oracle, locations, manager, plan, task_dir  # noqa: E402, F401
+from test_report import Half, lm_eval_run  # noqa: E402
+
+from qahub import cli  # noqa: E402
+
+TASKS = ("qahub_limur", "qahub_topical_chat_freq", "qahub_jemhopqa")  # 0/1 (Wilson), clustered BLEU/distinct, F1
+TOKEN = "hf_doubleWRITEtoken1234"  # may write org/* repos on the double; opens pull requests anywhere
+READER = "hf_doubleREADtoken5678"  # may write nothing
+
+
+@pytest.fixture(scope="module")
+def runs(plan, manager, tmp_path_factory):  # noqa: F811
+    root = tmp_path_factory.mktemp("hub-runs")
+    tasks = [task for task in TASKS if task in plan]
+    return {"oracle": lm_eval_run(Oracle(manager), manager, tasks, root / "oracle").parent,
+            "half": lm_eval_run(Half(manager), manager, tasks, root / "half").parent}
+
+
+def qahub(*argv, env=None):
+    return subprocess.run([sys.executable, "-m", "qahub.cli", *argv], capture_output=True, text=True,
+                          env={**os.environ, "MPLBACKEND": "Agg", **(env or {})})
+
+
+def hub_args(runs):
+    return [f"half={runs['half']}", f"oracle={runs['oracle']}", "--resamples", "50",
+            "--hub-dataset", "limur=qahub/limur@0123456789abcdef0123456789abcdef01234567",
+            "--hub-dataset", "topical_chat=qahub/topical_chat"]
+
+
+@pytest.fixture(scope="module")
+def hub_report(runs, tmp_path_factory):
+    out = tmp_path_factory.mktemp("hub-report") / "out"
+    assert cli.main(["--quiet", "report", *hub_args(runs), "--out", str(out), "--jobs", "1"]) == 0
+    return out, json.loads((out / "report.json").read_text(encoding="utf-8"))
+
+
+def _entries(path):
+    return parse_eval_result_entries(yaml.safe_load(path.read_text(encoding="utf-8")))
+
+
+def test_eval_results_read_back_with_the_report_s_values(hub_report):
+    out, data = hub_report
+    for run in ("half", "oracle"):
+        for task, repo, revision in (("qahub_limur", "qahub/limur", "0123456789abcdef0123456789abcdef01234567"),
+                                     ("qahub_topical_chat_freq", "qahub/topical_chat", None)):
+            (entry,) = _entries(out / "eval_results" / run / ".eval_results" / f"{task}.yaml")
+            report = data["tasks"][task]
+            cell = report["scores"][run][report["main_metric"]]
+            assert (entry.dataset_id, entry.task_id, entry.dataset_revision) == (repo, task, revision)
+            assert entry.value == cell["value"]
+            assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", entry.date)
+            low, high = cell["ci"]
+            assert entry.notes.startswith(f"qahub 0.1.0: {report['main_metric']} {cell['value']:.4g}, 95% CI "
+                                          f"[{low:.4g}, {high:.4g}] ({report['intervals'][report['main_metric']]})")
+            assert f"n={cell['n']} documents" in entry.notes and "-shot; lm-eval " in entry.notes
+            assert "\n" not in entry.notes and entry.source_url is None
+    clustered = _entries(out / "eval_results" / "half" / ".eval_results" / "qahub_topical_chat_freq.yaml")[0]
+    assert re.search(r"n=\d+ documents in \d+ conversations", clustered.notes)
+
+
+def test_a_task_without_a_hub_dataset_is_left_out_with_a_note_never_a_local_path(hub_report, runs):
+    out, data = hub_report
+    assert not (out / "eval_results" / "half" / ".eval_results" / "qahub_jemhopqa.yaml").exists()
+    notes = data["tasks"]["qahub_jemhopqa"]["notes"]
+    assert "half: .eval_results left out: no Hub dataset id for jemhopqa (pass --hub-dataset jemhopqa=ORG/NAME); " \
+           "a local path is never published" in notes
+    assert {"run": "half", "task": "qahub_jemhopqa", "what": ".eval_results"}.items() <= \
+        next(i for i in data["hub"]["left_out"] if i["task"] == "qahub_jemhopqa" and i["run"] == "half").items()
+    written = [p.read_text(encoding="utf-8") for p in (out / "eval_results").rglob("*.yaml")]
+    results = json.loads(Path(data["runs"]["half"]["results_file"]).read_text(encoding="utf-8"))
+    local = {config["dataset_path"] for config in results["configs"].values()}  # the sample exports' folders
+    assert len(written) == 4 and not any(path in text for path in local for text in written)
+    assert "left out: no Hub dataset id for jemhopqa" in (out / "report.md").read_text(encoding="utf-8")
+
+
+def _record(out, run):
+    (aggregate,) = (out / "eee" / run).glob("*[0-9a-f].json")
+    return aggregate, json.loads(aggregate.read_text(encoding="utf-8"))
+
+
+def test_eee_records_validate_against_the_released_0_3_0_schemas(hub_report, eee_schemas):
+    out, data = hub_report
+    aggregate_schema = Draft7Validator(eee_schemas["eval"])
+    instance_schema = Draft7Validator(eee_schemas["instance_level_eval"])
+    for run in ("half", "oracle"):
+        path, record = _record(out, run)
+        aggregate_schema.validate(record)
+        samples = path.with_name(f"{path.stem}_samples.jsonl")
+        rows = [json.loads(line) for line in samples.read_text(encoding="utf-8").splitlines()]
+        for row in rows:
+            instance_schema.validate(row)
+        detail = record["detailed_evaluation_results"]
+        assert detail["total_rows"] == len(rows) and detail["file_path"].endswith(samples.name)
+        assert {row["evaluation_id"] for row in rows} == {record["evaluation_id"]}
+        results = {r["evaluation_result_id"]: r for r in record["evaluation_results"]}
+        for task, entry in data["tasks"].items():
+            for metric, cell in entry["scores"][run].items():
+                got = results[f"{task}/{metric}"]["score_details"]
+                assert got["score"] == cell["value"]
+                ci = got["uncertainty"]["confidence_interval"]
+                assert [ci["lower"], ci["upper"]] == cell["ci"] and ci["method"] == entry["intervals"][metric]
+                assert got["uncertainty"]["num_samples"] == cell["n"]
+                assert ("num_bootstrap_samples" in got["uncertainty"]) == ("Wilson" not in ci["method"])
+        assert record["eval_library"]["additional_details"]["harness"] == "lm-eval"
+        # a row per document and per-document metric: its score is the one lm-eval logged
+        limur = [r for r in rows if r["evaluation_result_id"] == "qahub_limur/exact_match"]
+        logged = _samples(run, "qahub_limur", out)
+        assert [r["evaluation"]["score"] for r in limur] == [float(s["exact_match"]) for s in logged]
+        assert not any(r["evaluation_result_id"].endswith(("/bleu", "/distinct_1")) for r in rows)
+
+
+def _samples(run, task, out):
+    data = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    folder = Path(data["runs"][run]["results_file"]).parent
+    path = next(folder.glob(f"samples_{task}_*.jsonl"))
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_a_second_report_of_the_same_runs_writes_the_same_hub_files(hub_report, runs, tmp_path):
+    out, _ = hub_report
+    again = tmp_path / "again"
+    assert cli.main(["--quiet", "report", *hub_args(runs), "--out", str(again), "--jobs", "1"]) == 0
+    for folder in ("eval_results", "eee"):
+        first = {p.relative_to(out): p.read_bytes() for p in (out / folder).rglob("*") if p.is_file()}
+        second = {p.relative_to(again): p.read_bytes() for p in (again / folder).rglob("*") if p.is_file()}
+        assert first == second and first
+    # a report with its Hub files is a report: written again in place without --overwrite; a stray file is not
+    assert cli.main(["--quiet", "report", *hub_args(runs), "--out", str(again), "--jobs", "1"]) == 0
+    (again / "eee" / "notes.txt").write_text("mine", encoding="utf-8")
+    assert cli.main(["--quiet", "report", *hub_args(runs), "--out", str(again), "--jobs", "1"]) == 1
+    assert (again / "eee" / "notes.txt").exists()
+
+
+@pytest.mark.parametrize("value, message", [("nocorpus=org/x", "no corpus 'nocorpus'"),
+                                            ("limur=org", "name the repo as ORG/NAME"),
+                                            ("limur", "expected CORPUS=ORG/NAME[@REVISION]")])
+def test_a_bad_hub_dataset_argument_is_one_line_and_nothing_is_written(runs, tmp_path, capsys, value, message):
+    argv = ["report", f"half={runs['half']}", "--hub-dataset", value, "--out", str(tmp_path / "o")]
+    assert cli.main(argv) == 1
+    err = capsys.readouterr().err
+    assert message in err and len(err.splitlines()) == 1 and not (tmp_path / "o").exists()
+
+
+def test_a_run_that_loaded_its_corpus_from_the_hub_names_its_dataset_a_local_folder_never(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from qahub import hub_results
+
+    def run_of(path):
+        task_run = SimpleNamespace(dataset=(path, "default", "test"), n_shot=0)
+        return SimpleNamespace(with_task=lambda task, spec: SimpleNamespace(tasks={task: task_run}),
+                               harness="another harness", samples={})
+
+    facts = hub_results.run_facts(run_of("org/limur"), "qahub_limur", None, "limur", {})
+    assert facts.hub == hub_results.HubDataset("org/limur") and facts.instances is None
+    given = {"limur": hub_results.HubDataset("qahub/limur", "v1")}
+    assert hub_results.run_facts(run_of("org/limur"), "qahub_limur", None, "limur", given).hub == given["limur"]
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "exports" / "limur").mkdir(parents=True)  # a local folder that looks like ORG/NAME
+    assert hub_results.run_facts(run_of("exports/limur"), "qahub_limur", None, "limur", {}).hub is None
+    assert hub_results.run_facts(run_of("/data/limur"), "qahub_limur", None, "limur", {}).hub is None
+
+
+# --- publish-results, over HTTP against the Hub double
+
+
+@pytest.fixture
+def hub():
+    double = HubDouble({TOKEN: {"org/details", "org/model-b"}, READER: set()})
+    double.add_repo("model", "org/model-a", {"README.md": b"# a\n"})
+    double.add_repo("model", "org/model-b", {"README.md": b"# b\n"})
+    yield double
+    double.close()
+
+
+def publish(hub, out, *argv, token=TOKEN, tmp):
+    env = {"HF_ENDPOINT": hub.url, "HF_TOKEN": token, "HF_HOME": str(tmp / "hf-home"), "HF_HUB_DISABLE_XET": "1"}
+    return qahub("publish-results", str(out), *argv, env=env)
+
+
+def test_publish_results_opens_pull_requests_and_pushes_details_load_dataset_reads(hub_report, hub, tmp_path):
+    out, data = hub_report
+    done = publish(hub, out, "--model", "half=org/model-a", "--model", "oracle=org/model-b",
+                   "--details", "org/details", tmp=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert TOKEN not in done.stdout + done.stderr
+    for repo_id, run in (("org/model-a", "half"), ("org/model-b", "oracle")):
+        repo = hub.repos[("model", repo_id)]
+        assert repo.pulls == ["refs/pr/1"] and set(repo.branches["main"]) == {"README.md"}  # main untouched
+        added = {p: b for p, b in repo.branches["refs/pr/1"].items() if p.startswith(".eval_results/")}
+        assert set(added) == {".eval_results/qahub_limur.yaml", ".eval_results/qahub_topical_chat_freq.yaml"}
+        for path, body in added.items():
+            (entry,) = parse_eval_result_entries(yaml.safe_load(body))
+            task = Path(path).stem
+            assert entry.value == data["tasks"][task]["scores"][run][data["tasks"][task]["main_metric"]]["value"]
+            assert entry.source_url == f"{hub.url}/datasets/org/details"
+        assert f"{hub.url}/org/{repo_id.split('/')[1]}/discussions/1" in done.stdout
+    details = hub.repos[("dataset", "org/details")].branches["main"]
+    assert {"README.md", "report/report.json", "report/report.html"} <= set(details)
+    assert any(p.startswith("eee/half/") and p.endswith("_samples.jsonl") for p in details)
+    assert "data/half/qahub_limur.parquet" in details
+    # the details configs, read by datasets' own load_dataset from the double
+    code = ("import datasets, json, sys; d = datasets.load_dataset('org/details', 'half-qahub_limur', "
+            "split='scored'); print(json.dumps(d.to_list()))")
+    env = {**os.environ, "HF_ENDPOINT": hub.url, "HF_TOKEN": TOKEN, "HF_HOME": str(tmp_path / "load-home"),
+           "HF_HUB_DISABLE_XET": "1"}
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert loaded.returncode == 0, loaded.stderr[-3000:]
+    rows = json.loads(loaded.stdout.splitlines()[-1])
+    logged = _samples("half", "qahub_limur", out)
+    assert [r["exact_match"] for r in rows] == [float(s["exact_match"]) for s in logged]
+    assert all(r["input"] and r["reference"] is not None for r in rows)
+
+
+def test_no_pr_commits_to_main_where_the_token_may_write_and_the_hub_reads_the_entries(hub_report, hub, tmp_path):
+    from huggingface_hub import HfApi
+
+    out, data = hub_report
+    done = publish(hub, out, "--model", "oracle=org/model-b", "--no-pr", tmp=tmp_path)
+    assert done.returncode == 0, done.stderr
+    repo = hub.repos[("model", "org/model-b")]
+    assert repo.pulls == [] and ".eval_results/qahub_limur.yaml" in repo.branches["main"]
+    info = HfApi(endpoint=hub.url, token=TOKEN).model_info("org/model-b", expand=["evalResults"])
+    values = {e.task_id: e.value for e in info.eval_results}
+    assert values["qahub_limur"] == data["tasks"]["qahub_limur"]["scores"]["oracle"]["exact_match"]["value"]
+
+
+@pytest.mark.parametrize("argv, token, line", [
+    (["--model", "half=org/model-a", "--no-pr"], TOKEN,
+     "model repo org/model-a: refused (403: the token may not write there)"),
+    (["--model", "half=org/missing"], TOKEN, "model repo org/missing: refused (404: no such repo"),
+    (["--model", "half=org/model-a"], "hf_notAtokenTheDoubleKnows99", "model repo org/model-a: refused (401: "),
+    (["--model", "half=org/model-a", "--details", "org/details"], READER,
+     "dataset repo org/details: refused (403: the token may not write there)"),
+])
+def test_a_refused_push_is_one_line_without_the_token(hub_report, hub, tmp_path, argv, token, line):
+    out, _ = hub_report
+    done = publish(hub, out, *argv, token=token, tmp=tmp_path)
+    assert done.returncode == 1
+    errors = [text for text in done.stderr.splitlines() if "refused" in text or "Traceback" in text]
+    assert len(errors) == 1 and line in errors[0], done.stderr
+    assert token not in done.stdout + done.stderr
+
+
+def test_dry_run_lists_every_file_and_destination_and_sends_nothing(hub_report, hub, tmp_path):
+    out, _ = hub_report
+    done = publish(hub, out, "--model", "half=org/model-a", "--details", "org/details", "--dry-run", tmp=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert hub.requests == []
+    assert "would open a pull request on model repo org/model-a:" in done.stdout
+    assert "  .eval_results/qahub_limur.yaml (" in done.stdout
+    assert "would commit to the main branch of dataset repo org/details:" in done.stdout
+    for name in ("README.md", "report/report.json", "data/half/qahub_limur.parquet"):
+        assert f"  {name} (" in done.stdout
+    assert done.stdout.rstrip().endswith("dry run: nothing sent")
+
+
+def test_publish_results_refuses_a_report_without_hub_files_and_an_unknown_run(runs, hub_report, tmp_path, hub):
+    plain = tmp_path / "plain"
+    assert cli.main(["--quiet", "report", f"half={runs['half']}", "--resamples", "20", "--out", str(plain),
+                     "--jobs", "1"]) == 0
+    done = publish(hub, plain, "--model", "half=org/model-a", tmp=tmp_path)
+    assert done.returncode == 1 and "written without --hub-dataset" in done.stderr
+    done = publish(hub, hub_report[0], "--model", "nobody=org/model-a", tmp=tmp_path)
+    assert done.returncode == 1 and "the report has no run 'nobody'" in done.stderr
+    assert hub.requests == []
+
+
+def test_a_damaged_samples_file_is_one_line_naming_it_and_nothing_is_sent(hub_report, hub, tmp_path):
+    import shutil
+
+    copy = shutil.copytree(hub_report[0], tmp_path / "copy")
+    (samples,) = (copy / "eee" / "half").glob("*_samples.jsonl")
+    lines = samples.read_text(encoding="utf-8").splitlines()
+    samples.write_text("\n".join([lines[0], lines[1][:40], *lines[2:]]) + "\n", encoding="utf-8")
+    done = publish(hub, copy, "--model", "half=org/model-a", "--details", "org/details", tmp=tmp_path)
+    assert done.returncode == 1 and hub.requests == []
+    assert done.stderr.count("\n") == 1 and f"{samples}: line 2: not an instance row qahub wrote" in done.stderr
