@@ -235,7 +235,8 @@ def test_an_old_log_whose_documents_are_gone_records_no_cluster(old_log, tmp_pat
     assert task_run.clusters is None and task_run.cluster_name == "conversation"
     assert any("nor can they be recovered" in note and "gone" in note for note in task_run.notes)
     entry = report(tmp_path, {"moved": moved})["tasks"][CHAT_TASK]
-    assert entry["cluster"]["runs"]["moved"]["clusters"] == documents  # every document its own unit
+    cluster = entry["cluster"]["runs"]["moved"]  # resampled document by document, and said so
+    assert cluster["documents"] == documents and cluster["by_document"] == "the run records no conversation"
 
 
 # --- item 6: only like with like
