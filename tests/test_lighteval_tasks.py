@@ -113,6 +113,7 @@ def test_the_same_replies_score_the_same_in_lm_eval_and_lighteval(data, sample_e
     for name, entry in data["tasks"].items():
         assert entry["scores"]["lighteval"] == entry["scores"]["lm_eval"], name
         assert not entry["warnings"] and not any("paired on" in n for n in entry["notes"]), (name, entry)
+        assert not entry.get("caveats") and not entry.get("not_compared"), (name, entry)  # the same prompts
         compared = entry["comparisons"]["lighteval"]
         assert compared and all(c["delta"] == pytest.approx(0, abs=1e-9) and c["n"] == len(script_of[name])
                                 for c in compared.values()), (name, compared)

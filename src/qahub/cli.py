@@ -71,6 +71,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_harness_tasks(commands)
     _add_report(commands)
     _add_publish_results(commands)
+    _add_pick_docs(commands)
     return parser
 
 
@@ -358,6 +359,15 @@ def _add_publish_results(commands):
     p.add_argument("--no-pr", action="store_true", help="commit to each model's main branch instead of a pull "
                                                         "request (needs write access)")
     p.set_defaults(func=_handler("qahub.publish_results", "publish_results_command"))
+
+
+def _add_pick_docs(commands):
+    from qahub import pick_docs
+
+    p = commands.add_parser("pick-docs", help="N documents of a task spread over its clusters, as lm-eval's "
+                                              "--samples and inspect's --sample-id select them")
+    pick_docs.add_arguments(p)
+    p.set_defaults(func=_handler("qahub.pick_docs", "main"))
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from qahub.files import Guard, check_folder, staged
 
-from .runs import ReportError, parse_run_argument, qahub_tasks, read_runs
+from .runs import ReportError, parse_run_argument, qahub_tasks
+from .sources import read_runs
 
 __all__ = ["ReportError", "write_report"]
 MARKER = "report.json"
@@ -64,6 +65,8 @@ def _write(arguments, out, specs, baseline, resamples, seed, confidence, progres
     with tqdm(total=len(tasks), desc="resampling", unit="task", file=sys.stderr,
               disable=None if progress else True) as bar:
         data, images = report_data(runs, skipped, specs, settings, bar, count)
+    for run in runs:  # every results file a task was read from (two lm_eval calls into one --output_path: two)
+        data["runs"][run.name]["results_files"] = run.results_files or [run.results_file]
     extra = {}
     if hub_datasets is not None:
         from qahub.hub_results import hub_files

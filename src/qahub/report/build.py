@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from .alike import pairing
 from .judges import same_judge_only
 from .runs import ReportError, numbers, task_metrics
 from .stats import (
@@ -299,40 +300,6 @@ def _check_points(entry, name, tr, ests):
         if math.isfinite(mine) and abs(mine - theirs) > 1e-6 * max(1.0, abs(theirs)):
             entry["warnings"].append(f"{name}: {m} recomputed from the samples is {mine:.6g}, the results file "
                                      f"says {theirs:.6g} (are the samples from another run?)")
-
-
-def pairing(task, base, run, entry):
-    """(baseline indices, run indices) of the documents both scored (same doc_id and doc_hash; the task's document
-    id where a run is an inspect log, which has no doc_hash), or None."""
-    b, r = base.tasks.get(task), run.tasks[task]
-    if b is None:
-        return None
-    if r.dataset != b.dataset:
-        entry["warnings"].append(f"{run.name}: not compared with {base.name}: a different dataset, config or split "
-                                 f"({_dataset(r.dataset)} against {_dataset(b.dataset)})")
-        return None
-    lm_eval = b.keys[0][1] is not None and r.keys[0][1] is not None  # an inspect log has no doc_hash
-    # an inspect task has no version of lm-eval's task file to compare
-    checks = (("task version", r.version, b.version),) * lm_eval + (("number of shots", r.n_shot, b.n_shot),)
-    for what, mine, theirs in checks:
-        if mine != theirs:
-            entry["warnings"].append(f"{run.name}: {what} {mine} differs from {base.name}'s {theirs}")
-    base_keys, run_keys = (b.keys, r.keys) if lm_eval else (b.ids, r.ids)
-    if base_keys == run_keys:
-        index = np.arange(len(base_keys))
-        return index, index
-    position = {key: i for i, key in enumerate(run_keys)}
-    pairs = [(i, position[key]) for i, key in enumerate(base_keys) if key in position]
-    if not pairs:
-        entry["warnings"].append(f"{run.name}: no document in common with {base.name}; not compared")
-        return None
-    entry["notes"].append(f"{run.name} vs {base.name}: paired on the {len(pairs)} documents both scored "
-                          f"({base.name} {len(b.keys)}, {run.name} {len(r.keys)}: a different --limit?)")
-    return tuple(np.array(side) for side in zip(*pairs))
-
-
-def _dataset(dataset):
-    return "/".join(str(part) for part in dataset) or "not recorded"
 
 
 def paired(eb, er):

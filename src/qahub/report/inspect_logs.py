@@ -4,17 +4,21 @@ header_only=True)``, its samples streamed with ``read_eval_log_samples``.
 
 A run is one log file, or a log folder holding one log per qahub task (a folder with two logs of one task is
 refused: name the file). Each sample's values are the qahub scorer's (``inspect_tasks.document_values``); with
-several epochs a document's numbers are averaged over its epochs, and a value that is not a number (a corpus-BLEU
-pair, a distinct-n text, None) is its first epoch's, as inspect's own reducers keep it. The documents are in the
-dataset's order (the log's sample ids), each keyed by its id, the task's document id an lm-eval run pairs on.
+several epochs a document's numbers are reduced over its epochs by the epochs reducer the log names, with
+inspect's own reducer (mean, median, mode, max, at_least_K, pass_at_K, pass_k_K; another one is refused), and a
+value that is not a number (a corpus-BLEU pair, a distinct-n text, None) is its first epoch's, as inspect's
+reducers keep it. The documents are in the dataset's order (the log's sample ids), each keyed by its id, the
+task's document id an lm-eval run pairs on. A log whose samples record no cluster (written before qahub recorded
+them) gets its clusters from the documents at the location the log names, when they can still be read.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .runs import RESULTS, ReportError, Run, TaskRun, cluster_name, task_metrics
+from .runs import CHAT, RESULTS, TEMPLATE, ReportError, Run, TaskRun, cluster_name, prompt_hash, task_metrics
 
 SUFFIXES = (".eval", ".json")
 PREFIX = "qahub_"  # lm-eval's task qahub_limur is inspect's qahub/limur
@@ -41,7 +45,7 @@ def is_log(path: Path) -> bool:
     return any(p.suffix in SUFFIXES for p in path.iterdir())
 
 
-def read_run(name: str | None, path: Path, specs: dict) -> tuple[Run, list[str]]:
+def read_run(name: str | None, path: Path, specs: dict) -> tuple[Run, list]:
     files = [path] if path.is_file() else _log_files(path)
     found, skipped = {}, []
     for file in files:
@@ -50,12 +54,13 @@ def read_run(name: str | None, path: Path, specs: dict) -> tuple[Run, list[str]]
         if task not in specs:
             if path.is_file():
                 raise ReportError(f"{file}: task {header.eval.task} is not a qahub task (qahub/<name>)")
-            skipped.append(header.eval.task)
+            skipped.append((header.eval.task, "not a qahub task"))
             continue
         _check_finished(header, file)
         found.setdefault(task, []).append((file, header))
     if not found:
-        raise ReportError(f"{path}: holds no log of a qahub task (it has {', '.join(sorted(skipped)) or 'none'})")
+        names = sorted(task for task, _ in skipped)
+        raise ReportError(f"{path}: holds no log of a qahub task (it has {', '.join(names) or 'none'})")
     for task, logs in found.items():
         if len(logs) > 1:
             raise ReportError(f"{path}: holds {len(logs)} logs of {task} ({', '.join(f.name for f, _ in logs)}); "
@@ -105,11 +110,10 @@ def _check_finished(header, file):
 def read_task(task: str, file: Path, spec) -> TaskRun:
     from inspect_ai.log import read_eval_log_samples
 
-    from qahub.inspect_tasks import CLUSTER, document_values
-
     header = _header(file)
     metrics, fields = task_metrics(spec), list(spec.categories)
-    epochs, failed = {}, 0  # sample id -> [(epoch, values, metadata)]
+    reducer = epochs_reducer(header, task, file)
+    epochs, prompts, failed = {}, {}, 0  # sample id -> [(epoch, Score, metadata)]; sample id -> its prompt
     try:
         for sample in read_eval_log_samples(str(file), all_samples_required=False, exclude_fields=SKIPPED_FIELDS):
             score = (sample.scores or {}).get(task)
@@ -118,7 +122,8 @@ def read_task(task: str, file: Path, spec) -> TaskRun:
                 continue
             if score is None:
                 raise ReportError(f"{file}: sample {sample.id} epoch {sample.epoch} has no {task} score")
-            epochs.setdefault(sample.id, []).append((sample.epoch, document_values(score), sample.metadata))
+            epochs.setdefault(sample.id, []).append((sample.epoch, score, sample.metadata))
+            prompts.setdefault(sample.id, input_messages(sample.input))
     except ReportError:
         raise
     except Exception as err:  # a damaged log: whatever inspect's reader raises
@@ -126,36 +131,121 @@ def read_task(task: str, file: Path, spec) -> TaskRun:
     order = [i for i in (header.eval.dataset.sample_ids or []) if i in epochs] or list(epochs)
     if not order:
         raise ReportError(f"{file}: no samples")
-    first = sorted(epochs[order[0]], key=lambda e: e[0])[0][1]
-    present = [m for m in metrics if m in first]
+    per_doc = [reduced(epochs[i], reducer) for i in order]
+    present = [m for m in metrics if m in per_doc[0][0]]
     if not present:
         raise ReportError(f"{file}: no score of {task} in its samples")
-    per_doc = [_averaged(epochs[i], present, file, i) for i in order]
-    items = {m: [values[m] for values, _ in per_doc] for m in present}
+    items = {m: [values.get(m) for values, _ in per_doc] for m in present}
     categories = {f: [str(_category(meta, f, file)) for _, meta in per_doc] for f in fields}
-    clusters = [(meta or {}).get(CLUSTER) for _, meta in per_doc] if spec.cluster else None
     qahub = header.eval.metadata["qahub"]
+    clusters, notes = log_clusters(task, spec, qahub, order, [meta for _, meta in per_doc])
     most = max(len(e) for e in epochs.values())
-    notes = [f"{most} epochs: each document's numbers are the mean over its epochs, any other value (a BLEU pair, "
-             "a distinct-n reply) its first epoch's, as inspect reduces them"] if most > 1 else []
+    if most > 1:
+        notes.append(f"{most} epochs: each document's numbers are the {reducer[0]} over its epochs (inspect's "
+                     "epochs reducer), any other value (a BLEU pair, a distinct-n reply) its first epoch's, as "
+                     "inspect reduces them")
     if failed:
         notes.append(f"{failed} sample(s) failed (an eval run with --no-fail-on-error): left out, as inspect's "
                      "metrics leave them out")
     return TaskRun(task, str(file), _values(header, present, file, task), [(i, None) for i in order], items,
                    categories, None, qahub.get("fewshot"), header.eval.config.limit,
                    (qahub.get("location"), qahub.get("config"), qahub.get("split")), list(order), notes,
-                   clusters, cluster_name(spec.cluster))
+                   clusters, cluster_name(spec.cluster), [prompt_hash(prompts[i]) for i in order],
+                   prompt_format(header), "messages", most, reducer[0])
 
 
-def _averaged(epochs: list, present: list, file, sample_id) -> tuple[dict, dict]:
-    """One document's values: each number averaged over its epochs, any other value its first epoch's."""
+REDUCERS = "mean, median, mode, max, at_least_K, pass_at_K, pass_k_K"  # the ones a report applies
+
+
+def epochs_reducer(header, task: str, file) -> tuple:
+    """``(name, reducer)``: inspect's reducer of the log's epochs (its results name it; ``mean`` when none is
+    named), made by inspect's public reducer functions; another reducer is refused in one line."""
+    named = {score.reducer for score in header.results.scores if task in (score.scorer, score.name)}
+    named.discard(None)
+    if not named and header.eval.config.epochs_reducer:
+        named = set(header.eval.config.epochs_reducer)
+    if len(named) > 1:
+        raise ReportError(f"{file}: task {task} has several epochs reducers ({', '.join(sorted(named))}); "
+                          "qahub report reads a log of one (inspect eval --epochs-reducer NAME)")
+    name = named.pop() if named else "mean"
+    made = inspect_reducer(name)
+    if made is None:
+        raise ReportError(f"{file}: task {task}: the epochs reducer {name!r} cannot be applied by qahub report "
+                          f"(it applies {REDUCERS})")
+    return name, made
+
+
+def inspect_reducer(name: str):
+    """inspect's own reducer of a logged reducer name (``reducer_log_name``: ``max``, ``at_least_2``,
+    ``pass_at_3``), None for one without a public function here."""
+    from inspect_ai.scorer import at_least, max_score, mean_score, median_score, mode_score, pass_at, pass_k
+
+    fixed = {"mean": mean_score, "median": median_score, "mode": mode_score, "max": max_score}
+    if name in fixed:
+        return fixed[name]()
+    found = re.fullmatch(r"(at_least|pass_at|pass_k)_(\d+)", name)
+    if found is None:
+        return None
+    return {"at_least": at_least, "pass_at": pass_at, "pass_k": pass_k}[found[1]](int(found[2]))
+
+
+def reduced(epochs: list, reducer: tuple) -> tuple[dict, dict]:
+    """One document's values and metadata: its epochs' Scores reduced by inspect's own reducer, as inspect
+    reduced them for its results (any value that is not a number is its first epoch's)."""
+    from qahub.inspect_tasks import document_values
+
     epochs = sorted(epochs, key=lambda e: e[0])
-    values = {}
-    for m in present:
-        seen = [e[1].get(m) for e in epochs]
-        numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in seen)
-        values[m] = sum(seen) / len(seen) if numbers else seen[0]
-    return values, epochs[0][2] or {}
+    return document_values(reducer[1]([score for _, score, _ in epochs])), epochs[0][2] or {}
+
+
+def input_messages(value) -> list:
+    """The messages a sample's input sends: ``[(role, content)]`` (a text input is one user message)."""
+    if isinstance(value, str):
+        return [("user", value)]
+    return [(message.role, message.text) for message in value]
+
+
+def prompt_format(header) -> str:
+    """How the log's model was sent its messages: inspect's ``hf/`` provider renders them with the tokenizer's
+    chat template (``-M use_chat_template=false``: as ``role: content`` lines, which are not raw text either);
+    every other provider sends chat messages."""
+    args = header.eval.model_args or {}
+    if header.eval.model.startswith("hf/") and args.get("use_chat_template") is not False:
+        return TEMPLATE
+    return CHAT
+
+
+def log_clusters(task: str, spec, qahub: dict, order: list, metadata: list) -> tuple[list | None, list]:
+    """Each document's cluster as its sample records it; for a log whose samples record none (written before
+    qahub recorded them), recovered from the documents at the location the log names, else None; and the notes
+    saying so."""
+    from qahub.inspect_tasks import CLUSTER
+
+    if not spec.cluster:
+        return None, []
+    if all(CLUSTER in meta for meta in metadata):
+        return [meta[CLUSTER] for meta in metadata], []
+    name, location = cluster_name(spec.cluster), qahub.get("location")
+    found, why = document_clusters(task, qahub)
+    if found is not None and all(i in found for i in order):
+        return [found[i] for i in order], [f"its log records no {name} of its documents: recovered from the "
+                                           f"documents at {location}"]
+    why = why or f"{location} holds other documents than the log's"
+    return None, [f"its log records no {name} of its documents, nor can they be recovered: {why}"]
+
+
+def document_clusters(task: str, qahub: dict) -> tuple[dict | None, str | None]:
+    """``{document id: cluster}`` of the task's documents at the log's location, config and split (the task
+    built again, as inspect built it), or None and why not."""
+    from qahub import tasks
+    from qahub.inspect_tasks import CLUSTER, build_task
+
+    corpus = tasks.task_corpora().get(task)
+    try:
+        built = build_task(corpus, task, qahub.get("location"), qahub.get("config"), qahub.get("split"))
+    except (ValueError, OSError, TypeError) as err:
+        return None, " ".join(str(err).split())
+    return {sample.id: (sample.metadata or {}).get(CLUSTER) for sample in built.dataset}, None
 
 
 def _category(metadata: dict, field: str, file):

@@ -11,7 +11,10 @@ from pathlib import Path
 from qahub import tasks
 
 from .runs import (
+    CHAT,
+    RAW,
     RESULTS,
+    TEMPLATE,
     ReportError,
     Run,
     TaskRun,
@@ -19,6 +22,8 @@ from .runs import (
     aggregates,
     cluster_name,
     load_json,
+    newest_holding,
+    prompt_hash,
     task_metrics,
 )
 
@@ -27,10 +32,15 @@ from .runs import (
 class LightevalRun(Run):
     """A run read from a lighteval ``--output-dir``: ``samples`` maps each task to its details file."""
 
+    sources: dict = None  # task -> (results file, its contents)
     harness = "lighteval"
 
     def read(self, task: str, spec) -> TaskRun:
-        return read_task(task, self.samples[task], self.results, spec, self.results_file)
+        file, results = self.sources[task]
+        task_run = read_task(task, self.samples[task], results, spec, str(file))
+        if len(self.results_files) > 1:
+            task_run.notes.append(f"read from {file.name}, the newest of its results files holding {task}")
+        return task_run
 
 
 def is_lighteval(path: Path) -> bool:
@@ -38,7 +48,7 @@ def is_lighteval(path: Path) -> bool:
     return (path / "results").is_dir() and (path / "details").is_dir()
 
 
-def read_run(name: str | None, path: Path, specs: dict) -> tuple[Run, list[str]]:
+def read_run(name: str | None, path: Path, specs: dict) -> tuple[Run, list]:
     found = [p for p in (path / "results").rglob("results_*.json") if RESULTS.match(p.name)]
     if not found:
         raise ReportError(f"{path}: no results/**/results_*.json (is it the --output-dir of a lighteval run?)")
@@ -46,14 +56,22 @@ def read_run(name: str | None, path: Path, specs: dict) -> tuple[Run, list[str]]
     if len(models) > 1:
         raise ReportError(f"{path}: holds the lighteval results of several models ({', '.join(models)}); "
                           "give one --output-dir per run")
-    chosen = max(found, key=lambda p: RESULTS.match(p.name)["date"])
-    results = _read_json(chosen)
-    date = RESULTS.match(chosen.name)["date"]
+    loaded = {file: _read_json(file) for file in found}
+    chosen = newest_holding(found, lambda file: [key for key in loaded[file]["results"] if key != "all"])
+    newest = max(found, key=lambda p: RESULTS.match(p.name)["date"])
+    results = loaded[newest]
     model = str((results["config_general"].get("model_config") or {}).get("model_name") or models[0])
-    run = LightevalRun(name or model, str(path), model, str(chosen), results)
-    found = [(key, key.rpartition("|")[0], path / "details" / models[0] / date / f"details_{key}_{date}.parquet")
-             for key in results["results"] if key != "all"]
-    return run, add_samples(run, chosen, found, specs, "details", "rerun lighteval with --save-details")
+    used = sorted({str(file) for file in chosen.values()})
+    run = LightevalRun(name or model, str(path), model, str(newest), results, results_files=used,
+                       sources={key.rpartition("|")[0]: (file, loaded[file]) for key, file in chosen.items()})
+    details = path / "details" / models[0]
+    found = [(key, key.rpartition("|")[0], details / _date(file) / f"details_{key}_{_date(file)}.parquet", file)
+             for key, file in chosen.items()]
+    return run, add_samples(run, found, specs, "details", "rerun lighteval with --save-details")
+
+
+def _date(file: Path) -> str:
+    return RESULTS.match(file.name)["date"]
 
 
 def _read_json(path: Path) -> dict:
@@ -69,11 +87,15 @@ def read_task(task: str, details: Path, results: dict, spec, results_name: str) 
 
     key = details.name.removeprefix("details_").rsplit("_", 1)[0]  # TASK|SHOTS
     try:
-        table = pq.read_table(details, columns=["doc", "metric"])
+        logs_input = _logs_input(pq.read_schema(details))
+        # the model response's input alone: its other fields (tokens, logits) can be most of the file
+        table = pq.read_table(details, columns=["doc", "metric"] + ["model_response.input"] * logs_input)
+        responses = table.column("input").to_pylist() if logs_input else [None] * table.num_rows
         # lighteval shuffles the documents; in lm-eval's order (doc_id) the bootstrap draws the same resamples
-        rows = sorted(zip(table.column("doc").to_pylist(), table.column("metric").to_pylist(), strict=True),
-                      key=lambda row: row[0]["specific"]["qahub_doc_id"])
-        specific, logged = [doc["specific"] for doc, _ in rows], [metric for _, metric in rows]
+        rows = sorted(zip(table.column("doc").to_pylist(), table.column("metric").to_pylist(), responses,
+                          strict=True), key=lambda row: row[0]["specific"]["qahub_doc_id"])
+        docs, logged = [doc for doc, _, _ in rows], [metric for _, metric, _ in rows]
+        specific = [doc["specific"] for doc in docs]
         keys = [(s["qahub_doc_id"], s["qahub_doc_hash"]) for s in specific]
     except Exception as err:  # whatever pyarrow raises on a damaged or foreign file
         raise ReportError(f"{details}: not the details of a qahub task ({type(err).__name__}: "
@@ -82,14 +104,40 @@ def read_task(task: str, details: Path, results: dict, spec, results_name: str) 
         raise ReportError(f"{details}: no documents")
     if any(not isinstance(i, int) or not isinstance(h, str) for i, h in keys) or len(set(keys)) != len(keys):
         raise ReportError(f"{details}: qahub_doc_id / qahub_doc_hash missing or repeated; the details are damaged")
-    present = [m for m in task_metrics(spec) if logged[0].get(m) is not None]
+    # every row's metrics: a first row with no knowledge has no knowledge_f1, a later one has
+    present = [m for m in task_metrics(spec) if any(row.get(m) is not None for row in logged)]
     values = aggregates(results["results"].get(key, {}), present, f"{results_name}: task {key}")
     categories = {field: [str(category(s["qahub_doc"])) for s in specific]
                   for field, category in spec.categories.items()}
-    items = {metric: [row[metric] for row in logged] for metric in present}
+    items = {metric: [row.get(metric) for row in logged] for metric in present}
     version = ((results.get("config_tasks") or {}).get(key) or {}).get("version")
     limit = results["config_general"].get("max_samples")
     ids = [tasks.document_id(spec, s["qahub_doc"], s["qahub_doc_id"]) for s in specific]
     clusters = [spec.cluster(s["qahub_doc"]) for s in specific] if spec.cluster else None
+    sent, how = prompts(docs, [response for _, _, response in rows], results)
+    notes = [] if how else ["the details do not record whether lighteval applied a chat template (it does when "
+                            "the tokenizer has one, unless the model config sets override_chat_template)"]
     return TaskRun(task, str(details), values, keys, items, categories, version, int(key.rpartition("|")[2]),
-                   limit, tuple(specific[0]["qahub_dataset"]), ids, [], clusters, cluster_name(spec.cluster))
+                   limit, tuple(specific[0]["qahub_dataset"]), ids, notes, clusters, cluster_name(spec.cluster),
+                   [prompt_hash(p) for p in sent], how, "messages" if how == CHAT else "text")
+
+
+def _logs_input(schema) -> bool:
+    """Whether the details' ``model_response`` has an ``input`` (the prompt as sent; some backends log it)."""
+    if "model_response" not in schema.names:
+        return False
+    kind = schema.field("model_response").type
+    return hasattr(kind, "get_field_index") and kind.get_field_index("input") >= 0
+
+
+def prompts(docs: list, inputs: list, results: dict) -> tuple[list, str | None]:
+    """Each document's prompt as sent and how: the model response's ``input`` where the backend logs it (the
+    query itself: raw text; another text: the chat template applied; messages: chat messages), else the query
+    with the model config's ``override_chat_template`` (True: template, False: raw, unset: not known)."""
+    if all(isinstance(i, str) for i in inputs):
+        same = all(i == doc["query"] for i, doc in zip(inputs, docs))
+        return inputs, RAW if same else TEMPLATE
+    if all(isinstance(i, list) and i for i in inputs):
+        return [[(m.get("role"), m.get("content")) for m in i] for i in inputs], CHAT
+    override = (results["config_general"].get("model_config") or {}).get("override_chat_template")
+    return [doc["query"] for doc in docs], {True: TEMPLATE, False: RAW}.get(override)

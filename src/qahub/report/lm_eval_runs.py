@@ -1,0 +1,202 @@
+"""Reading what ``lm_eval --output_path X --log_samples`` wrote: ``results_<date>.json`` and
+``samples_<task>_<date>.jsonl`` in X or in its model folder (lm_eval/loggers/evaluation_tracker.py). Two
+``lm_eval`` calls into one ``--output_path`` leave two results files: each task is read from the newest file that
+holds it."""
+
+from __future__ import annotations
+
+import json
+import operator
+from dataclasses import dataclass
+from pathlib import Path
+
+from qahub import tasks
+
+from .runs import (
+    RAW,
+    RESULTS,
+    TEMPLATE,
+    ReportError,
+    Run,
+    TaskRun,
+    add_samples,
+    aggregates,
+    cluster_name,
+    load_json,
+    load_line,
+    newest_holding,
+    prompt_hash,
+    task_metrics,
+)
+
+RERUN = "rerun lm_eval with --log_samples"
+
+
+@dataclass
+class LmEvalRun(Run):
+    """A run read from an lm-eval ``--output_path``: ``sources`` maps each task to its results file."""
+
+    sources: dict = None  # task -> (results file, its contents)
+    harness = "lm-eval"
+
+    def read(self, task: str, spec) -> TaskRun:
+        file, results = self.sources[task]
+        task_run = read_task(task, self.samples[task], results, spec, str(file))
+        if len(self.results_files) > 1:
+            task_run.notes.append(f"read from {file.name}, the newest of its results files holding {task}")
+        return task_run
+
+
+def results_files(path: Path) -> list[Path]:
+    """Every ``results_*.json`` in ``path`` or in its one model folder."""
+    if not path.is_dir():
+        raise ReportError(f"{path}: no such folder (give the --output_path of an lm_eval run)")
+    found = sorted(p for p in path.glob("results_*.json") if RESULTS.match(p.name))
+    if not found:
+        folders = sorted({p.parent for p in path.glob("*/results_*.json") if RESULTS.match(p.name)})
+        if len(folders) > 1:
+            raise ReportError(f"{path}: holds the results of several models ({', '.join(f.name for f in folders)}); "
+                              "give one model folder per run")
+        found = sorted(p for p in folders[0].glob("results_*.json") if RESULTS.match(p.name)) if folders else []
+    if not found:
+        raise ReportError(f"{path}: no results_*.json (is it the --output_path of an lm_eval run?)")
+    return found
+
+
+def read_run(name: str | None, path: Path, specs: dict) -> tuple[Run, list]:
+    files = results_files(path)
+    loaded = {file: read_json(file) for file in files}
+    chosen = newest_holding(files, lambda file: tasks_of(loaded[file]))
+    newest = max(files, key=lambda p: RESULTS.match(p.name)["date"])
+    results = loaded[newest]
+    model = str(results.get("model_name") or results.get("model_name_sanitized") or newest.parent.name)
+    used = sorted(set(chosen.values()), key=files.index)
+    run = LmEvalRun(name or model, str(path), model, str(newest), results, results_files=[str(f) for f in used],
+                    sources={task: (file, loaded[file]) for task, file in chosen.items()})
+    found = [(task, task, file.parent / f"samples_{task}_{RESULTS.match(file.name)['date']}.jsonl", file)
+             for task, file in chosen.items()]
+    left = add_samples(run, found, specs, "samples", RERUN,
+                       check=lambda task: task_entry(loaded[chosen[task]], "results", task, chosen[task]))
+    return run, left
+
+
+def tasks_of(results: dict) -> list:
+    """The tasks of a results file: its ``results`` less the groups lm-eval lists there (``group_subtasks``:
+    qahub's ``qahub_doc2dial`` runs its tasks, which are read one by one)."""
+    groups = results.get("group_subtasks") or {}
+    return [task for task in results["results"] if not groups.get(task)]
+
+
+def read_json(path: Path) -> dict:
+    data = load_json(path)
+    if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
+        raise ReportError(f"{path}: not an lm-eval results file (no \"results\" object)")
+    for key in ("versions", "n-shot", "config", "configs", "n-samples"):
+        if key in data and not isinstance(data[key], dict | None):
+            raise ReportError(f"{path}: {key!r} is not an object; the results file is damaged (rerun lm_eval)")
+    return data
+
+
+def task_entry(results: dict, key: str, task: str, path) -> dict:
+    """``results[key][task]``, an object ({} when the file has no such entry)."""
+    entry = (results.get(key) or {}).get(task, {})
+    if not isinstance(entry, dict):
+        raise ReportError(f"{path}: {key}.{task} is not an object; the results file is damaged (rerun lm_eval)")
+    return entry
+
+
+def read_task(task: str, samples: Path, results: dict, spec, results_name: str) -> TaskRun:
+    metrics = task_metrics(spec)
+    categories, cluster = spec.categories, spec.cluster
+    present = _metrics_logged(samples, task, metrics)
+    rows, ids, cats, clusters = [], [], {f: [] for f in categories}, [] if cluster else None
+    fields = [(categories[f], column) for f, column in cats.items()]
+    number, get, prompts = 0, operator.itemgetter("doc_id", "doc_hash", *present), []
+    with open(samples, "rb") as handle:
+        try:
+            for number, line in enumerate(handle, 1):  # noqa: B007 - the line an error names
+                sample = _sample(samples, number, line)
+                rows.append(get(sample))
+                prompts.append(prompt_hash(sent_prompt(sample.get("arguments"))))
+                doc = sample["doc"]
+                ids.append(tasks.document_id(spec, doc, sample["doc_id"]))
+                for category, column in fields:
+                    column.append(str(category(doc)))
+                if cluster:
+                    clusters.append(cluster(doc))
+        except ReportError:
+            raise
+        except (KeyError, TypeError, IndexError, AttributeError, ValueError) as err:
+            raise ReportError(f"{samples}: line {number}: not a logged sample of {task} "
+                              f"({type(err).__name__}: {err})") from None
+    columns = [list(column) for column in zip(*rows)]
+    keys = list(zip(columns[0], columns[1]))
+    items = dict(zip(present, columns[2:]))
+    _check_keys(samples, keys)
+    _check_count(samples, len(rows), task_entry(results, "n-samples", task, results_name), results_name)
+    values = aggregates(task_entry(results, "results", task, results_name), present, f"{results_name}: task {task}",
+                        key="{},none".format)
+    config = task_entry(results, "configs", task, results_name)
+    dataset = (config.get("dataset_path"), config.get("dataset_name"),
+               config.get("test_split") or config.get("validation_split"))
+    return TaskRun(task, str(samples), values, keys, items, cats, (results.get("versions") or {}).get(task),
+                   (results.get("n-shot") or {}).get(task), (results.get("config") or {}).get("limit"), dataset, ids,
+                   [], clusters, cluster_name(cluster), prompts,
+                   TEMPLATE if results.get("chat_template_sha") or results.get("chat_template") else RAW, "text")
+
+
+def sent_prompt(arguments):
+    """The prompt of a logged sample's ``arguments``: ``{"gen_args_0": {"arg_0": prompt, ...}}`` as lm-eval saves
+    it (evaluation_tracker.py), ``[[prompt, generation kwargs]]`` as its evaluator logs it; None when absent."""
+    if isinstance(arguments, dict):
+        first = arguments.get("gen_args_0")
+        return first.get("arg_0") if isinstance(first, dict) else None
+    if isinstance(arguments, list | tuple) and arguments and isinstance(arguments[0], list | tuple):
+        return arguments[0][0] if arguments[0] else None
+    return None
+
+
+def _check_count(samples: Path, count: int, n_samples: dict, results_name: str):
+    """As many samples as the results file scored (its ``n-samples`` effective count)."""
+    effective = n_samples.get("effective")
+    if not isinstance(effective, int) or isinstance(effective, bool):
+        raise ReportError(f"{results_name}: no n-samples effective count for {samples.name}; the results file is "
+                          "damaged (rerun lm_eval)")
+    if count != effective:
+        raise ReportError(f"{samples}: {count} samples, but the results file scored {effective} (n-samples); the "
+                          "samples file is cut or from another run")
+
+
+def _sample(samples: Path, number: int, line: bytes):
+    try:
+        return load_line(line)
+    except UnicodeDecodeError as err:
+        raise ReportError(f"{samples}: line {number}: not UTF-8 ({err.reason}); the samples file is damaged") from None
+    except json.JSONDecodeError as err:
+        raise ReportError(f"{samples}: line {number}: not JSON ({err.msg}); the samples file is damaged") from None
+
+
+def _metrics_logged(samples: Path, task: str, metrics: dict) -> list:
+    """The task's metrics the first sample has (a judge score only when the run had a judge)."""
+    with open(samples, "rb") as handle:
+        first = handle.readline()
+    if not first.strip():
+        raise ReportError(f"{samples}: no samples")
+    sample = _sample(samples, 1, first)
+    if not isinstance(sample, dict):
+        raise ReportError(f"{samples}: line 1: not a JSON object")
+    present = [m for m in metrics if m in sample]
+    if not present:
+        raise ReportError(f"{samples}: no score of {task} logged (an lm_eval --predict_only run?); rerun lm_eval "
+                          "without --predict_only")
+    return present
+
+
+def _check_keys(samples: Path, keys: list):
+    first = {}
+    for number, (doc_id, doc_hash) in enumerate(keys, 1):
+        if not isinstance(doc_id, int) or not isinstance(doc_hash, str):
+            raise ReportError(f"{samples}: line {number}: doc_id / doc_hash are not an integer and a hash")
+        if first.setdefault(doc_id, number) != number:
+            raise ReportError(f"{samples}: line {number}: doc_id {doc_id} again (first on line {first[doc_id]}); "
+                              "each document is logged once: the samples file is damaged")

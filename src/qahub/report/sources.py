@@ -1,0 +1,32 @@
+"""Which reader reads a run: an inspect log or log folder (``inspect_logs``), a lighteval ``--output-dir``
+(``lighteval_runs``), else an lm-eval ``--output_path`` (``lm_eval_runs``). Every task of every run is either read
+or named in ``skipped`` with the reason."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from . import inspect_logs, lighteval_runs, lm_eval_runs
+from .runs import ReportError, Run, parse_run_argument, skipped
+
+
+def read_runs(arguments: list[str], specs: dict) -> tuple[list[Run], list[dict]]:
+    """The runs and ``skipped``: ``{"run", "task", "reason"}`` of each task of a run that is not reported."""
+    runs, left = [], []
+    for argument in arguments:
+        name, path = parse_run_argument(argument)
+        run, left_here = read_run(name, path, specs)
+        if any(other.name == run.name for other in runs):
+            raise ReportError(f"{path}: a second run named {run.name!r}; use NAME=PATH to name each run")
+        runs.append(run)
+        left += [skipped(run.name, task, reason) for task, reason in left_here]
+    return runs, left
+
+
+def read_run(name: str | None, path: Path, specs: dict) -> tuple[Run, list]:
+    """The run at ``path`` and ``(task, reason)`` of each of its tasks that is not reported."""
+    if inspect_logs.is_log(path):
+        return inspect_logs.read_run(name, path, specs)
+    if lighteval_runs.is_lighteval(path):
+        return lighteval_runs.read_run(name, path, specs)
+    return lm_eval_runs.read_run(name, path, specs)
