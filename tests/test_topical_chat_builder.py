@@ -534,7 +534,7 @@ def test_post_build_file_read_as_pre_build(tmp_path):
 
 def test_missing_ijson_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setitem(__import__("sys").modules, "ijson", None)
-    with pytest.raises(ImportError, match=r"pip install 'qahub\[topical_chat\]'"):
+    with pytest.raises(ImportError, match=r"pip install 'ijson>=3.2,<4'"):
         build_with("conversations", SAMPLE, tmp_path, splits=("train",))
 
 

@@ -41,21 +41,21 @@ def pick(task: str, n: int, location, seed: int = 0) -> tuple[list, int, int]:
     """``[(document index, document id, cluster)]`` of ``n`` documents of ``task`` at ``location`` (in index
     order), the number of documents and of clusters (0: the task declares none). The clusters are visited in a
     seeded random order, one document of each in turn."""
-    from qahub import harness, tasks
+    from qahub import planning, tasks
 
     corpus = tasks.task_corpora().get(task)
     if corpus is None:
-        raise harness.HarnessError(f"{task}: no such task (tasks: {', '.join(tasks.task_corpora())})")
+        raise planning.HarnessError(f"{task}: no such task (tasks: {', '.join(tasks.task_corpora())})")
     if n < 1:
-        raise harness.HarnessError(f"--n {n}: must be 1 or more")
-    spec = harness.task_api(corpus).TASKS[task]
-    entry = harness.plan_tasks(corpus, location)[task]
-    functions = harness.task_functions(corpus, task, entry["location"], config=entry["config"],
+        raise planning.HarnessError(f"--n {n}: must be 1 or more")
+    spec = planning.task_api(corpus).TASKS[task]
+    entry = planning.plan_tasks(corpus, location)[task]
+    functions = planning.task_functions(corpus, task, entry["location"], config=entry["config"],
                                        splits=(entry["split"],))
     rows = functions.dataset()[entry["split"]]
     docs = list(functions.process_docs(rows) if spec.docs else rows)
     if n > len(docs):
-        raise harness.HarnessError(f"--n {n}: {entry['location']} has {len(docs)} documents of {task}")
+        raise planning.HarnessError(f"--n {n}: {entry['location']} has {len(docs)} documents of {task}")
     rnd = random.Random(seed)
     groups = {}
     for index, doc in enumerate(docs):
