@@ -57,6 +57,7 @@ def collect(only: set[str]) -> list[dict]:
             continue
         module = importlib.import_module(path.stem)
         if hasattr(module, "run"):  # e.g. bench_jeopardy.py only declares its build for bench_builds.py
+            print(f"--- {path.name} ({time.strftime('%H:%M:%S')})", flush=True)  # to the log: what wrote what
             rows.extend(module.run())
     return rows
 

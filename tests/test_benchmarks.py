@@ -88,6 +88,6 @@ def test_run_prints_the_machine_line_and_the_table_alone(tmp_path):
         written = log.read_text(encoding="utf-8")
     finally:
         log.unlink()
-    for text in ("the benchmark's own output", "the benchmark's warning", "a measured child's output",
+    for text in ("--- bench_noisy.py", "the benchmark's own output", "the benchmark's warning", "a measured child's output",
                  "a measured child's warning", "a subprocess writes", "and warns"):
         assert text in written
