@@ -35,6 +35,14 @@ def _child(target: str, args: tuple, queue):
     queue.put((seconds, peak_mb, repr(result)[:200]))
 
 
+def best_in_turn(ours: tuple, base: tuple, runs: int = 3) -> tuple[tuple, tuple]:
+    """``measure(*ours)`` and ``measure(*base)``, the best of ``runs`` of each, the sides run in turn: on a shared
+    machine whose speed drifts, both then meet the same stretches of it (three of one side and then three of the
+    other may not)."""
+    results = [(measure(*ours), measure(*base)) for _ in range(runs)]
+    return tuple(min((pair[side] for pair in results), key=lambda result: result[0]) for side in (0, 1))
+
+
 def peak_rss_mb() -> float:
     """This process's own peak RSS (VmHWM); ru_maxrss would carry over the parent's peak across exec."""
     with open("/proc/self/status") as f:
