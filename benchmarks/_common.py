@@ -6,6 +6,7 @@ import importlib
 import multiprocessing
 import os
 import resource
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -32,6 +33,14 @@ def _child(target: str, args: tuple, queue):
     seconds = time.perf_counter() - start
     peak_mb = peak_rss_mb()
     queue.put((seconds, peak_mb, repr(result)[:200]))
+
+
+def best_in_turn(ours: tuple, base: tuple, runs: int = 3) -> tuple[tuple, tuple]:
+    """``measure(*ours)`` and ``measure(*base)``, the best of ``runs`` of each, the sides run in turn: on a shared
+    machine whose speed drifts, both then meet the same stretches of it (three of one side and then three of the
+    other may not)."""
+    results = [(measure(*ours), measure(*base)) for _ in range(runs)]
+    return tuple(min((pair[side] for pair in results), key=lambda result: result[0]) for side in (0, 1))
 
 
 def peak_rss_mb() -> float:
@@ -62,6 +71,35 @@ def measure(target: str, *args) -> tuple[float, float, str]:
                 raise RuntimeError(f"{target} failed (exit code {proc.exitcode})") from None
     proc.join()
     return seconds, peak_mb, result
+
+
+# The command's own peak RSS, whatever the size of the process that wants it measured. Linux charges a process
+# the peak RSS of the memory it was forked with (``exec`` keeps the larger of the two in ``ru_maxrss``; a vfork
+# child shares its parent's), so a command spawned by a benchmark that has grown to 500 MiB would read 500 MiB.
+# This launcher, a bare interpreter (-I -S: ~7 MiB), spawns the command and reports the rusage of that one child
+# from ``wait4``: what the command was forked with is the launcher's few MiB, below any Python command's own peak.
+LAUNCHER = """
+import os, sys, time
+devnull = os.open(os.devnull, os.O_WRONLY)
+start = time.perf_counter()
+pid = os.posix_spawnp(sys.argv[1], sys.argv[1:], os.environ, file_actions=[(os.POSIX_SPAWN_DUP2, devnull, 1)])
+_, status, usage = os.wait4(pid, 0)
+seconds = time.perf_counter() - start
+print(seconds, os.waitstatus_to_exitcode(status), usage.ru_maxrss)
+"""
+
+
+def run_fresh(argv: list[str]) -> tuple[float, float]:
+    """(wall seconds, peak RSS MiB) of ``argv`` run as a fresh process (its output discarded, its stderr shown
+    when it fails), both measured by a small launcher process: see ``LAUNCHER``."""
+    launched = subprocess.run([sys.executable, "-I", "-S", "-c", LAUNCHER, *argv], capture_output=True, text=True)
+    try:
+        seconds, code, peak_kib = launched.stdout.split()
+    except ValueError:
+        raise RuntimeError(f"{' '.join(argv)}: the launcher failed: {launched.stderr[-500:]}") from None
+    if int(code):
+        raise RuntimeError(f"{' '.join(argv)}: exit {code}: {launched.stderr[-500:]}")
+    return float(seconds), int(peak_kib) / 1024  # KiB on Linux
 
 
 def row(name: str, ours: tuple, baseline: tuple | None, note: str = "") -> dict:

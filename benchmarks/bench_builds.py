@@ -23,7 +23,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from _common import measure, row
+from _common import best_in_turn, measure, row
 
 TARGET_MB = 40
 BUILD_TARGET, OVERHEAD_TARGET, RSS_TARGET = 2.0, 0.3, 2.0
@@ -117,13 +117,6 @@ def _parse(path: Path):
 # --- the table
 
 
-def _best_in_turn(ours, base, runs=3):
-    """The best of ``runs`` of each side, the sides run in turn: on a shared machine whose speed drifts, both then
-    meet the same stretches of it (three of one side and then three of the other may not)."""
-    results = [(measure(*ours), measure(*base)) for _ in range(runs)]
-    return tuple(min((pair[side] for pair in results), key=lambda result: result[0]) for side in (0, 1))
-
-
 def _verdict(value, target, unit="x"):
     return f"(target <= {target:g}{unit}: {'ok' if value <= target else 'MISSED'})"
 
@@ -134,7 +127,7 @@ def _build_rows(corpus, scratch: Path) -> list[dict]:
     declared["make"](data, TARGET_MB)
     size = sum(p.stat().st_size for p in data.rglob("*") if p.is_file())
     out, work = str(scratch / corpus / "export"), str(scratch / corpus / "cache")
-    ours, base = _best_in_turn(("bench_builds:build", corpus, str(data), out, work),
+    ours, base = best_in_turn(("bench_builds:build", corpus, str(data), out, work),
                                ("bench_builds:floor", str(data), out, work))
     times = ours[0] / base[0]
     note = (f"{declared['config']}, {size / 1e6:.0f} MB input, {ours[2]} rows; build {times:.2f}x the floor "

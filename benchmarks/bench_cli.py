@@ -5,13 +5,10 @@ And what qahub's inspect entry point adds to inspect's own import (what `inspect
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
-import time
 from pathlib import Path
 
-from _common import row
+from _common import row, run_fresh
 
 TARGET = 0.3  # seconds, wall, a fresh process
 ENTRY_TARGET = 0.5  # seconds the entry point adds to `import inspect_ai`
@@ -19,22 +16,8 @@ RUNS = 5
 QAHUB = str(Path(sys.executable).with_name("qahub"))
 
 
-def _wall(argv) -> tuple[float, float]:
-    """(seconds, peak RSS MiB) of one fresh process running ``argv``."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    seconds = time.perf_counter() - start
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    error = proc.stderr.read().decode(errors="replace")
-    proc.stderr.close()
-    if proc.returncode:
-        raise RuntimeError(f"{' '.join(argv)}: exit {proc.returncode}: {error[-500:]}")
-    return seconds, usage.ru_maxrss / 1024
-
-
 def _best(argv) -> tuple[float, float]:
-    return min((_wall(argv) for _ in range(RUNS)), key=lambda result: result[0])
+    return min((run_fresh(argv) for _ in range(RUNS)), key=lambda result: result[0])
 
 
 def run() -> list[dict]:

@@ -233,11 +233,6 @@ def private_uses(path: Path) -> list[str]:
     return uses
 
 
-# ALLOW-LIST, to delete at the merge: report/stats.py's _tokenizer_13a is helper stats's to rename, and
-# bench_cli's _wall helper bench's branch removes (issue 36 items 10 and 11).
-KNOWN_PRIVATE = {"benchmarks/bench_evaluate_cli.py": ["from bench_cli import _wall"]}
-
-
 def test_the_private_name_scan_finds_each_kind_of_use(tmp_path):
     folder = SRC / "evaluate_cli"
     assert private_uses(folder / "adapter.py") == []
@@ -251,4 +246,4 @@ def test_no_private_name_is_used_across_modules():
     """``harness._configs``/``_splits`` in inspect_tasks, ``loaders.jemhopqa._FILES`` in a benchmark, a metric's
     ``direct_score._score`` in its module, ...: what another module needs is public."""
     found = {str(path.relative_to(ROOT)): uses for path in FILES if (uses := private_uses(path))}
-    assert {file: uses for file, uses in found.items() if KNOWN_PRIVATE.get(file) != uses} == {}
+    assert found == {}

@@ -1,6 +1,7 @@
 """LIMUR's scores without ``evaluate`` around them: what ``compute(predictions=..., references=...)`` returns,
 for ``qahub evaluate limur`` (which never imports ``evaluate``, nor what it pulls in) and for the metric."""
 
+from collections import Counter
 from operator import itemgetter
 
 from .answers import LETTERS
@@ -45,8 +46,7 @@ def score_all(predictions, references, judge=None, judge_name=None, judge_cache=
     judge_prompt = endpoint["prompt"]
     judge, name, identity = _make_judge(judge, judge_name, given, endpoint)
     with gc_paused():
-        rows = [score_reply(pred, ref["answer"], len(ref["options"]))
-                for pred, ref in zip(predictions, references, strict=True)]
+        tally, rows = _scored(predictions, references, keep_rows=judge is not None)
     if judge is None:
         judge_info = {"computed": False, "reason": _NO_JUDGE}
     else:
@@ -59,7 +59,7 @@ def score_all(predictions, references, judge=None, judge_name=None, judge_cache=
         judge_info = _run_judge(rows, predictions, references, judge, (name, identity, judge_prompt),
                                 endpoint["concurrency"], judge_cache, endpoint["cache_file"])
         judge_info.update(judge.record if isinstance(judge, Endpoint) else CALLABLE_RECORD)
-    result = _summaries(rows, references)
+    result = _summaries(tally, rows, references)
     result.pop("judged", None)  # in judge_info
     result["judge"] = judge_info
     return result
@@ -151,15 +151,38 @@ def _judge_items(predictions, references, prompt):
     return items, owners
 
 
-def _summaries(rows, references):
-    """The summary of all rows and of each task type and context type; the counts of all rows are the sums of
-    the task types' counts (one pass over the rows fewer)."""
-    by_task, by_context = _grouped(rows, references)
-    task_counts = {name: _counts(group) for name, group in by_task.items()}
+# per-example values of score_reply counted where true, and the counts made of them
+_TRUE_COUNTED = ("strict", "lenient", "mera", "closed", "strict_offered", "lenient_offered")
+_TALLIED = ("strict_unread", "lenient_unread", *_TRUE_COUNTED)  # what a tally's key holds after the two groups
+_COUNTED = ("count", *_TALLIED)
+
+
+def _scored(predictions, references, keep_rows):
+    """``(tally, rows)``: how many examples have each combination of task type, context type and the values a
+    summary counts (whether a letter was read, then _TRUE_COUNTED), counted as each example is scored; and every
+    example's values when the judge needs them (else None): 100,000 examples' values need not all be kept."""
+    tally = Counter()
+    rows = [] if keep_rows else None
+    flags = itemgetter(*_TRUE_COUNTED)
+    for pred, ref in zip(predictions, references, strict=True):
+        row = score_reply(pred, ref["answer"], len(ref["options"]))
+        tally[(ref["task_type"], ref["context_type"], row["strict_letter"] is None, row["lenient_letter"] is None,
+               *flags(row))] += 1
+        if keep_rows:
+            rows.append(row)
+    return tally, rows
+
+
+def _summaries(tally, rows, references):
+    """The summary of all examples and of each task type and context type; the counts of all examples are the
+    sums of the task types' counts. ``rows``: each example's values with its judgement, or None (no judge)."""
+    by_task, by_context = _grouped(rows, references) if rows is not None else ({}, {})
+    task_counts, context_counts = _group_counts(tally, 0), _group_counts(tally, 1)
     total = {key: sum(counts[key] for counts in task_counts.values()) for key in _COUNTED}
     result = _summary(total, rows)
-    result["by_task_type"] = {name: _summary(task_counts[name], by_task[name]) for name in sorted(by_task)}
-    result["by_context_type"] = {name: _summary(_counts(by_context[name]), by_context[name]) for name in sorted(by_context)}
+    result["by_task_type"] = {name: _summary(task_counts[name], by_task.get(name)) for name in sorted(task_counts)}
+    result["by_context_type"] = {name: _summary(context_counts[name], by_context.get(name))
+                                 for name in sorted(context_counts)}
     return result
 
 
@@ -172,23 +195,20 @@ def _grouped(rows, references):
     return by_task, by_context
 
 
-# per-example values of score_reply counted where true, and the counts made of them
-_TRUE_COUNTED = ("strict", "lenient", "mera", "closed", "strict_offered", "lenient_offered")
-_COUNTED = ("count", "strict_unread", "lenient_unread", *_TRUE_COUNTED)
-
-
-def _counts(rows):
-    """How many rows there are, how many read no letter, and how many have each value of _TRUE_COUNTED true
-    (every one is 0/1 or a bool)."""
-    counts = {"count": len(rows)}
-    for mode in ("strict", "lenient"):
-        counts[f"{mode}_unread"] = list(map(itemgetter(f"{mode}_letter"), rows)).count(None)
-    for key in _TRUE_COUNTED:
-        counts[key] = list(map(itemgetter(key), rows)).count(True)
-    return counts
+def _group_counts(tally, position):
+    """The counts (_COUNTED) of each group: the task types (``position`` 0) or the context types (1)."""
+    groups = {}
+    for key, number in tally.items():
+        counts = groups.setdefault(key[position], dict.fromkeys(_COUNTED, 0))
+        counts["count"] += number
+        for name, value in zip(_TALLIED, key[2:], strict=True):
+            if value == True:  # noqa: E712 - a 0/1 value or a bool, counted as list.count(True) would
+                counts[name] += number
+    return groups
 
 
 def _summary(counts, rows):
+    """The scores of a group from its counts; the judge's from its ``rows`` (None when no judge ran)."""
     count = counts["count"]
     summary = {"exact_match": counts["strict"] / count, "exact_match_lenient": counts["lenient"] / count,
                "exact_match_mera": counts["mera"] / count, "count": count, "closed": counts["closed"],
@@ -196,7 +216,7 @@ def _summary(counts, rows):
                # a letter is read and offered, read and not offered, or not read
                "not_an_option": count - counts["strict_unread"] - counts["strict_offered"],
                "not_an_option_lenient": count - counts["lenient_unread"] - counts["lenient_offered"]}
-    if "judge_status" in rows[0]:  # the judge ran: every row has one
+    if rows is not None:  # the judge ran: every row has its judgement
         judged = [row["judge"] for row in rows if row["judge_status"] == "judged"]
         summary["judge_score"] = _mean([row["judge"] or 0.0 for row in rows])
         summary["judge_score_judged"] = _mean(judged)  # None when nothing was judged: no mean of nothing

@@ -1,0 +1,93 @@
+"""The benchmarks tell the truth (issue 36, item 11): a fresh process's peak memory is its own, whatever the size
+of the process that started it; ``python benchmarks/run.py`` prints the machine line and the table alone, the rest
+of what the benchmarks write going to a log file it names."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
+
+import bench_cli  # noqa: E402
+from _common import measure  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def large_parent():
+    """This process grown by 600 MiB, every page touched (so resident), for this module's tests."""
+    ballast = b"x" * (600 * 2**20)
+    yield
+    del ballast
+
+
+def test_a_fresh_process_row_after_a_large_parent_reads_the_childs_own_peak(large_parent, monkeypatch):
+    monkeypatch.setattr(bench_cli, "RUNS", 1)
+    seconds, peak_mib = bench_cli._best([sys.executable, "-c", "pass"])
+    assert 0 < peak_mib < 100  # python -c pass: ~10 MiB; it read the parent's 600+ MiB before
+    seconds, peak_mib = bench_cli._best([sys.executable, "-c", "b = b'y' * (150 * 2**20)"])
+    assert 150 < peak_mib < 250  # its own 150 MiB counted
+
+
+def test_a_measured_function_after_a_large_parent_reads_its_own_peak(large_parent):
+    seconds, peak_mib, result = measure("_common:copies_for", 1, 1)
+    assert result == repr(1050001) and 0 < peak_mib < 100
+
+
+NOISY = '''
+import subprocess
+import sys
+import warnings
+
+from _common import measure, row
+
+
+def child():
+    print("a measured child's output")
+    print("a measured child's warning", file=sys.stderr)
+    return 1
+
+
+def run():
+    print("the benchmark's own output")
+    warnings.warn("the benchmark's warning")
+    subprocess.run([sys.executable, "-c", "import sys; print('a subprocess writes'); sys.stderr.write('and warns')"])
+    return [row("noisy side by side", measure("bench_noisy:child"), measure("bench_noisy:child"), "a note")]
+'''
+
+RUN = '''
+import sys
+from pathlib import Path
+
+sys.path.insert(0, sys.argv[1])
+import run
+
+run.HERE = Path(sys.argv[2])
+sys.path.insert(0, sys.argv[2])
+raise SystemExit(run.main(sys.argv[3:]))
+'''
+
+
+def test_run_prints_the_machine_line_and_the_table_alone(tmp_path):
+    """Everything the benchmark, its measured children and its subprocesses write goes to the log."""
+    (tmp_path / "bench_noisy.py").write_text(NOISY, encoding="utf-8")
+    done = subprocess.run([sys.executable, "-c", RUN, str(BENCHMARKS), str(tmp_path), "noisy"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) == 5, done.stdout
+    assert lines[0].startswith("machine: ") and lines[1].startswith("ratio = baseline time / our time")
+    assert lines[2].startswith("benchmark ") and set(lines[3]) == {"-"}
+    assert lines[4].startswith("noisy side by side ") and lines[4].endswith("a note")
+    told = done.stderr.splitlines()
+    assert len(told) == 1 and told[0].startswith("benchmarks/run.py: the benchmarks' own output goes to ")
+    log = Path(told[0].rsplit(" ", 1)[1])
+    try:
+        written = log.read_text(encoding="utf-8")
+    finally:
+        log.unlink()
+    for text in ("--- bench_noisy.py", "the benchmark's own output", "the benchmark's warning", "a measured child's output",
+                 "a measured child's warning", "a subprocess writes", "and warns"):
+        assert text in written
