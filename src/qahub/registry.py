@@ -54,6 +54,21 @@ def config_names(corpus: str) -> list[str]:
     return [config.name for config in builder_class(corpus).BUILDER_CONFIGS]
 
 
+# the configs an export makes from its builder's (qahub.training): sft for every corpus, messages for these
+CONVERSATION_CORPORA = ("topical_chat", "doc2dial")
+
+
+def training_configs(corpus: str) -> list[str]:
+    """The configs ``qahub.training`` makes of ``corpus``'s export: ``sft``, and ``messages`` for a dialogue
+    corpus."""
+    return ["sft", *(["messages"] if corpus in CONVERSATION_CORPORA else [])]
+
+
+def export_config_names(corpus: str) -> list[str]:
+    """Every config of an export of ``corpus``: its builder's, then its training configs."""
+    return [*config_names(corpus), *training_configs(corpus)]
+
+
 def default_config(corpus: str) -> str:
     cls = builder_class(corpus)
     return cls.DEFAULT_CONFIG_NAME or cls.BUILDER_CONFIGS[0].name
@@ -73,7 +88,8 @@ CATALOG = "corpora.json"
 def describe(corpus: str) -> dict:
     """What ``qahub list`` shows of a corpus, read from its builder: the default config and each config's splits."""
     return {"default": default_config(corpus),
-            "configs": {config: splits(corpus, config) for config in config_names(corpus)}}
+            "configs": {**{config: splits(corpus, config) for config in config_names(corpus)},
+                        **{config: ["train"] for config in training_configs(corpus)}}}
 
 
 def catalog() -> dict:
@@ -102,7 +118,16 @@ def absent_splits(corpus: str, config: str, built) -> list[str]:
 def check_config(corpus: str, config: str) -> None:
     """Fail early, naming what exists, on an unknown config (builder options: ``export.check_options``)."""
     if config not in config_names(corpus):
-        raise UnknownNameError(f"{corpus} has no config {config!r}; its configs: {', '.join(config_names(corpus))}")
+        raise UnknownNameError(f"{corpus} has no config {config!r}; its configs: {', '.join(config_names(corpus))}"
+                               + (f" (and {', '.join(training_configs(corpus))}, which only an export makes)"
+                                  if config in training_configs(corpus) else ""))
+
+
+def check_export_config(corpus: str, config: str) -> None:
+    """``check_config`` for an export, whose configs include the training configs."""
+    if config not in export_config_names(corpus):
+        raise UnknownNameError(f"{corpus} has no config {config!r}; its configs: "
+                               f"{', '.join(export_config_names(corpus))}")
 
 
 def card_path(corpus: str) -> Path:
