@@ -101,15 +101,32 @@ def test_the_index_finds_an_exact_question_and_a_shared_13_gram_and_nothing_else
     assert check.why(Texts("Who wrote Anna Karenina?", ("Who wrote Anna Karenina?", "Tolstoy"))) is None
 
 
+def test_a_shared_japanese_template_phrase_is_not_an_overlap_but_a_shared_question_is():
+    # real JEMHopQA train/dev questions: 13 characters in common (a template phrase), not one question
+    index = EvaluationIndex()
+    index.add(Texts("徳川慶喜と徳川恒孝、どちらが先に生まれましたか？", ("徳川慶喜と徳川恒孝、どちらが先に生まれましたか？",)))
+    check = Checker(index)
+    assert check.why(Texts("石原裕次郎と仲代達矢、どちらが先に生まれましたか？",
+                           ("石原裕次郎と仲代達矢、どちらが先に生まれましたか？",))) is None
+    long = "『シアー・ハート・アタック』と『戦慄の王女』、ロックフィールド・スタジオで録音されたのはどちらですか？"
+    index.add(Texts(long, (long,)))
+    assert check.why(Texts("では、" + long[:-5], ("では、" + long[:-5],))) == "ngram"
+
+
+LONG = "『星の歌』を作詞した人物と『月の歌』を作曲した人物は、どちらが先に音楽活動を始めましたか？"
+
+
 def _planted_jemhopqa(tmp_path):
     """The bundled JEMHopQA sample with two evaluation (dev) documents planted in v1.2's train file: one as it is,
-    one with its question reworded at the start (not an exact match, but 13 characters in common)."""
+    one reworded at both ends (not an exact match, but its middle 26 characters, CJK_N, in common)."""
     files = shutil.copytree(registry.samples_dir("jemhopqa"), tmp_path / "jemhopqa-files")
-    train = files / "corpus_ver1.2" / "train_ver1.2.json"
-    dev = json.loads((files / "corpus_ver1.2" / "dev_ver1.2.json").read_text(encoding="utf-8"))
+    train, dev_file = files / "corpus_ver1.2" / "train_ver1.2.json", files / "corpus_ver1.2" / "dev_ver1.2.json"
+    dev = json.loads(dev_file.read_text(encoding="utf-8"))
+    dev.append({**dev[0], "qid": "dev-long", "question": LONG})
+    dev_file.write_text(json.dumps(dev, ensure_ascii=False), encoding="utf-8")
     rows = json.loads(train.read_text(encoding="utf-8"))
     copied = {**dev[0], "qid": "planted-exact"}
-    reworded = {**dev[1], "qid": "planted-ngram", "question": "ところで、" + dev[1]["question"]}
+    reworded = {**dev[0], "qid": "planted-ngram", "question": "ところで、" + LONG[3:-4] + "か、教えてください。"}
     train.write_text(json.dumps([*rows, copied, reworded], ensure_ascii=False), encoding="utf-8")
     return files, len(rows)
 

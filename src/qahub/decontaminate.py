@@ -7,7 +7,8 @@ question (``exact``). A training document is contaminated when its question equa
 
 Text is normalised as lm-eval's janitor does (case folded, punctuation dropped, whitespace runs one space) and cut
 into words at whitespace; a CJK character (Japanese, Chinese) is a word of its own, since those scripts put no
-space between words. A text shorter than n words gives no n-gram: a short reply ("YES", a MERA letter, a
+space between words, and a text written mostly in them is cut into 26-grams of characters (two characters a word:
+13 characters is a shared template phrase such as どちらが先に生まれましたか, not a shared question). A text shorter than n words gives no n-gram: a short reply ("YES", a MERA letter, a
 Jeopardy answer) recurs across distinct questions and is checked with its question, by the exact rule.
 """
 
@@ -17,7 +18,10 @@ import re
 from dataclasses import dataclass, field
 
 N = 13  # lm-eval's decontamination n-gram size
-_WORD = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f]|[^\W_]+")
+CJK_N = 2 * N  # in characters, for a text written mostly in CJK characters (a Japanese word is ~2 characters)
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
+_WORD = re.compile(f"[{_CJK}]|[^\\W_]+")
+_CJK_CHAR = re.compile(f"[{_CJK}]")
 
 
 def words(text: str) -> list[str]:
@@ -29,9 +33,12 @@ def normalised(text: str) -> str:
     return " ".join(words(text))
 
 
-def ngrams(text: str, n: int = N) -> set[int]:
-    """The hashes of the ``n``-grams of ``text``'s words (none for a text of fewer than ``n`` words)."""
+def ngrams(text: str, n: int | None = None) -> set[int]:
+    """The hashes of the ``n``-grams of ``text``'s words (none for a text of fewer than ``n`` words); by default
+    ``N``, or ``CJK_N`` characters for a text whose words are mostly CJK characters."""
     tokens = words(text)
+    if n is None:
+        n = CJK_N if 2 * sum(1 for t in tokens if _CJK_CHAR.fullmatch(t)) > len(tokens) else N
     return {hash(tuple(tokens[i:i + n])) for i in range(len(tokens) - n + 1)}
 
 
@@ -88,6 +95,6 @@ RULE = (f"A training row is dropped when its question (for a dialogue turn: the 
         f"reply) equals, once normalised as lm-eval's janitor does, that of a document some qahub task evaluates, "
         f"or when any {N}-gram of its non-template text (question or turns, and reply; not the context: a shared "
         f"document or knowledge text is not a leaked answer, a shared reply is) is one of an evaluated document's "
-        f"(lm-eval's decontamination n, each CJK character a word). Evaluated documents: every document of every "
+        f"(lm-eval's decontamination n; for a text mostly in CJK characters, {CJK_N} characters). Evaluated documents: every document of every "
         f"split a qahub task of the corpus declares for evaluation other than train (its test and validation "
         f"splits), in every config it runs on. Few-shot pools are training data and are allowed.")
