@@ -2,6 +2,7 @@
 documents, as lm-eval renders them, and no row holds a document a qahub task evaluates."""
 
 import json
+import re
 import shutil
 
 import datasets
@@ -164,3 +165,11 @@ def test_the_sample_exports_say_their_training_configs_in_the_card(sample_export
 def test_an_unknown_config_names_the_training_configs():
     with pytest.raises(KeyError, match="sft, messages"):
         export("doc2dial", "unused", configs=["chat"])
+
+
+def test_qahub_list_shows_the_training_configs(capsys):
+    assert cli.main(["list"]) == 0
+    printed = capsys.readouterr().out
+    for corpus in CORPORA:
+        for config in registry.training_configs(corpus):
+            assert re.search(rf"^{corpus}\s+{config}\s+train$", printed, re.M), (corpus, config)
