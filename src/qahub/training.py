@@ -120,12 +120,27 @@ def config_names(corpus: str) -> list[str]:
 # --- reading the tasks' documents at an export
 
 
-def task_docs(corpus: str, name: str, location: str, config: str, split: str) -> list[dict]:
-    """The documents of task ``name`` in ``split`` of ``config`` at ``location``, as its lm-eval task reads them."""
+def task_docs(corpus: str, name: str, location: str, config: str, split: str):
+    """The documents of task ``name`` in ``split`` of ``config`` at ``location``, as its lm-eval task reads them
+    (a ``datasets.Dataset``)."""
     spec = harness.task_api(corpus).TASKS[name]
     functions = harness.task_functions(corpus, name, location, config=config, splits=(split,))
     rows = functions.dataset()[split]
-    return list(functions.process_docs(rows) if spec.docs else rows)
+    return functions.process_docs(rows) if spec.docs else rows
+
+
+class Docs:
+    """``task_docs`` at one location, each (config, split, docs function) read once: two tasks with the same
+    documents (Topical-Chat's freq and rare on train) and the messages config share them."""
+
+    def __init__(self, corpus: str, location: str):
+        self.corpus, self.location, self.read = corpus, location, {}
+
+    def __call__(self, name: str, config: str, split: str):
+        key = (harness.task_api(self.corpus).TASKS[name].docs, config, split)
+        if key not in self.read:
+            self.read[key] = task_docs(self.corpus, name, self.location, config, split)
+        return self.read[key]
 
 
 @dataclass
@@ -229,16 +244,16 @@ def write_training(corpus: str, location: str, folder: Path, configs: list[str],
     if not layout.sources:
         raise ValueError(f"{location}: no qahub task of {corpus} has a {TRAIN} split (nor a few-shot split it "
                          "does not evaluate) in this build, so there is nothing to train on")
-    index = EvaluationIndex()
+    index, docs = EvaluationIndex(), Docs(corpus, location)
     specs = harness.task_api(corpus).TASKS
     for name, config, split in layout.evaluated:
-        for doc in task_docs(corpus, name, location, config, split):
+        for doc in docs(name, config, split):
             index.add(texts(name, specs[name], doc))
     checker = Checker(index)
     rows = {SFT: _sft_rows, MESSAGES: _message_rows}
     made = {}
     for config in configs:
-        info, counts = _write_config(config, folder, max_shard_bytes, rows[config](corpus, location, layout, checker))
+        info, counts = _write_config(config, folder, max_shard_bytes, rows[config](corpus, docs, layout, checker))
         made[config] = Made(info, counts, index.documents, time.perf_counter() - start)
         start = time.perf_counter()
     return made
@@ -275,7 +290,7 @@ def _write_config(config, folder, max_shard_bytes, rows_by_split):
     return info, counts
 
 
-def _sft_rows(corpus, location, layout, checker) -> dict:
+def _sft_rows(corpus, docs, layout, checker) -> dict:
     """{split: rows(counts)}: the generator of each split's rows, counting into ``counts``."""
     specs = harness.task_api(corpus).TASKS
     splits = list(dict.fromkeys(s for _, wanted in layout.sources.values() for s in wanted))
@@ -287,7 +302,7 @@ def _sft_rows(corpus, location, layout, checker) -> dict:
                 if split not in wanted:
                     continue
                 spec, source = specs[name], wanted[split]
-                for position, doc in enumerate(task_docs(corpus, name, location, config, source)):
+                for position, doc in enumerate(docs(name, config, source)):
                     count.documents += 1
                     why = checker.why(texts(name, spec, doc))
                     if why:
@@ -314,7 +329,7 @@ def _doc_id(spec, doc, position):
     return document_id(spec, doc, position)
 
 
-def _message_rows(corpus, location, layout, checker) -> dict:
+def _message_rows(corpus, docs, layout, checker) -> dict:
     name, conversation = CONVERSATIONS[corpus]
     spec = harness.task_api(corpus).TASKS[name]
     config, wanted = layout.sources.get(name, (None, {TRAIN: TRAIN}))
@@ -324,15 +339,15 @@ def _message_rows(corpus, location, layout, checker) -> dict:
             if config is None:
                 return
             groups = {}
-            for doc in task_docs(corpus, name, location, config, wanted[split]):
+            for doc in docs(name, config, wanted[split]):
                 groups.setdefault(spec.cluster(doc), []).append(doc)
-            for cluster, docs in groups.items():
+            for cluster, turns_docs in groups.items():
                 count.documents += 1
-                why = next(filter(None, (checker.why(texts(name, spec, doc)) for doc in docs)), None)
+                why = next(filter(None, (checker.why(texts(name, spec, doc)) for doc in turns_docs)), None)
                 if why:
                     setattr(count, why, getattr(count, why) + 1)
                     continue
-                system, turns = conversation(docs)
+                system, turns = conversation(turns_docs)
                 count.rows += 1
                 yield {"messages": [{"role": "system", "content": system},
                                     *({"role": role, "content": text} for role, text in turns)],
