@@ -146,7 +146,7 @@ def test_an_evaluation_document_planted_in_a_training_file_is_dropped_and_counte
                       "duplicates": 0}
     # the build printed the card's counts, and the card states the rule
     assert (f"jemhopqa/sft/train: {clean * tasks} rows of {(clean + 2) * tasks} training documents; dropped as "
-            f"overlapping an evaluated document: {tasks} exact, {tasks} 13-gram; 0 duplicates") in printed
+            f"overlapping an evaluated document: {tasks} exact, {tasks} n-gram; 0 duplicates") in printed
     text = (out / "README.md").read_text(encoding="utf-8")
     assert "## Training configs" in text and "13-gram" in text
     assert f"| sft | train | {(clean + 2) * tasks} | {clean * tasks} | {tasks} | {tasks} | 0 |" in text

@@ -44,7 +44,7 @@ def _say_training(report):
     for config, splits in report.training.items():
         for split, c in splits.items():
             print(f"{report.corpus}/{config}/{split}: {c['rows']:,} rows of {c['documents']:,} training documents; "
-                  f"dropped as overlapping an evaluated document: {c['exact']:,} exact, {c['ngram']:,} 13-gram; "
+                  f"dropped as overlapping an evaluated document: {c['exact']:,} exact, {c['ngram']:,} n-gram; "
                   f"{c['duplicates']:,} duplicates")
 
 

@@ -86,6 +86,10 @@ def export(corpus: str, out=None, *, configs=None, data_dir=None, mirror_url=Non
            skip_unavailable: bool = False, sample: bool = False) -> ExportReport:
     """Build ``configs`` (default: all) of ``corpus`` and write the Hub folder ``out`` (default ``./<corpus>``).
 
+    The training configs (``registry.training_configs``: ``sft``, ``messages``) are made from the builder's configs
+    by ``qahub.training`` once those are written; asked alone, every builder config is built for them and then
+    left out of the folder.
+
     ``builder_options`` are config keyword arguments of the corpus's builder (e.g. Topical-Chat's
     ``present_splits_only=True``). With ``skip_unavailable``, a config whose source files are missing or
     cannot be downloaded is left out and listed in ``report.skipped``; the export fails only when no config

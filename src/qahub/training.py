@@ -363,15 +363,17 @@ def _message_rows(corpus, docs, layout, checker) -> dict:
 def card_section(made: dict) -> str:
     """The card's "Training configs" section: the configs, the rule, and the counts of this build."""
     lines = ["## Training configs", "",
-             f"`{SFT}`: every training document of every qahub task of the corpus as a TRL conversational "
+             f"`{SFT}`: every training document (train split; the few-shot pool where there is no train split) of "
+             "every qahub task of the corpus as a TRL conversational "
              "prompt-completion row: `prompt` is one user message holding the task's own prompt (lm-eval's "
              "`doc_to_text`), `completion` one assistant message holding its target (`doc_to_target`); `task`, "
              "`id` (the task's document id), `config`, `split` and `position` trace it back."]
     if MESSAGES in made:
         lines += ["", f"`{MESSAGES}`: each training conversation as one row of `messages` (system: the context; "
-                      "the agent being trained: assistant; the other: user), for TRL's `assistant_only_loss`."]
+                      "the agent being trained: assistant; the other: user), for TRL's `assistant_only_loss`; its "
+                      "documents below are conversations, dropped when any of their turns overlaps."]
     lines += ["", f"Decontamination: {RULE}", "", "| config | split | documents | rows | dropped (exact) | "
-              "dropped (13-gram) | duplicates | evaluated documents |", "|---|---|---|---|---|---|---|---|"]
+              "dropped (n-gram) | duplicates | evaluated documents |", "|---|---|---|---|---|---|---|---|"]
     for config, entry in made.items():
         for split, c in entry.counts.items():
             lines.append(f"| {config} | {split} | {c.documents:,} | {c.rows:,} | {c.exact:,} | {c.ngram:,} | "
