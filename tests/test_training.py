@@ -61,20 +61,17 @@ def test_each_training_config_streams_with_its_chat_features(corpus, sample_expo
         assert list(streamed) == loaded.to_list()
 
 
-# corpus -> (its conversation config, id field, turn -> (role in messages, text))
-SOURCES = {
-    "doc2dial": ("dialogue_domain", "dial_id", lambda t: ("assistant" if t["role"] == "agent" else "user",
-                                                          t["utterance"])),
-    "topical_chat": ("conversations", "conversation_id", lambda t: ("assistant" if t["agent"] == 1 else "user",
-                                                                     t["message"])),
-}
-
-
-@pytest.mark.parametrize("corpus", registry.CONVERSATION_CORPORA)
-def test_messages_rows_are_whole_training_conversations(corpus, sample_exports):
+@pytest.mark.parametrize("corpus, config, key, turn", [
+    ("doc2dial", "dialogue_domain", "dial_id",
+     lambda t: ("assistant" if t["role"] == "agent" else "user", t["utterance"])),
+    ("topical_chat", "conversations", "conversation_id",
+     lambda t: ("assistant" if t["agent"] == 1 else "user", t["message"])),
+])
+def test_messages_rows_are_whole_training_conversations(corpus, config, key, turn, sample_exports):
+    """Each row is its source conversation up to the trained agent's last turn, roles mapped."""
+    assert "messages" in registry.training_configs(corpus)
     folder = str(sample_exports[corpus])
     rows = datasets.load_dataset(folder, "messages", split="train").to_list()
-    config, key, turn = SOURCES[corpus]
     source = {row[key]: row for row in datasets.load_dataset(folder, config, split="train")}
     assert rows and {row["id"] for row in rows} <= set(source)
     for row in rows:

@@ -104,6 +104,8 @@ def export(corpus: str, out=None, *, configs=None, data_dir=None, mirror_url=Non
     is written through: the link stays a link.
     """
     builder_options = dict(builder_options or {})
+    # a training config asked for by name must be made; one built by default is skipped when it cannot be
+    skip_training = skip_unavailable or configs is None
     given = Path(out or corpus).absolute()
     out = _resolve_out(given)
     configs = list(configs or registry.export_config_names(corpus))
@@ -117,12 +119,12 @@ def export(corpus: str, out=None, *, configs=None, data_dir=None, mirror_url=Non
         with staged(out, overwrite, _guard(out, corpus)) as staging:
             _build_into(corpus, staging, configs, report, data_dir=data_dir, mirror_url=mirror_url,
                         cache_dir=cache_dir, max_shard_bytes=max_shard_bytes, builder_options=builder_options,
-                        skip_unavailable=skip_unavailable, sample=report.sample)
+                        skip_unavailable=skip_unavailable, sample=report.sample, skip_training=skip_training)
     return report
 
 
 def _build_into(corpus, staging: Path, configs, report, *, data_dir, mirror_url, cache_dir, max_shard_bytes,
-                builder_options, skip_unavailable, sample):
+                builder_options, skip_unavailable, sample, skip_training):
     scratch = staging.with_name(f"{staging.name}-cache")  # datasets' own build, beside: a leftover if killed
     training = [c for c in configs if c in registry.training_configs(corpus)]
     asked = [c for c in configs if c not in training]
@@ -141,7 +143,7 @@ def _build_into(corpus, staging: Path, configs, report, *, data_dir, mirror_url,
                 if not skip_unavailable or (not infos and config == sources[-1]):
                     raise
                 report.skipped.append((config, str(err)))
-        made = _add_training(corpus, staging, training, asked, infos, report, max_shard_bytes, skip_unavailable)
+        made = _add_training(corpus, staging, training, asked, infos, report, max_shard_bytes, skip_training)
         report.missing = missing_parts(corpus, report, builder_options)
         write_card(corpus, staging, infos, default=_default_of(corpus, list(infos)), sample=sample,
                    missing=report.missing, training=made)
@@ -149,7 +151,7 @@ def _build_into(corpus, staging: Path, configs, report, *, data_dir, mirror_url,
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _add_training(corpus, staging: Path, training, asked, infos, report, max_shard_bytes, skip_unavailable) -> dict:
+def _add_training(corpus, staging: Path, training, asked, infos, report, max_shard_bytes, skip) -> dict:
     """Make the ``training`` configs (``qahub.training``) from the builder configs in ``staging``, then drop the
     builder configs that were built for them only; ``{config: (info, counts, evaluated documents)}``."""
     from qahub import training as training_configs
@@ -159,8 +161,8 @@ def _add_training(corpus, staging: Path, training, asked, infos, report, max_sha
     write_card(corpus, staging, infos, default=_default_of(corpus, list(infos)))  # read as an export from here
     try:
         made = training_configs.write_training(corpus, str(staging), staging, training, max_shard_bytes)
-    except (ValueError, OSError) as err:  # e.g. a source config was unavailable
-        if not skip_unavailable:
+    except (ValueError, OSError) as err:  # e.g. no train split in this build (present_splits_only)
+        if not skip or not asked:
             raise
         report.skipped += [(config, str(err)) for config in training]
         made = {}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import json
+import re
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -54,14 +55,24 @@ def config_names(corpus: str) -> list[str]:
     return [config.name for config in builder_class(corpus).BUILDER_CONFIGS]
 
 
-# the configs an export makes from its builder's (qahub.training): sft for every corpus, messages for these
-CONVERSATION_CORPORA = ("topical_chat", "doc2dial")
+# what a corpus's task_api declares for the configs qahub.training makes of its exports (read as text, as
+# qahub.tasks reads CORPUS: no task_api is imported to list them)
+TRAINING_DECLARATIONS = (("sft", re.compile(r"^TRAINING_TEXTS\s*=", re.M)),
+                         ("messages", re.compile(r"^CONVERSATION\s*=", re.M)))
 
 
 def training_configs(corpus: str) -> list[str]:
-    """The configs ``qahub.training`` makes of ``corpus``'s export: ``sft``, and ``messages`` for a dialogue
-    corpus."""
-    return ["sft", *(["messages"] if corpus in CONVERSATION_CORPORA else [])]
+    """The configs ``qahub.training`` makes of ``corpus``'s export: ``sft`` when its task_api declares
+    ``TRAINING_TEXTS``, ``messages`` when it also declares a ``CONVERSATION``."""
+    if corpus not in corpus_names():
+        return []
+    path = metric_dirs()[tasks.scan().metric_of[corpus]] / "task_api.py"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return []
+    found = [config for config, declared in TRAINING_DECLARATIONS if declared.search(text)]
+    return found if "sft" in found else []
 
 
 def export_config_names(corpus: str) -> list[str]:

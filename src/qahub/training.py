@@ -45,76 +45,19 @@ def features(config: str):
                               "id": datasets.Value("string"), **source})
 
 
-# --- the non-template text of each task's documents (what decontamination compares)
+# --- what each corpus's task_api declares for these configs
 
 
-def _turns(doc):
-    return list(doc["history_messages"])
-
-
-def _doc2dial_turns(doc):
-    return [turn["utterance"] for turn in doc["history"]]
-
-
-# task -> (doc -> its question texts, whether it is a dialogue turn: its question is the conversation and reply)
-QUESTIONS = {
-    "qahub_topical_chat_freq": (_turns, True),
-    "qahub_topical_chat_rare": (_turns, True),
-    "qahub_doc2dial_response": (_doc2dial_turns, True),
-    "qahub_doc2dial_grounding": (lambda doc: [doc["question"]], True),
-    "qahub_jemhopqa": (lambda doc: [doc["question"]], False),
-    "qahub_jemhopqa_derivations": (lambda doc: [doc["question"]], False),
-    "qahub_jeopardy": (lambda doc: [doc["question"]], False),
-    "qahub_limur": (lambda doc: [str(v) for v in doc["inputs"].values() if v], False),
-}
-
-
-def texts(name: str, spec, doc) -> Texts:
-    if name not in QUESTIONS:
-        raise ValueError(f"task {name}: qahub.training.QUESTIONS does not say which of its documents' text is "
-                         "not template (add it there)")
-    questions, dialogue = QUESTIONS[name]
+def texts(corpus: str, name: str, spec, doc) -> Texts:
+    """The non-template text of task ``name``'s ``doc``, as its task_api's ``TRAINING_TEXTS`` declares it."""
+    declared = getattr(harness.task_api(corpus), "TRAINING_TEXTS", {})
+    if name not in declared:
+        raise ValueError(f"task {name}: its task_api declares no TRAINING_TEXTS entry (which of its documents' text "
+                         "is not template), so its training rows cannot be checked")
+    questions, dialogue = declared[name]
     parts, reply = questions(doc), spec.target(doc)
     question = "\n".join([*parts, reply] if dialogue else parts)
     return Texts(question, (*parts, reply))
-
-
-# --- whole conversations (config messages)
-
-
-def _topical_chat(docs):
-    """Turn docs of one conversation -> (system, [(role, content)]): agent_2 is the assistant (the conversation
-    up to its last turn); the system message the knowledge its turns were grounded on."""
-    last = max((doc for doc in docs if doc["agent"] == "agent_2"), key=lambda doc: doc["turn_index"])
-    turns = [*zip(last["history_agents"], last["history_messages"]), (last["agent"], last["response"])]
-    knowledge = [d["knowledge"] for d in docs if d["agent"] == "agent_2" and d["knowledge"]]
-    lines = ["Two people, agent_1 (the user) and agent_2 (you), are chatting about topics they have read about."]
-    if knowledge:
-        lines += ["", "Knowledge you may use:", *dict.fromkeys(knowledge)]
-    return "\n".join(lines), [("assistant" if agent == "agent_2" else "user", text) for agent, text in turns]
-
-
-def _doc2dial(docs):
-    """Agent-turn docs of one dialogue -> (system, [(role, content)]): the agent is the assistant; the system
-    message the document as the task's prompts show it."""
-    from qahub.metrics.doc2dial.task_api import document_block
-
-    last = max(docs, key=lambda doc: doc["turn_id"])
-    turns = [(turn["role"], turn["utterance"]) for turn in last["history"]] + [("agent", last["utterance"])]
-    system = "You are the agent: answer the user from the document below.\n\n" + document_block(last["document"])
-    return system, [("assistant" if role == "agent" else "user", text) for role, text in turns]
-
-
-# corpus -> (the task whose documents are the conversation's turns, its cluster -> conversation)
-CONVERSATIONS = {
-    "topical_chat": ("qahub_topical_chat_freq", _topical_chat),
-    "doc2dial": ("qahub_doc2dial_response", _doc2dial),
-}
-
-
-def config_names(corpus: str) -> list[str]:
-    """The training configs of ``corpus``'s exports."""
-    return [SFT, *([MESSAGES] if corpus in CONVERSATIONS else [])]
 
 
 # --- reading the tasks' documents at an export
@@ -242,13 +185,13 @@ def write_training(corpus: str, location: str, folder: Path, configs: list[str],
     start = time.perf_counter()  # indexing the evaluated documents is counted in the first config's seconds
     layout = Layout.of(corpus, location)
     if not layout.sources:
-        raise ValueError(f"{location}: no qahub task of {corpus} has a {TRAIN} split (nor a few-shot split it "
+        raise ValueError(f"no qahub task of {corpus} has a {TRAIN} split (nor a few-shot split it "
                          "does not evaluate) in this build, so there is nothing to train on")
     index, docs = EvaluationIndex(), Docs(corpus, location)
     specs = harness.task_api(corpus).TASKS
     for name, config, split in layout.evaluated:
         for doc in docs(name, config, split):
-            index.add(texts(name, specs[name], doc))
+            index.add(texts(corpus, name, specs[name], doc))
     checker = Checker(index)
     rows = {SFT: _sft_rows, MESSAGES: _message_rows}
     made = {}
@@ -304,7 +247,7 @@ def _sft_rows(corpus, docs, layout, checker) -> dict:
                 spec, source = specs[name], wanted[split]
                 for position, doc in enumerate(docs(name, config, source)):
                     count.documents += 1
-                    why = checker.why(texts(name, spec, doc))
+                    why = checker.why(texts(corpus, name, spec, doc))
                     if why:
                         setattr(count, why, getattr(count, why) + 1)
                         continue
@@ -330,7 +273,7 @@ def _doc_id(spec, doc, position):
 
 
 def _message_rows(corpus, docs, layout, checker) -> dict:
-    name, conversation = CONVERSATIONS[corpus]
+    name, conversation = harness.task_api(corpus).CONVERSATION
     spec = harness.task_api(corpus).TASKS[name]
     config, wanted = layout.sources.get(name, (None, {TRAIN: TRAIN}))
 
@@ -343,7 +286,7 @@ def _message_rows(corpus, docs, layout, checker) -> dict:
                 groups.setdefault(spec.cluster(doc), []).append(doc)
             for cluster, turns_docs in groups.items():
                 count.documents += 1
-                why = next(filter(None, (checker.why(texts(name, spec, doc)) for doc in turns_docs)), None)
+                why = next(filter(None, (checker.why(texts(corpus, name, spec, doc)) for doc in turns_docs)), None)
                 if why:
                     setattr(count, why, getattr(count, why) + 1)
                     continue
