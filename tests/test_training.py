@@ -170,3 +170,17 @@ def test_qahub_list_shows_the_training_configs(capsys):
     for corpus in CORPORA:
         for config in registry.training_configs(corpus):
             assert re.search(rf"^{corpus}\s+{config}\s+train$", printed, re.M), (corpus, config)
+
+
+def test_a_build_without_a_train_split_skips_the_default_training_configs_and_refuses_asked_ones(tmp_path):
+    files = shutil.copytree(registry.samples_dir("topical_chat"), tmp_path / "files")
+    for train in files.glob("**/train.json"):
+        train.unlink()
+    options = {"present_splits_only": True}
+    report = export("topical_chat", tmp_path / "out", data_dir=files, builder_options=options)
+    assert [config for config, _ in report.skipped] == ["sft", "messages"]
+    assert "no qahub task of topical_chat has a train split" in report.skipped[0][1]
+    assert "sft" not in datasets.get_dataset_config_names(str(tmp_path / "out"))
+    with pytest.raises(ValueError, match="no qahub task of topical_chat has a train split"):
+        export("topical_chat", tmp_path / "asked", configs=["conversations", "sft"], data_dir=files,
+               builder_options=options)
