@@ -27,6 +27,17 @@ TEMPLATE = (
 )
 
 
+@pytest.fixture(scope="module", autouse=True)
+def gradients():
+    """Autograd on: a harness run earlier in the same process (lm-eval's hf model) may have switched it off."""
+    import torch
+
+    before = torch.is_grad_enabled()
+    torch.set_grad_enabled(True)
+    yield
+    torch.set_grad_enabled(before)
+
+
 @pytest.fixture(scope="module")
 def chat_model(tiny_model, tmp_path_factory) -> Path:
     """The suite's tiny GPT-2 with a chat template."""
