@@ -226,7 +226,8 @@ def test_partial_build_is_marked_in_the_card_and_publish_refuses_it(tmp_path, mo
     assert "partial build" in printed
     missing = [{"config": "extended", "splits": "all", "reason": "not requested: built with --config"},
                {"config": "qa", "splits": ["train"],
-                "reason": "their source files were absent: built with present_splits_only"}]
+                "reason": "their source files were absent: built with present_splits_only"},
+               {"config": "sft", "splits": "all", "reason": "not requested: built with --config"}]
     assert partial_of(out / "README.md") == missing
     card = DatasetCard.load(out / "README.md")
     assert card.data.to_dict()["qahub_partial"] == {"missing": missing}

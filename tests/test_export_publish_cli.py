@@ -27,7 +27,7 @@ def exported(tmp_path):
 
 def test_layout_is_a_hub_dataset_repo(exported):
     files = sorted(p.relative_to(exported).as_posix() for p in exported.rglob("*") if p.is_file())
-    assert files == ["README.md"] + [
+    assert files == ["README.md", "sft/train-00000-of-00001.parquet"] + [
         f"{c}/{s}-00000-of-00001.parquet" for c in ("v1.0", "v1.1", "v1.2") for s in ("train", "validation")
     ]
 
@@ -167,7 +167,7 @@ def test_cli_publish_dry_run_lists_files_and_card(exported, monkeypatch, capsys)
     monkeypatch.setattr(publish, "HfApi", lambda token=None: pytest.fail("dry run must not touch the Hub"))
     assert cli.main(["publish", "jemhopqa", "--repo-id", "org/jemhopqa", "--folder", str(exported), "--dry-run"]) == 0
     out = capsys.readouterr().out
-    assert "would upload 7 files" in out and "v1.2/validation-00000-of-00001.parquet" in out
+    assert "would upload 8 files" in out and "v1.2/validation-00000-of-00001.parquet" in out
     assert "config_name: v1.2" not in out and "--verbose prints it" in out
     assert cli.main(["publish", "jemhopqa", "--repo-id", "org/jemhopqa", "--folder", str(exported), "--dry-run",
                      "--verbose"]) == 0

@@ -24,29 +24,6 @@ ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 
 
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory) -> Path:
-    """A 2-layer GPT-2 with random weights; its byte-level BPE tokenizer is trained here on a few lines, so any
-    text (the JEMHopQA prompt is Japanese) encodes without unknown tokens."""
-    import torch
-    from tokenizers import ByteLevelBPETokenizer
-    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
-
-    folder = tmp_path_factory.mktemp("tiny-gpt2")
-    eos = "<|endoftext|>"
-    trained = ByteLevelBPETokenizer()
-    trained.train_from_iterator(["質問: 東京タワーの高さは？ 回答: 333メートル", "Ответ: Рим", "the answer is"],
-                                vocab_size=320, min_frequency=1, special_tokens=[eos])
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=trained, eos_token=eos, bos_token=eos, unk_token=eos,
-                                        pad_token=eos)
-    torch.manual_seed(0)
-    config = GPT2Config(vocab_size=len(tokenizer), n_positions=4096, n_embd=32, n_layer=2, n_head=2,
-                        bos_token_id=tokenizer.eos_token_id, eos_token_id=tokenizer.eos_token_id)
-    GPT2LMHeadModel(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
-
-
 def _readme_block(section: str = "## Evaluate a language model", holding: str = "lm_eval --model hf") -> list[str]:
     """The commands of the README's block in ``section`` that holds ``holding``, continuation lines joined."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")

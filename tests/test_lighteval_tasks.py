@@ -18,7 +18,7 @@ from lighteval.models.model_output import ModelResponse  # noqa: E402
 from lighteval.pipeline import ParallelismManager, Pipeline, PipelineParameters  # noqa: E402
 from lighteval.tasks.prompt_manager import PromptManager  # noqa: E402
 from test_harness import GARBAGE, TOP, Oracle, _evaluate, _scores  # noqa: E402  (lm-eval's run, the same tables)
-from test_harness_hf_model import _command, _readme_block, tiny_model  # noqa: E402, F401  (the fixture is used)
+from test_harness_hf_model import _command, _readme_block  # noqa: E402  (tiny_model: conftest.py)
 from test_limur_judge import MERA_REPLIES, _mera_env, prose_judge  # noqa: E402, F401  (the fixture is used)
 
 from qahub import harness, lighteval_tasks, planning, registry  # noqa: E402
@@ -211,7 +211,7 @@ def test_a_bad_task_name_or_a_damaged_export_is_one_line(data, sample_exports, m
         assert "\n" not in str(err.value)
 
 
-def test_the_readme_block_runs_lightevals_command_line_on_a_tiny_local_model(tiny_model, tmp_path):  # noqa: F811
+def test_the_readme_block_runs_lightevals_command_line_on_a_tiny_local_model(tiny_model, tmp_path):
     """The README's block as written (the model: the tiny one, one request at a time rather than lighteval's
     search for a batch size), offline: results and details hold every per-document value and document id."""
     import pandas

@@ -84,8 +84,8 @@ def publishable(tmp_path):
     return folder
 
 
-LAYOUT = ["README.md"] + [f"{config}/{split}-00000-of-00001.parquet" for config in ("v1.0", "v1.1", "v1.2")
-                          for split in ("train", "validation")]
+LAYOUT = ["README.md", "sft/train-00000-of-00001.parquet"] + [
+    f"{config}/{split}-00000-of-00001.parquet" for config in ("v1.0", "v1.1", "v1.2") for split in ("train", "validation")]
 
 
 def dry_run(folder, cache):

@@ -236,3 +236,25 @@ TASKS = {
         cluster=response_dialogue,
     ),
 }
+
+
+# --- training rows (qahub.training, issue 38): each task's non-template text of a doc, which decontamination
+# compares with the evaluated docs': (doc -> its question or turns, whether it is a dialogue turn, whose question is
+# then the conversation with the reply); the reply is the task's target
+TRAINING_TEXTS = {
+    "qahub_doc2dial_grounding": (lambda doc: [doc["question"]], True),
+    "qahub_doc2dial_response": (lambda doc: [turn["utterance"] for turn in doc["history"]], True),
+}
+
+
+def whole_conversation(docs):
+    """The agent-turn docs of one training dialogue -> (system, [(role, content)]) for the ``messages`` config: the
+    agent is the assistant, the user the user; the system message the document as the prompts show it."""
+    last = max(docs, key=lambda doc: doc["turn_id"])
+    turns = [(turn["role"], turn["utterance"]) for turn in last["history"]] + [("agent", last["utterance"])]
+    system = "You are the agent: answer the user from the document below.\n\n" + document_block(last["document"])
+    return system, [("assistant" if role == "agent" else "user", text) for role, text in turns]
+
+
+# the messages config: the task whose docs are the dialogues' agent turns, and how they make one dialogue
+CONVERSATION = ("qahub_doc2dial_response", whole_conversation)

@@ -144,3 +144,10 @@ TASKS = {
         binary=["a_em", "unparseable"],
     ),
 }
+
+
+# --- training rows (qahub.training, issue 38): each task's non-template text of a doc, which decontamination
+# compares with the evaluated docs': (doc -> its question or turns, whether it is a dialogue turn, whose question is
+# then the conversation with the reply); the reply is the task's target
+TRAINING_TEXTS = {name: (lambda doc: [doc["question"]], False)
+                  for name in ("qahub_jemhopqa", "qahub_jemhopqa_derivations")}

@@ -149,4 +149,10 @@ TASKS = {
     ),
 }
 
+
+# --- training rows (qahub.training, issue 38): each task's non-template text of a doc, which decontamination
+# compares with the evaluated docs': (doc -> its question or turns, whether it is a dialogue turn, whose question is
+# then the conversation with the reply); the reply is the task's target
+TRAINING_TEXTS = {"qahub_jeopardy": (lambda doc: [doc["question"]], False)}
+
 __all__ = ["TASKS", "clean_answer", "parse_reply", "prompt", "resources", "score", "target"]

@@ -266,3 +266,9 @@ TASKS = {
         categories={"task_type": task_type, "context_type": context_type},
     ),
 }
+
+
+# --- training rows (qahub.training, issue 38): each task's non-template text of a doc, which decontamination
+# compares with the evaluated docs': (doc -> its question or turns, whether it is a dialogue turn, whose question is
+# then the conversation with the reply); the reply is the task's target
+TRAINING_TEXTS = {"qahub_limur": (lambda doc: [str(v) for v in doc["inputs"].values() if v], False)}

@@ -143,3 +143,27 @@ TASKS = {
     "qahub_topical_chat_freq": _task(["test_freq", "valid_freq"]),
     "qahub_topical_chat_rare": _task(["test_rare", "valid_rare"]),
 }
+
+
+# --- training rows (qahub.training, issue 38): each task's non-template text of a doc, which decontamination
+# compares with the evaluated docs': (doc -> its question or turns, whether it is a dialogue turn, whose question is
+# then the conversation with the reply); the reply is the task's target
+TRAINING_TEXTS = {name: (lambda doc: list(doc["history_messages"]), True)
+                  for name in ("qahub_topical_chat_freq", "qahub_topical_chat_rare")}
+
+
+def whole_conversation(docs):
+    """The turn docs of one training conversation -> (system, [(role, content)]) for the ``messages`` config:
+    agent_2 is the assistant (the conversation up to its last turn), agent_1 the user; the system message the
+    knowledge agent_2's turns were grounded on."""
+    last = max((doc for doc in docs if doc["agent"] == "agent_2"), key=lambda doc: doc["turn_index"])
+    turns = [*zip(last["history_agents"], last["history_messages"]), (last["agent"], last["response"])]
+    knowledge = [d["knowledge"] for d in docs if d["agent"] == "agent_2" and d["knowledge"]]
+    lines = ["Two people, agent_1 (the user) and agent_2 (you), are chatting about topics they have read about."]
+    if knowledge:
+        lines += ["", "Knowledge you may use:", *dict.fromkeys(knowledge)]
+    return "\n".join(lines), [("assistant" if agent == "agent_2" else "user", text) for agent, text in turns]
+
+
+# the messages config: the task whose docs are the conversations' turns, and how they make one conversation
+CONVERSATION = ("qahub_topical_chat_freq", whole_conversation)

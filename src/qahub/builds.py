@@ -27,6 +27,7 @@ def build(args) -> int:
     print(f"{args.corpus}: wrote {report.folder}")
     _say_sample(report)
     print_rows(*_report_table([report]))
+    _say_training(report)
     for config, why in report.skipped:
         print(f"skipped config {config}: {_one_line(why)}")
     for entry in report.missing:
@@ -36,6 +37,15 @@ def build(args) -> int:
     if report.partial:
         print("partial build: its card lists what is missing; `qahub publish` needs --allow-partial for it")
     return 0
+
+
+def _say_training(report):
+    """What decontamination dropped from each training config (the card states the same counts)."""
+    for config, splits in report.training.items():
+        for split, c in splits.items():
+            print(f"{report.corpus}/{config}/{split}: {c['rows']:,} rows of {c['documents']:,} training documents; "
+                  f"dropped as overlapping an evaluated document: {c['exact']:,} exact, {c['ngram']:,} n-gram; "
+                  f"{c['duplicates']:,} duplicates")
 
 
 def _say_sample(report):
@@ -72,6 +82,8 @@ def build_all(args) -> int:
                                   cache_dir=args.cache_dir, builder_options=_partial_split_option(corpus)))
             _say_leftovers(reports[-1], args.quiet)
             _say_sample(reports[-1])
+            if not args.quiet:
+                _say_training(reports[-1])
         except OutputExistsError:
             problems.append([corpus, "-", EXISTS, "an earlier build is there; pass --overwrite to rebuild it"])
         except (FileNotFoundError, ConnectionError) as err:

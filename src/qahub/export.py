@@ -70,6 +70,7 @@ class ExportReport:
     missing: list[dict] = field(default_factory=list)  # parts of the corpus not built: {config, splits, reason}
     leftovers: list[str] = field(default_factory=list)  # work folders of a killed earlier build, removed
     sample: bool = False  # built from qahub's bundled sample data: marked so in the card
+    training: dict = field(default_factory=dict)  # {training config: {split: decontamination counts}}
 
     @property
     def partial(self) -> bool:
@@ -85,6 +86,10 @@ def export(corpus: str, out=None, *, configs=None, data_dir=None, mirror_url=Non
            skip_unavailable: bool = False, sample: bool = False) -> ExportReport:
     """Build ``configs`` (default: all) of ``corpus`` and write the Hub folder ``out`` (default ``./<corpus>``).
 
+    The training configs (``registry.training_configs``: ``sft``, ``messages``) are made from the builder's configs
+    by ``qahub.training`` once those are written; asked alone, every builder config is built for them and then
+    left out of the folder.
+
     ``builder_options`` are config keyword arguments of the corpus's builder (e.g. Topical-Chat's
     ``present_splits_only=True``). With ``skip_unavailable``, a config whose source files are missing or
     cannot be downloaded is left out and listed in ``report.skipped``; the export fails only when no config
@@ -99,12 +104,14 @@ def export(corpus: str, out=None, *, configs=None, data_dir=None, mirror_url=Non
     is written through: the link stays a link.
     """
     builder_options = dict(builder_options or {})
+    # a training config asked for by name must be made; one built by default is skipped when it cannot be
+    skip_training = skip_unavailable or configs is None
     given = Path(out or corpus).absolute()
     out = _resolve_out(given)
-    configs = list(configs or registry.config_names(corpus))
+    configs = list(configs or registry.export_config_names(corpus))
     check_options(corpus, builder_options)
     for config in configs:
-        registry.check_config(corpus, config)  # unknown names fail before any work (options: just above)
+        registry.check_export_config(corpus, config)  # unknown names fail before any work (options: just above)
     _check_splits_option(corpus, configs, builder_options)
     report = ExportReport(corpus, given, sample=sample or registry.is_sample(data_dir))
     with made_folder(out.parent, out), build_lock(out):
@@ -112,16 +119,20 @@ def export(corpus: str, out=None, *, configs=None, data_dir=None, mirror_url=Non
         with staged(out, overwrite, _guard(out, corpus)) as staging:
             _build_into(corpus, staging, configs, report, data_dir=data_dir, mirror_url=mirror_url,
                         cache_dir=cache_dir, max_shard_bytes=max_shard_bytes, builder_options=builder_options,
-                        skip_unavailable=skip_unavailable, sample=report.sample)
+                        skip_unavailable=skip_unavailable, sample=report.sample, skip_training=skip_training)
     return report
 
 
 def _build_into(corpus, staging: Path, configs, report, *, data_dir, mirror_url, cache_dir, max_shard_bytes,
-                builder_options, skip_unavailable, sample):
+                builder_options, skip_unavailable, sample, skip_training):
     scratch = staging.with_name(f"{staging.name}-cache")  # datasets' own build, beside: a leftover if killed
+    training = [c for c in configs if c in registry.training_configs(corpus)]
+    asked = [c for c in configs if c not in training]
+    # the training configs are made from every builder config (the tasks' documents, the evaluated ones too)
+    sources = registry.config_names(corpus) if training else asked
     try:
         infos = {}
-        for config in configs:
+        for config in sources:
             # always a fresh build: datasets keys a prepared build by the data_dir path, not the file contents
             builder = qahub.make_builder(corpus, config, data_dir=data_dir, mirror_url=mirror_url,
                                          cache_dir=str(scratch), **builder_options)
@@ -129,14 +140,47 @@ def _build_into(corpus, staging: Path, configs, report, *, data_dir, mirror_url,
                 infos[config] = _export_config(builder, staging, scratch, max_shard_bytes, report,
                                                 downloads_in(cache_dir))
             except (FileNotFoundError, ConnectionError) as err:
-                if not skip_unavailable or (not infos and config == configs[-1]):
+                if not skip_unavailable or (not infos and config == sources[-1]):
                     raise
                 report.skipped.append((config, str(err)))
+        made = _add_training(corpus, staging, training, asked, infos, report, max_shard_bytes, skip_training)
         report.missing = missing_parts(corpus, report, builder_options)
         write_card(corpus, staging, infos, default=_default_of(corpus, list(infos)), sample=sample,
-                   missing=report.missing)
+                   missing=report.missing, training=made)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _add_training(corpus, staging: Path, training, asked, infos, report, max_shard_bytes, skip) -> dict:
+    """Make the ``training`` configs (``qahub.training``) from the builder configs in ``staging``, then drop the
+    builder configs that were built for them only; ``{config: (info, counts, evaluated documents)}``."""
+    from qahub import training as training_configs
+
+    if not training:
+        return {}
+    write_card(corpus, staging, infos, default=_default_of(corpus, list(infos)))  # read as an export from here
+    try:
+        made = training_configs.write_training(corpus, str(staging), staging, training, max_shard_bytes)
+    except (ValueError, OSError) as err:  # e.g. no train split in this build (present_splits_only)
+        if not skip or not asked:
+            raise
+        report.skipped += [(config, str(err)) for config in training]
+        made = {}
+    for config in [c for c in infos if c not in asked]:
+        shutil.rmtree(staging / config)
+        del infos[config]
+    report.configs = [c for c in report.configs if c.config in asked]
+    for config, entry in made.items():
+        infos[config] = entry.info
+        report.configs.append(ConfigReport(config, entry.seconds, [
+            SplitReport(config, split, entry.counts[split].rows, _split_bytes(staging / config, split))
+            for split in entry.info.splits]))
+    report.training = training_configs.yaml_counts(made)
+    return made
+
+
+def _split_bytes(folder: Path, split: str) -> int:
+    return sum(path.stat().st_size for path in folder.glob(f"{split}-*.parquet"))
 
 
 def _resolve_out(out: Path) -> Path:
@@ -319,7 +363,7 @@ def missing_parts(corpus: str, report: ExportReport, builder_options: dict) -> l
     wanted = requested_splits(builder_options)
     built = {config.config: {s.split for s in config.splits} for config in report.configs}
     missing = []
-    for config in registry.config_names(corpus):
+    for config in registry.export_config_names(corpus):
         if config not in built:
             skipped = any(name == config for name, _ in report.skipped)
             missing.append({"config": config, "splits": "all",
@@ -440,8 +484,11 @@ SAMPLE_NOTE = ("> **This folder was built from qahub's small bundled sample data
 PARTIAL_KEY = "qahub_partial"
 
 
+TRAINING_KEY = "qahub_decontamination"
+
+
 def write_card(corpus: str, folder: Path, infos: dict, default: str, sample: bool = False,
-               missing: list | None = None) -> DatasetCard:
+               missing: list | None = None, training: dict | None = None) -> DatasetCard:
     """README.md = the corpus card plus generated ``configs`` and ``dataset_info``, validated on re-read.
 
     ``missing`` (see ``missing_parts``) marks a partial build: the YAML key ``qahub_partial`` lists the
@@ -463,6 +510,11 @@ def write_card(corpus: str, folder: Path, infos: dict, default: str, sample: boo
     ).to_dataset_card_data(data)
     DatasetInfosDict(infos).to_dataset_card_data(data)
     text = card.text.lstrip()
+    if training:  # the training configs: what they hold, the decontamination rule and this build's counts
+        from qahub import training as training_configs
+
+        setattr(data, TRAINING_KEY, training_configs.yaml_counts(training))
+        text = text.rstrip() + "\n\n" + training_configs.card_section(training)
     if missing:
         setattr(data, PARTIAL_KEY, {"missing": missing})
         text = (f"> **This is a partial build of the corpus.** Missing: {describe_missing(missing)}.\n\n") + text

@@ -135,7 +135,7 @@ class Export:
         if expected is not None and counted != expected:
             raise ValueError(f"{self.folder}: config {config} split {name}: the shards ({_names(shards)}) hold "
                              f"{counted} rows, its README's dataset_info says {expected}")
-        gold = gold_fields(corpus) if corpus else ()
+        gold = gold_fields(corpus, config) if corpus else ()
         for shard, table in shards:
             check_gold(shard, table, gold)
         table = pa.concat_tables([table for _, table in shards]) if shards else info.features.arrow_schema.empty_table()
@@ -187,11 +187,13 @@ def check_columns(path, columns, features):
                          f"({', '.join(features)}): a shard of another export?")
 
 
-def gold_fields(corpus) -> tuple:
+def gold_fields(corpus, config=None) -> tuple:
     """The fields ``corpus``'s metric scores against, which must not be null in an export's rows: its builder's
-    ``GOLD_FIELDS`` (a dotted name is inside a struct), none when it declares none."""
+    ``GOLD_FIELDS`` (a dotted name is inside a struct), none when it declares none or for a training config."""
     from qahub import registry
 
+    if config in registry.training_configs(corpus):
+        return ()
     return tuple(getattr(registry.builder_class(corpus), "GOLD_FIELDS", ()))
 
 
@@ -199,9 +201,9 @@ def check_builder_features(readme, corpus, config, features):
     """Every field qahub's ``corpus`` builder writes for ``config`` is in ``features``, with the builder's type."""
     from qahub import registry
 
-    if config not in registry.config_names(corpus):
+    if config not in registry.export_config_names(corpus):
         raise ValueError(f"{readme}: config {config!r} is not a {corpus} config "
-                         f"({', '.join(registry.config_names(corpus))})")
+                         f"({', '.join(registry.export_config_names(corpus))})")
     expected = builder_features(corpus, config)
     problem = _feature_problem(expected, features)
     if problem:
@@ -210,9 +212,13 @@ def check_builder_features(readme, corpus, config, features):
 
 
 def builder_features(corpus, config):
-    """The features qahub's ``corpus`` builder writes for ``config``."""
+    """The features qahub's ``corpus`` builder writes for ``config`` (a training config: ``qahub.training``'s)."""
     from qahub import registry
 
+    if config in registry.training_configs(corpus):
+        from qahub import training
+
+        return training.features(config)
     with tempfile.TemporaryDirectory(prefix=f"qahub-{corpus}-") as cache:  # the builder only looks at its cache
         return registry.builder_class(corpus)(config_name=config, cache_dir=cache).info.features
 

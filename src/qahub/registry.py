@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import json
+import re
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -54,6 +55,31 @@ def config_names(corpus: str) -> list[str]:
     return [config.name for config in builder_class(corpus).BUILDER_CONFIGS]
 
 
+# what a corpus's task_api declares for the configs qahub.training makes of its exports (read as text, as
+# qahub.tasks reads CORPUS: no task_api is imported to list them)
+TRAINING_DECLARATIONS = (("sft", re.compile(r"^TRAINING_TEXTS\s*=", re.M)),
+                         ("messages", re.compile(r"^CONVERSATION\s*=", re.M)))
+
+
+def training_configs(corpus: str) -> list[str]:
+    """The configs ``qahub.training`` makes of ``corpus``'s export: ``sft`` when its task_api declares
+    ``TRAINING_TEXTS``, ``messages`` when it also declares a ``CONVERSATION``."""
+    if corpus not in corpus_names():
+        return []
+    path = metric_dirs()[tasks.scan().metric_of[corpus]] / "task_api.py"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return []
+    found = [config for config, declared in TRAINING_DECLARATIONS if declared.search(text)]
+    return found if "sft" in found else []
+
+
+def export_config_names(corpus: str) -> list[str]:
+    """Every config of an export of ``corpus``: its builder's, then its training configs."""
+    return [*config_names(corpus), *training_configs(corpus)]
+
+
 def default_config(corpus: str) -> str:
     cls = builder_class(corpus)
     return cls.DEFAULT_CONFIG_NAME or cls.BUILDER_CONFIGS[0].name
@@ -73,7 +99,8 @@ CATALOG = "corpora.json"
 def describe(corpus: str) -> dict:
     """What ``qahub list`` shows of a corpus, read from its builder: the default config and each config's splits."""
     return {"default": default_config(corpus),
-            "configs": {config: splits(corpus, config) for config in config_names(corpus)}}
+            "configs": {**{config: splits(corpus, config) for config in config_names(corpus)},
+                        **{config: ["train"] for config in training_configs(corpus)}}}
 
 
 def catalog() -> dict:
@@ -102,7 +129,16 @@ def absent_splits(corpus: str, config: str, built) -> list[str]:
 def check_config(corpus: str, config: str) -> None:
     """Fail early, naming what exists, on an unknown config (builder options: ``export.check_options``)."""
     if config not in config_names(corpus):
-        raise UnknownNameError(f"{corpus} has no config {config!r}; its configs: {', '.join(config_names(corpus))}")
+        raise UnknownNameError(f"{corpus} has no config {config!r}; its configs: {', '.join(config_names(corpus))}"
+                               + (f" (and {', '.join(training_configs(corpus))}, which only an export makes)"
+                                  if config in training_configs(corpus) else ""))
+
+
+def check_export_config(corpus: str, config: str) -> None:
+    """``check_config`` for an export, whose configs include the training configs."""
+    if config not in export_config_names(corpus):
+        raise UnknownNameError(f"{corpus} has no config {config!r}; its configs: "
+                               f"{', '.join(export_config_names(corpus))}")
 
 
 def card_path(corpus: str) -> Path:

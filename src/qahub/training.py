@@ -1,0 +1,331 @@
+"""The training configs of an export, made from its other configs when it is built (``export.py`` calls
+``write_training``).
+
+``sft``: one row per document of every qahub task of the corpus, from the task's training split only, in TRL's
+conversational prompt-completion form: ``prompt`` one user message holding the task's own prompt
+(``TaskSpec.prompt``: what lm-eval's ``doc_to_text`` gives, and what ``--apply_chat_template`` sends a chat model),
+``completion`` one assistant message holding its target (``TaskSpec.target``, ``doc_to_target``); ``task``,
+``id`` (the task's document id), and ``config``, ``split``, ``position`` (the document's place in the task's
+documents of that split) to trace it back. ``messages`` (Topical-Chat, doc2dial): one row per training
+conversation, the agent being trained the assistant, the other the user, the context a system message.
+
+A row whose document overlaps a document a qahub task evaluates is dropped and counted (``decontaminate.py``);
+a row repeating an earlier one (two tasks with the same prompt on the same training split) is kept once.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from qahub import harness
+from qahub.decontaminate import RULE, Checker, EvaluationIndex, Texts
+
+SFT, MESSAGES = "sft", "messages"
+TRAIN, VALIDATION = "train", "validation"
+BATCH = 2000  # rows per Parquet row group
+
+
+def message_features():
+    import datasets
+
+    return datasets.List({"role": datasets.Value("string"), "content": datasets.Value("string")})
+
+
+def features(config: str):
+    import datasets
+
+    source = {"config": datasets.Value("string"), "split": datasets.Value("string")}
+    if config == SFT:
+        return datasets.Features({"prompt": message_features(), "completion": message_features(),
+                                  "task": datasets.Value("string"), "id": datasets.Value("string"), **source,
+                                  "position": datasets.Value("int64")})
+    return datasets.Features({"messages": message_features(), "task": datasets.Value("string"),
+                              "id": datasets.Value("string"), **source})
+
+
+# --- what each corpus's task_api declares for these configs
+
+
+def texts(corpus: str, name: str, spec, doc) -> Texts:
+    """The non-template text of task ``name``'s ``doc``, as its task_api's ``TRAINING_TEXTS`` declares it."""
+    declared = getattr(harness.task_api(corpus), "TRAINING_TEXTS", {})
+    if name not in declared:
+        raise ValueError(f"task {name}: its task_api declares no TRAINING_TEXTS entry (which of its documents' text "
+                         "is not template), so its training rows cannot be checked")
+    questions, dialogue = declared[name]
+    parts, reply = questions(doc), spec.target(doc)
+    question = "\n".join([*parts, reply] if dialogue else parts)
+    return Texts(question, (*parts, reply))
+
+
+# --- reading the tasks' documents at an export
+
+
+def task_docs(corpus: str, name: str, location: str, config: str, split: str):
+    """The documents of task ``name`` in ``split`` of ``config`` at ``location``, as its lm-eval task reads them
+    (a ``datasets.Dataset``)."""
+    spec = harness.task_api(corpus).TASKS[name]
+    functions = harness.task_functions(corpus, name, location, config=config, splits=(split,))
+    rows = functions.dataset()[split]
+    return functions.process_docs(rows) if spec.docs else rows
+
+
+class Docs:
+    """``task_docs`` at one location, each (config, split, docs function) read once: two tasks with the same
+    documents (Topical-Chat's freq and rare on train) and the messages config share them."""
+
+    def __init__(self, corpus: str, location: str):
+        self.corpus, self.location, self.read = corpus, location, {}
+
+    def __call__(self, name: str, config: str, split: str):
+        key = (harness.task_api(self.corpus).TASKS[name].docs, config, split)
+        if key not in self.read:
+            self.read[key] = task_docs(self.corpus, name, self.location, config, split)
+        return self.read[key]
+
+
+@dataclass
+class Layout:
+    """Where each task's documents are at one export: its training source and the splits it evaluates."""
+
+    configs: list[str]
+    splits: dict  # {config: [split]}
+    sources: dict = field(default_factory=dict)  # {task: (config, {split of the training config: its source})}
+    evaluated: list = field(default_factory=list)  # [(task, config, split)]
+
+    @classmethod
+    def of(cls, corpus: str, location: str):
+        from qahub import exports
+
+        configs = exports.export_configs(location)
+        layout = cls(configs, {c: exports.export_splits(location, c) for c in configs})
+        specs = harness.task_api(corpus).TASKS
+        declared = {s for spec in specs.values() for s in spec.splits if s != TRAIN}
+        for name, spec in specs.items():
+            present = [c for c in spec.configs if c in layout.splits]
+            layout.evaluated += [(name, c, s) for c in present for s in spec.splits
+                                 if s != TRAIN and s in layout.splits[c]]
+            pools = [TRAIN] + ([spec.fewshot_split] if spec.fewshot_split not in declared else [])
+            found = next(((c, s) for s in pools for c in present if s in layout.splits[c]), None)
+            if found:  # validation too where no task of the corpus evaluates it
+                config, pool = found
+                extra = {VALIDATION: VALIDATION} if VALIDATION in layout.splits[config] and VALIDATION not in declared \
+                    else {}
+                layout.sources[name] = (config, {TRAIN: pool, **extra})
+        return layout
+
+
+# --- writing
+
+
+@dataclass
+class Counts:
+    documents: int = 0
+    rows: int = 0
+    exact: int = 0
+    ngram: int = 0
+    duplicates: int = 0
+
+    def as_dict(self) -> dict:
+        return dict(vars(self))
+
+
+class ShardWriter:
+    """Rows of one split written as ``<folder>/<split>-NNNNN-of-NNNNN.parquet``, a new shard past ``max_bytes``."""
+
+    def __init__(self, folder: Path, split: str, features, max_bytes: int):
+        self.folder, self.split, self.features, self.max_bytes = folder, split, features, max_bytes
+        self.batch, self.shards, self.writer, self.written = [], [], None, 0
+        self.num_bytes = 0
+        folder.mkdir(parents=True, exist_ok=True)
+
+    def add(self, row: dict):
+        self.batch.append(row)
+        if len(self.batch) >= BATCH:
+            self._flush()
+
+    def _flush(self):
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        if not self.batch and self.writer is not None:
+            return
+        table = pa.Table.from_pylist(self.batch, schema=self.features.arrow_schema)
+        self.batch = []
+        if self.writer is None or self.written >= self.max_bytes:
+            self._close_shard()
+            self.shards.append(self.folder / f".{self.split}-{len(self.shards)}.parquet")
+            self.writer = pq.ParquetWriter(self.shards[-1], table.schema)
+            self.written = 0
+        self.writer.write_table(table)
+        self.written += table.nbytes
+        self.num_bytes += table.nbytes
+
+    def _close_shard(self):
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
+
+    def close(self) -> int:
+        """Write what is left, name the shards; their total size in bytes."""
+        self._flush()
+        self._close_shard()
+        size = 0
+        for index, shard in enumerate(self.shards):
+            size += shard.stat().st_size
+            shard.rename(self.folder / f"{self.split}-{index:05d}-of-{len(self.shards):05d}.parquet")
+        return size
+
+
+def write_training(corpus: str, location: str, folder: Path, configs: list[str], max_shard_bytes: int) -> dict:
+    """Write ``configs`` (of ``config_names(corpus)``) of the export at ``location`` into ``folder/<config>/``;
+    ``{config: Made}``."""
+    start = time.perf_counter()  # indexing the evaluated documents is counted in the first config's seconds
+    layout = Layout.of(corpus, location)
+    if not layout.sources:
+        raise ValueError(f"no qahub task of {corpus} has a {TRAIN} split (nor a few-shot split it "
+                         "does not evaluate) in this build, so there is nothing to train on")
+    index, docs = EvaluationIndex(), Docs(corpus, location)
+    specs = harness.task_api(corpus).TASKS
+    for name, config, split in layout.evaluated:
+        for doc in docs(name, config, split):
+            index.add(texts(corpus, name, specs[name], doc))
+    checker = Checker(index)
+    rows = {SFT: _sft_rows, MESSAGES: _message_rows}
+    made = {}
+    for config in configs:
+        info, counts = _write_config(config, folder, max_shard_bytes, rows[config](corpus, docs, layout, checker))
+        made[config] = Made(info, counts, index.documents, time.perf_counter() - start)
+        start = time.perf_counter()
+    return made
+
+
+@dataclass
+class Made:
+    """A training config written: its info, its counts by split, the evaluated documents it was checked against,
+    the seconds it took."""
+
+    info: object
+    counts: dict
+    evaluated: int
+    seconds: float
+
+
+def _write_config(config, folder, max_shard_bytes, rows_by_split):
+    """Write each split's rows; the config's DatasetInfo and {split: Counts}."""
+    import datasets
+    from datasets.splits import SplitDict, SplitInfo
+
+    feats = features(config)
+    splits, counts, size = SplitDict(dataset_name=config), {}, 0
+    for split, rows in rows_by_split.items():
+        writer = ShardWriter(folder / config, split, feats, max_shard_bytes)
+        count = Counts()
+        for row in rows(count):
+            writer.add(row)
+        size += writer.close()
+        splits.add(SplitInfo(name=split, num_bytes=writer.num_bytes, num_examples=count.rows, dataset_name=config))
+        counts[split] = count
+    info = datasets.DatasetInfo(features=feats, config_name=config, splits=splits)
+    info.download_size, info.dataset_size = size, sum(s.num_bytes for s in splits.values())
+    return info, counts
+
+
+def _sft_rows(corpus, docs, layout, checker) -> dict:
+    """{split: rows(counts)}: the generator of each split's rows, counting into ``counts``."""
+    specs = harness.task_api(corpus).TASKS
+    splits = list(dict.fromkeys(s for _, wanted in layout.sources.values() for s in wanted))
+
+    def rows(split):
+        def generate(count):
+            seen = set()
+            for name, (config, wanted) in layout.sources.items():
+                if split not in wanted:
+                    continue
+                spec, source = specs[name], wanted[split]
+                for position, doc in enumerate(docs(name, config, source)):
+                    count.documents += 1
+                    why = checker.why(texts(corpus, name, spec, doc))
+                    if why:
+                        setattr(count, why, getattr(count, why) + 1)
+                        continue
+                    prompt, target = spec.prompt(doc), spec.target(doc)
+                    if (prompt, target) in seen:
+                        count.duplicates += 1
+                        continue
+                    seen.add((prompt, target))
+                    count.rows += 1
+                    yield {"prompt": [{"role": "user", "content": prompt}],
+                           "completion": [{"role": "assistant", "content": target}],
+                           "task": name, "id": str(_doc_id(spec, doc, position)), "config": config,
+                           "split": source, "position": position}
+        return generate
+
+    return {split: rows(split) for split in splits}
+
+
+def _doc_id(spec, doc, position):
+    from qahub.tasks import document_id
+
+    return document_id(spec, doc, position)
+
+
+def _message_rows(corpus, docs, layout, checker) -> dict:
+    name, conversation = harness.task_api(corpus).CONVERSATION
+    spec = harness.task_api(corpus).TASKS[name]
+    config, wanted = layout.sources.get(name, (None, {TRAIN: TRAIN}))
+
+    def rows(split):
+        def generate(count):
+            if config is None:
+                return
+            groups = {}
+            for doc in docs(name, config, wanted[split]):
+                groups.setdefault(spec.cluster(doc), []).append(doc)
+            for cluster, turns_docs in groups.items():
+                count.documents += 1
+                why = next(filter(None, (checker.why(texts(corpus, name, spec, doc)) for doc in turns_docs)), None)
+                if why:
+                    setattr(count, why, getattr(count, why) + 1)
+                    continue
+                system, turns = conversation(turns_docs)
+                count.rows += 1
+                yield {"messages": [{"role": "system", "content": system},
+                                    *({"role": role, "content": text} for role, text in turns)],
+                       "task": name, "id": str(cluster), "config": config, "split": wanted[split]}
+        return generate
+
+    return {split: rows(split) for split in wanted}
+
+
+# --- the card
+
+
+def card_section(made: dict) -> str:
+    """The card's "Training configs" section: the configs, the rule, and the counts of this build."""
+    lines = ["## Training configs", "",
+             f"`{SFT}`: every training document (train split; the few-shot pool where there is no train split) of "
+             "every qahub task of the corpus as a TRL conversational "
+             "prompt-completion row: `prompt` is one user message holding the task's own prompt (lm-eval's "
+             "`doc_to_text`), `completion` one assistant message holding its target (`doc_to_target`); `task`, "
+             "`id` (the task's document id), `config`, `split` and `position` trace it back."]
+    if MESSAGES in made:
+        lines += ["", f"`{MESSAGES}`: each training conversation as one row of `messages` (system: the context; "
+                      "the agent being trained: assistant; the other: user), for TRL's `assistant_only_loss`; its "
+                      "documents below are conversations, dropped when any of their turns overlaps."]
+    lines += ["", f"Decontamination: {RULE}", "", "| config | split | documents | rows | dropped (exact) | "
+              "dropped (n-gram) | duplicates | evaluated documents |", "|---|---|---|---|---|---|---|---|"]
+    for config, entry in made.items():
+        for split, c in entry.counts.items():
+            lines.append(f"| {config} | {split} | {c.documents:,} | {c.rows:,} | {c.exact:,} | {c.ngram:,} | "
+                         f"{c.duplicates:,} | {entry.evaluated:,} |")
+    return "\n".join(lines) + "\n"
+
+
+def yaml_counts(made: dict) -> dict:
+    """``{config: {split: counts}}`` for the card's YAML (``qahub_decontamination``)."""
+    return {config: {split: c.as_dict() for split, c in entry.counts.items()} for config, entry in made.items()}
+
+

@@ -1,0 +1,186 @@
+"""The training configs of an export (issue 38): ``sft`` rows are the qahub tasks' own rendering of their training
+documents, as lm-eval renders them, and no row holds a document a qahub task evaluates."""
+
+import json
+import re
+import shutil
+
+import datasets
+import pytest
+from huggingface_hub import DatasetCard
+
+from qahub import cli, harness, registry, training
+from qahub.decontaminate import Checker, EvaluationIndex, Texts, ngrams, words
+from qahub.export import export
+
+CORPORA = registry.corpus_names()
+
+
+def _sft(folder, split="train"):
+    return datasets.load_dataset(str(folder), "sft", split=split)
+
+
+@pytest.fixture(scope="module")
+def lm_eval_tasks(sample_exports, tmp_path_factory):
+    """lm-eval's own task objects of every qahub task, on the sample exports (their generated task folder)."""
+    pytest.importorskip("lm_eval", reason="lm-eval is the [harness] extra")
+    from lm_eval.tasks import TaskManager
+
+    folder = tmp_path_factory.mktemp("tasks") / "tasks"
+    plan = harness.write_task_folder(folder, dict(sample_exports))
+    return TaskManager(include_path=str(folder), include_defaults=False).load(list(plan))["tasks"]
+
+
+@pytest.mark.parametrize("corpus", CORPORA)
+def test_sft_rows_are_lm_evals_rendering_of_the_tasks_training_documents(corpus, sample_exports, lm_eval_tasks):
+    rows = _sft(sample_exports[corpus])
+    assert rows.features == training.features("sft")
+    names = list(harness.task_api(corpus).TASKS)
+    assert set(rows["task"]) <= set(names) and len(rows) > 0
+    for name in names:
+        task = lm_eval_tasks[name]
+        mine = [row for row in rows if row["task"] == name]
+        # the train split, or (LIMUR's sample has none) the few-shot pool, which lm-eval's fewshot_docs() reads
+        assert {row["split"] for row in mine} <= {task.config.fewshot_split} <= {"train", "shots"}
+        if not mine:
+            continue
+        docs = list(task.fewshot_docs())
+        for row in mine:
+            doc = docs[row["position"]]
+            assert row["prompt"] == [{"role": "user", "content": task.doc_to_text(doc)}]
+            assert row["completion"] == [{"role": "assistant", "content": task.doc_to_target(doc)}]
+            assert row["id"] == str(harness.task_api(corpus).TASKS[name].doc_id(doc) or row["position"])
+
+
+@pytest.mark.parametrize("corpus", CORPORA)
+def test_each_training_config_streams_with_its_chat_features(corpus, sample_exports):
+    for config in registry.training_configs(corpus):
+        streamed = datasets.load_dataset(str(sample_exports[corpus]), config, split="train", streaming=True)
+        loaded = datasets.load_dataset(str(sample_exports[corpus]), config, split="train")
+        assert streamed.features == loaded.features == training.features(config)
+        assert list(streamed) == loaded.to_list()
+
+
+@pytest.mark.parametrize("corpus, config, key, turn", [
+    ("doc2dial", "dialogue_domain", "dial_id",
+     lambda t: ("assistant" if t["role"] == "agent" else "user", t["utterance"])),
+    ("topical_chat", "conversations", "conversation_id",
+     lambda t: ("assistant" if t["agent"] == 1 else "user", t["message"])),
+])
+def test_messages_rows_are_whole_training_conversations(corpus, config, key, turn, sample_exports):
+    """Each row is its source conversation up to the trained agent's last turn, roles mapped."""
+    assert "messages" in registry.training_configs(corpus)
+    folder = str(sample_exports[corpus])
+    rows = datasets.load_dataset(folder, "messages", split="train").to_list()
+    source = {row[key]: row for row in datasets.load_dataset(folder, config, split="train")}
+    assert rows and {row["id"] for row in rows} <= set(source)
+    for row in rows:
+        system, *turns = row["messages"]
+        assert system["role"] == "system" and system["content"]
+        expected = [turn(t) for t in source[row["id"]]["turns"]]
+        while expected[-1][0] != "assistant":  # up to the trained agent's last turn
+            expected.pop()
+        assert [(m["role"], m["content"]) for m in turns] == expected
+
+
+def test_words_cut_cjk_into_characters_and_drop_punctuation():
+    assert words("Hello, World! 東京タワー") == ["hello", "world", "東", "京", "タ", "ワ", "ー"]
+    assert ngrams("one two three", n=3) == ngrams("One, two; THREE.", n=3)
+    assert ngrams("too short", n=13) == set()
+
+
+def test_the_index_finds_an_exact_question_and_a_shared_13_gram_and_nothing_else():
+    index = EvaluationIndex()
+    long = "the quick brown fox jumps over the lazy dog near the river bank at dawn"
+    index.add(Texts("Who wrote War and Peace?", ("Who wrote War and Peace?", long)))
+    check = Checker(index)
+    assert check.why(Texts("who wrote war and peace", ("who wrote war and peace", "Tolstoy"))) == "exact"
+    assert check.why(Texts("Another question", ("Another question", "so " + long))) == "ngram"
+    assert check.why(Texts("Who wrote Anna Karenina?", ("Who wrote Anna Karenina?", "Tolstoy"))) is None
+
+
+def test_a_shared_japanese_template_phrase_is_not_an_overlap_but_a_shared_question_is():
+    # real JEMHopQA train/dev questions: 13 characters in common (a template phrase), not one question
+    index = EvaluationIndex()
+    index.add(Texts("徳川慶喜と徳川恒孝、どちらが先に生まれましたか？", ("徳川慶喜と徳川恒孝、どちらが先に生まれましたか？",)))
+    check = Checker(index)
+    assert check.why(Texts("石原裕次郎と仲代達矢、どちらが先に生まれましたか？",
+                           ("石原裕次郎と仲代達矢、どちらが先に生まれましたか？",))) is None
+    long = "『シアー・ハート・アタック』と『戦慄の王女』、ロックフィールド・スタジオで録音されたのはどちらですか？"
+    index.add(Texts(long, (long,)))
+    assert check.why(Texts("では、" + long[:-5], ("では、" + long[:-5],))) == "ngram"
+
+
+LONG = "『星の歌』を作詞した人物と『月の歌』を作曲した人物は、どちらが先に音楽活動を始めましたか？"
+
+
+def _planted_jemhopqa(tmp_path):
+    """The bundled JEMHopQA sample with two evaluation (dev) documents planted in v1.2's train file: one as it is,
+    one reworded at both ends (not an exact match, but its middle 26 characters, CJK_N, in common)."""
+    files = shutil.copytree(registry.samples_dir("jemhopqa"), tmp_path / "jemhopqa-files")
+    train, dev_file = files / "corpus_ver1.2" / "train_ver1.2.json", files / "corpus_ver1.2" / "dev_ver1.2.json"
+    dev = json.loads(dev_file.read_text(encoding="utf-8"))
+    dev.append({**dev[0], "qid": "dev-long", "question": LONG})
+    dev_file.write_text(json.dumps(dev, ensure_ascii=False), encoding="utf-8")
+    rows = json.loads(train.read_text(encoding="utf-8"))
+    copied = {**dev[0], "qid": "planted-exact"}
+    reworded = {**dev[0], "qid": "planted-ngram", "question": "ところで、" + LONG[3:-4] + "か、教えてください。"}
+    train.write_text(json.dumps([*rows, copied, reworded], ensure_ascii=False), encoding="utf-8")
+    return files, len(rows)
+
+
+def test_an_evaluation_document_planted_in_a_training_file_is_dropped_and_counted(tmp_path, capsys):
+    files, clean = _planted_jemhopqa(tmp_path)
+    out = tmp_path / "out"
+    assert cli.main(["build", "jemhopqa", "--data-dir", str(files), "--out", str(out), "--config", "sft"]) == 0
+    printed = capsys.readouterr().out
+    rows = _sft(out)
+    assert not {"planted-exact", "planted-ngram"} & set(rows["id"])
+    tasks = len(harness.task_api("jemhopqa").TASKS)
+    assert len(rows) == clean * tasks
+    counts = DatasetCard.load(out / "README.md").data.to_dict()["qahub_decontamination"]["sft"]["train"]
+    assert counts == {"documents": (clean + 2) * tasks, "rows": clean * tasks, "exact": tasks, "ngram": tasks,
+                      "duplicates": 0}
+    # the build printed the card's counts, and the card states the rule
+    assert (f"jemhopqa/sft/train: {clean * tasks} rows of {(clean + 2) * tasks} training documents; dropped as "
+            f"overlapping an evaluated document: {tasks} exact, {tasks} n-gram; 0 duplicates") in printed
+    text = (out / "README.md").read_text(encoding="utf-8")
+    assert "## Training configs" in text and "13-gram" in text
+    assert f"| sft | train | {(clean + 2) * tasks} | {clean * tasks} | {tasks} | {tasks} | 0 |" in text
+    # only the asked config is in the export, though every builder config was built to make it
+    assert datasets.get_dataset_config_names(str(out)) == ["sft"]
+
+
+def test_the_sample_exports_say_their_training_configs_in_the_card(sample_exports):
+    for corpus in CORPORA:
+        card = DatasetCard.load(sample_exports[corpus] / "README.md").data.to_dict()
+        assert set(card["qahub_decontamination"]) == set(registry.training_configs(corpus))
+        assert set(datasets.get_dataset_config_names(str(sample_exports[corpus]))) == \
+            set(registry.export_config_names(corpus))
+
+
+def test_an_unknown_config_names_the_training_configs():
+    with pytest.raises(KeyError, match="sft, messages"):
+        export("doc2dial", "unused", configs=["chat"])
+
+
+def test_qahub_list_shows_the_training_configs(capsys):
+    assert cli.main(["list"]) == 0
+    printed = capsys.readouterr().out
+    for corpus in CORPORA:
+        for config in registry.training_configs(corpus):
+            assert re.search(rf"^{corpus}\s+{config}\s+train$", printed, re.M), (corpus, config)
+
+
+def test_a_build_without_a_train_split_skips_the_default_training_configs_and_refuses_asked_ones(tmp_path):
+    files = shutil.copytree(registry.samples_dir("topical_chat"), tmp_path / "files")
+    for train in files.glob("**/train.json"):
+        train.unlink()
+    options = {"present_splits_only": True}
+    report = export("topical_chat", tmp_path / "out", data_dir=files, builder_options=options)
+    assert [config for config, _ in report.skipped] == ["sft", "messages"]
+    assert "no qahub task of topical_chat has a train split" in report.skipped[0][1]
+    assert "sft" not in datasets.get_dataset_config_names(str(tmp_path / "out"))
+    with pytest.raises(ValueError, match="no qahub task of topical_chat has a train split"):
+        export("topical_chat", tmp_path / "asked", configs=["conversations", "sft"], data_dir=files,
+               builder_options=options)
