@@ -62,10 +62,10 @@ def build(corpus, location, out):
 
 def render(corpus, location):
     """The same documents as ``build`` reads, each training one's prompt rendered: nothing else."""
-    from qahub import harness, training
+    from qahub import planning, training
 
     layout = training.Layout.of(corpus, str(location))
-    specs = harness.task_api(corpus).TASKS
+    specs = planning.task_api(corpus).TASKS
     for name, config, split in layout.evaluated:
         training.task_docs(corpus, name, str(location), config, split)
     rendered = 0

@@ -9,7 +9,7 @@ import datasets
 import pytest
 from huggingface_hub import DatasetCard
 
-from qahub import cli, harness, registry, training
+from qahub import cli, harness, planning, registry, training
 from qahub.decontaminate import Checker, EvaluationIndex, Texts, ngrams, words
 from qahub.export import export
 
@@ -35,7 +35,7 @@ def lm_eval_tasks(sample_exports, tmp_path_factory):
 def test_sft_rows_are_lm_evals_rendering_of_the_tasks_training_documents(corpus, sample_exports, lm_eval_tasks):
     rows = _sft(sample_exports[corpus])
     assert rows.features == training.features("sft")
-    names = list(harness.task_api(corpus).TASKS)
+    names = list(planning.task_api(corpus).TASKS)
     assert set(rows["task"]) <= set(names) and len(rows) > 0
     for name in names:
         task = lm_eval_tasks[name]
@@ -44,12 +44,17 @@ def test_sft_rows_are_lm_evals_rendering_of_the_tasks_training_documents(corpus,
         assert {row["split"] for row in mine} <= {task.config.fewshot_split} <= {"train", "shots"}
         if not mine:
             continue
-        docs = list(task.fewshot_docs())
+        docs = {task.config.dataset_name: list(task.fewshot_docs())}
         for row in mine:
-            doc = docs[row["position"]]
+            # Jeopardy's task runs on `extended`, whose only split it evaluates: its rows come from `qa`'s train,
+            # rendered here by the same lm-eval task's doc_to_text
+            if row["config"] not in docs:
+                docs[row["config"]] = list(training.task_docs(corpus, name, str(sample_exports[corpus]),
+                                                              row["config"], row["split"]))
+            doc = docs[row["config"]][row["position"]]
             assert row["prompt"] == [{"role": "user", "content": task.doc_to_text(doc)}]
             assert row["completion"] == [{"role": "assistant", "content": task.doc_to_target(doc)}]
-            assert row["id"] == str(harness.task_api(corpus).TASKS[name].doc_id(doc) or row["position"])
+            assert row["id"] == str(planning.task_api(corpus).TASKS[name].doc_id(doc) or row["position"])
 
 
 @pytest.mark.parametrize("corpus", CORPORA)
@@ -136,7 +141,7 @@ def test_an_evaluation_document_planted_in_a_training_file_is_dropped_and_counte
     printed = capsys.readouterr().out
     rows = _sft(out)
     assert not {"planted-exact", "planted-ngram"} & set(rows["id"])
-    tasks = len(harness.task_api("jemhopqa").TASKS)
+    tasks = len(planning.task_api("jemhopqa").TASKS)
     assert len(rows) == clean * tasks
     counts = DatasetCard.load(out / "README.md").data.to_dict()["qahub_decontamination"]["sft"]["train"]
     assert counts == {"documents": (clean + 2) * tasks, "rows": clean * tasks, "exact": tasks, "ngram": tasks,
@@ -184,3 +189,14 @@ def test_a_build_without_a_train_split_skips_the_default_training_configs_and_re
     with pytest.raises(ValueError, match="no qahub task of topical_chat has a train split"):
         export("topical_chat", tmp_path / "asked", configs=["conversations", "sft"], data_dir=files,
                builder_options=options)
+
+
+def test_a_split_a_task_evaluates_is_never_a_training_source(sample_exports):
+    """Jeopardy's ``extended`` config has only train, which ``qahub_jeopardy`` evaluates where it is the config the
+    task runs on: its sft rows come from ``qa``'s train, and ``extended``'s train is checked against as evaluated."""
+    layout = training.Layout.of("jeopardy", str(sample_exports["jeopardy"]))
+    assert layout.sources["qahub_jeopardy"][0] == "qa"
+    assert ("qahub_jeopardy", "extended", "train") in layout.evaluated
+    spec = planning.task_api("jeopardy").TASKS["qahub_jeopardy"]
+    assert training.evaluated_splits(spec, ["train"]) == ["train"]
+    assert training.evaluated_splits(spec, ["train", "validation"]) == ["validation"]

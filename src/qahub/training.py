@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from qahub import harness
+from qahub import planning
 from qahub.decontaminate import RULE, Checker, EvaluationIndex, Texts
 
 SFT, MESSAGES = "sft", "messages"
@@ -50,7 +50,7 @@ def features(config: str):
 
 def texts(corpus: str, name: str, spec, doc) -> Texts:
     """The non-template text of task ``name``'s ``doc``, as its task_api's ``TRAINING_TEXTS`` declares it."""
-    declared = getattr(harness.task_api(corpus), "TRAINING_TEXTS", {})
+    declared = getattr(planning.task_api(corpus), "TRAINING_TEXTS", {})
     if name not in declared:
         raise ValueError(f"task {name}: its task_api declares no TRAINING_TEXTS entry (which of its documents' text "
                          "is not template), so its training rows cannot be checked")
@@ -66,8 +66,8 @@ def texts(corpus: str, name: str, spec, doc) -> Texts:
 def task_docs(corpus: str, name: str, location: str, config: str, split: str):
     """The documents of task ``name`` in ``split`` of ``config`` at ``location``, as its lm-eval task reads them
     (a ``datasets.Dataset``)."""
-    spec = harness.task_api(corpus).TASKS[name]
-    functions = harness.task_functions(corpus, name, location, config=config, splits=(split,))
+    spec = planning.task_api(corpus).TASKS[name]
+    functions = planning.task_functions(corpus, name, location, config=config, splits=(split,))
     rows = functions.dataset()[split]
     return functions.process_docs(rows) if spec.docs else rows
 
@@ -80,7 +80,7 @@ class Docs:
         self.corpus, self.location, self.read = corpus, location, {}
 
     def __call__(self, name: str, config: str, split: str):
-        key = (harness.task_api(self.corpus).TASKS[name].docs, config, split)
+        key = (planning.task_api(self.corpus).TASKS[name].docs, config, split)
         if key not in self.read:
             self.read[key] = task_docs(self.corpus, name, self.location, config, split)
         return self.read[key]
@@ -101,20 +101,32 @@ class Layout:
 
         configs = exports.export_configs(location)
         layout = cls(configs, {c: exports.export_splits(location, c) for c in configs})
-        specs = harness.task_api(corpus).TASKS
+        specs = planning.task_api(corpus).TASKS
         declared = {s for spec in specs.values() for s in spec.splits if s != TRAIN}
         for name, spec in specs.items():
             present = [c for c in spec.configs if c in layout.splits]
-            layout.evaluated += [(name, c, s) for c in present for s in spec.splits
-                                 if s != TRAIN and s in layout.splits[c]]
+            layout.evaluated += [(name, c, s) for c in present for s in evaluated_splits(spec, layout.splits[c])]
+        taken = {(c, s) for _, c, s in layout.evaluated}
+        for name, spec in specs.items():
+            present = [c for c in spec.configs if c in layout.splits]
             pools = [TRAIN] + ([spec.fewshot_split] if spec.fewshot_split not in declared else [])
-            found = next(((c, s) for s in pools for c in present if s in layout.splits[c]), None)
+            found = next(((c, s) for s in pools for c in present if s in layout.splits[c] and (c, s) not in taken),
+                         None)
             if found:  # validation too where no task of the corpus evaluates it
                 config, pool = found
                 extra = {VALIDATION: VALIDATION} if VALIDATION in layout.splits[config] and VALIDATION not in declared \
                     else {}
                 layout.sources[name] = (config, {TRAIN: pool, **extra})
         return layout
+
+
+def evaluated_splits(spec, present: list[str]) -> list[str]:
+    """The splits of one config a task may evaluate: every declared split but train, and train too where the config
+    has no other declared split (Jeopardy's ``extended`` has only train, which ``qahub_jeopardy`` then evaluates:
+    it is no training source)."""
+    here = [s for s in spec.splits if s in present]
+    others = [s for s in here if s != TRAIN]
+    return others or here
 
 
 # --- writing
@@ -188,7 +200,7 @@ def write_training(corpus: str, location: str, folder: Path, configs: list[str],
         raise ValueError(f"no qahub task of {corpus} has a {TRAIN} split (nor a few-shot split it "
                          "does not evaluate) in this build, so there is nothing to train on")
     index, docs = EvaluationIndex(), Docs(corpus, location)
-    specs = harness.task_api(corpus).TASKS
+    specs = planning.task_api(corpus).TASKS
     for name, config, split in layout.evaluated:
         for doc in docs(name, config, split):
             index.add(texts(corpus, name, specs[name], doc))
@@ -235,7 +247,7 @@ def _write_config(config, folder, max_shard_bytes, rows_by_split):
 
 def _sft_rows(corpus, docs, layout, checker) -> dict:
     """{split: rows(counts)}: the generator of each split's rows, counting into ``counts``."""
-    specs = harness.task_api(corpus).TASKS
+    specs = planning.task_api(corpus).TASKS
     splits = list(dict.fromkeys(s for _, wanted in layout.sources.values() for s in wanted))
 
     def rows(split):
@@ -273,8 +285,8 @@ def _doc_id(spec, doc, position):
 
 
 def _message_rows(corpus, docs, layout, checker) -> dict:
-    name, conversation = harness.task_api(corpus).CONVERSATION
-    spec = harness.task_api(corpus).TASKS[name]
+    name, conversation = planning.task_api(corpus).CONVERSATION
+    spec = planning.task_api(corpus).TASKS[name]
     config, wanted = layout.sources.get(name, (None, {TRAIN: TRAIN}))
 
     def rows(split):
