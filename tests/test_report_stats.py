@@ -231,7 +231,10 @@ HALF, ALL, NONE = [0.0] * 15 + [1.0] * 15, [1.0] * 30, [0.0] * 30
 @pytest.mark.parametrize("values, higher, expected", [
     ({"a": NONE, "b": ALL}, True, "b"), ({"a": NONE, "b": ALL}, False, "a"),
     ({"a": ALL, "b": NONE, "c": HALF}, True, "a"),
-    ({"a": HALF, "b": ALL, "c": NONE}, True, None)])  # b against c is not tested: no best
+    ({"a": HALF, "b": ALL, "c": NONE}, True, "b"),  # b against c: the leader's own test
+    ({"a": NONE, "b": ALL, "c": ALL[:15] + [0.0] * 15}, True, "b"),
+    ({"a": NONE, "b": ALL, "c": ALL[:29] + [0.0]}, True, None),  # b does not beat c significantly
+    ({"a": NONE, "b": ALL, "c": ALL}, True, None)])  # a tie at the top: no best
 def test_the_best_run_beats_every_other_run_with_a_star(specs, values, higher, expected):
     from qahub.report.build import best
 
@@ -239,6 +242,9 @@ def test_the_best_run_beats_every_other_run_with_a_star(specs, values, higher, e
     entry = reported(specs, LIMUR, runs)
     assert all(c["star"] for per in entry["comparisons"].values() for c in per.values())
     assert best(entry, higher, "a") == expected
+    if expected == "b" and len(values) == 3:  # the leader's test of c is a comparison cell of its own
+        (cell,) = entry["leader"]["against"].values()
+        assert entry["leader"]["run"] == "b" and cell["star"] and cell["delta"] < 0 and cell["test"] == "McNemar exact"
 
 
 def test_no_best_run_without_a_star_on_every_comparison(specs):

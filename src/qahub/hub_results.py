@@ -38,11 +38,21 @@ class HubDataset:
     revision: str | None = None
 
 
+def check_repo_id(where: str, repo_id: str, error: type[Exception]):
+    """``repo_id`` is ORG/NAME as the Hub accepts it; else ``error`` naming ``where``."""
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as err:
+        raise error(f"{where}: not a Hub repo id: {err}") from None
+    if "/" not in repo_id:
+        raise error(f"{where}: name the repo as ORG/NAME")
+
+
 def parse_hub_datasets(values) -> dict:
     """``{corpus: HubDataset}`` of ``CORPUS=ORG/NAME[@REVISION]`` arguments (a corpus given twice, an unknown
     corpus or a repo id the Hub would refuse is one line naming the argument)."""
-    from huggingface_hub.utils import HFValidationError, validate_repo_id
-
     from qahub import tasks
 
     known = tasks.corpus_names()
@@ -56,12 +66,7 @@ def parse_hub_datasets(values) -> dict:
             raise HubResultsError(f"--hub-dataset {value}: no corpus {corpus!r} ({', '.join(known)})")
         if corpus in found:
             raise HubResultsError(f"--hub-dataset {value}: {corpus} is given twice")
-        try:
-            validate_repo_id(repo_id)
-        except HFValidationError as err:
-            raise HubResultsError(f"--hub-dataset {value}: not a Hub repo id: {err}") from None
-        if "/" not in repo_id:
-            raise HubResultsError(f"--hub-dataset {value}: name the repo as ORG/NAME")
+        check_repo_id(f"--hub-dataset {value}", repo_id, HubResultsError)
         found[corpus] = HubDataset(repo_id, revision or None)
     return found
 

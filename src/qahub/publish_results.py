@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from qahub.hub_results import folder_name
+from qahub.hub_results import check_repo_id, folder_name
 
 SPLIT = "scored"  # the split of each details config: the documents a run scored
 REFUSED = {401: "not signed in, or the token is not valid", 403: "the token may not write there",
@@ -53,8 +53,6 @@ def _what(upload: Upload) -> str:
 
 def plan(report: Path, model_args, details: str | None, no_pr: bool) -> list[Upload]:
     """Every upload, with its files' bytes; nothing is sent."""
-    from huggingface_hub.utils import HFValidationError, validate_repo_id
-
     data = read_report(report)
     models = {}
     for value in model_args:
@@ -64,26 +62,17 @@ def plan(report: Path, model_args, details: str | None, no_pr: bool) -> list[Upl
         if run not in data["runs"]:
             raise PublishResultsError(f"--model {value}: the report has no run {run!r} "
                                       f"({', '.join(data['runs'])})")
-        _check_repo_id(f"--model {value}", repo_id, validate_repo_id, HFValidationError)
+        check_repo_id(f"--model {value}", repo_id, PublishResultsError)
         if repo_id in models.values():
             raise PublishResultsError(f"--model {value}: another run goes to {repo_id} too; its .eval_results "
                                       "files would collide (publish one run per model repo)")
         models[run] = repo_id
     if details:
-        _check_repo_id(f"--details {details}", details, validate_repo_id, HFValidationError)
+        check_repo_id(f"--details {details}", details, PublishResultsError)
     uploads = [model_upload(report, data, run, repo_id, details, no_pr) for run, repo_id in models.items()]
     if details:
         uploads.append(details_upload(report, data, details))
     return uploads
-
-
-def _check_repo_id(where, repo_id, validate, invalid):
-    try:
-        validate(repo_id)
-    except invalid as err:
-        raise PublishResultsError(f"{where}: not a Hub repo id: {err}") from None
-    if "/" not in repo_id:
-        raise PublishResultsError(f"{where}: name the repo as ORG/NAME")
 
 
 def read_report(report: Path) -> dict:

@@ -145,7 +145,46 @@ def task_report(task, spec, runs, baseline, settings) -> dict:
         for c in entry["comparisons"][name].values():  # a pair that is not like with like is never starred
             if c["no_star"] is None and entry["caveats"].get(name):
                 c["no_star"] = "not like with like: " + "; ".join(entry["caveats"][name])
+    entry["leader"] = leader_test(task, spec, metrics, runs, baseline, estimators, designs, entry["cluster"]["field"],
+                                  settings)
     return entry
+
+
+def leader_test(task, spec, metrics, runs, baseline, estimators, designs, field, settings):
+    """Whether the leader beats every run besides the baseline (its comparison with the baseline is among
+    ``comparisons``): with three runs or more and a leader (the best main-metric value, no tie) other than the
+    baseline, its paired test of the main metric with each other run, the same test as a comparison's,
+    Holm-adjusted among themselves and starred as a comparison is: ``{"run": leader, "against": {run: cell}}``
+    (a cell's delta is the run minus the leader), else None. "Best" is then the intersection of those claims,
+    each at level alpha: no further adjustment is owed (the intersection-union test)."""
+    from statsmodels.stats.multitest import multipletests
+
+    main, alpha = spec.headline, 1 - settings["confidence"]
+    points = {run.name: estimators[run.name][main].point() for run in runs if main in estimators[run.name]}
+    higher = {**spec.metrics, **spec.judge_metrics}[main].higher_is_better
+    ranked = sorted(points, key=points.get, reverse=higher)
+    if len(ranked) < 3 or ranked[0] == baseline or points[ranked[0]] == points[ranked[1]]:
+        return None
+    lead = next(run for run in runs if run.name == ranked[0])
+    scratch, against = {"notes": [], "warnings": [], "caveats": {}, "not_compared": {}}, {}
+    for run in runs:
+        if run.name in (lead.name, baseline):
+            continue
+        pairs = pairing(task, lead, run, scratch)
+        if pairs is None or scratch["caveats"].get(run.name) or main not in estimators[run.name]:
+            return None  # not compared, or not like with like: no best
+        match = {main: matched(run.name, lead.name, pairs, estimators)[main]}
+        clusters = _taken(designs.get(lead.name), pairs[0]) or _taken(designs[run.name], pairs[1])
+        draws = bootstrap(comparison_estimators(run.name, match), len(pairs[0]), settings["seed"],
+                          settings["resamples"], clusters)
+        against[run.name] = compare(run.name, metrics, match, len(pairs[0]), draws, settings, clusters, field)[main]
+    tested = [c for c in against.values() if c["p"] is not None]
+    if tested:
+        for c, p in zip(tested, multipletests([c["p"] for c in tested], method="holm")[1]):
+            c["p_holm"] = float(p)
+    for c in against.values():
+        c["star"] = c["p_holm"] is not None and c["p_holm"] < alpha and c["no_star"] is None
+    return {"run": lead.name, "against": against}
 
 
 def design(task_run):
@@ -468,10 +507,9 @@ def adjust(tasks: dict, alpha: float = 0.05):
 
 
 def best(entry, higher_is_better: bool, baseline: str):
-    """The run whose main metric beats every other run of the task with a star, else None. Only comparisons
-    with the baseline are made (and adjusted): the baseline is best when every other run is starred below it;
-    another run only when it is the one run besides the baseline and starred above it (with three runs or
-    more, whether it beats the third is not tested: None)."""
+    """The run whose main metric beats every other run of the task with a star, else None: the baseline when
+    every other run is starred below it; another run when it is starred above the baseline and, with three
+    runs or more, the leader's own tests (``leader_test``) star it above each of the others."""
     main, others = entry["main_metric"], [name for name in entry["scores"] if name != baseline]
     cells = [entry["comparisons"].get(name, {}).get(main) for name in others]
     if baseline not in entry["scores"] or not cells or any(c is None or not c["star"] for c in cells):
@@ -479,7 +517,14 @@ def best(entry, higher_is_better: bool, baseline: str):
     above = [name for name, c in zip(others, cells) if (c["delta"] > 0) == higher_is_better]
     if not above:
         return baseline
-    return above[0] if len(others) == 1 else None
+    if len(others) == 1:
+        return above[0]
+    leader = entry.get("leader")
+    if leader is None or leader["run"] not in above:
+        return None
+    rest = list(leader["against"].values())
+    wins = len(rest) == len(others) - 1 and all(c["star"] and (c["delta"] < 0) == higher_is_better for c in rest)
+    return leader["run"] if wins else None
 
 
 def report_data(runs, skipped, specs, settings, progress, workers=1) -> tuple[dict, dict]:

@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from qahub import tasks
@@ -16,6 +15,7 @@ from .runs import (
     RESULTS,
     TEMPLATE,
     ReportError,
+    ResultsRun,
     Run,
     TaskRun,
     add_samples,
@@ -26,21 +26,6 @@ from .runs import (
     prompt_hash,
     task_metrics,
 )
-
-
-@dataclass
-class LightevalRun(Run):
-    """A run read from a lighteval ``--output-dir``: ``samples`` maps each task to its details file."""
-
-    sources: dict = None  # task -> (results file, its contents)
-    harness = "lighteval"
-
-    def read(self, task: str, spec) -> TaskRun:
-        file, results = self.sources[task]
-        task_run = read_task(task, self.samples[task], results, spec, str(file))
-        if len(self.results_files) > 1:
-            task_run.notes.append(f"read from {file.name}, the newest of its results files holding {task}")
-        return task_run
 
 
 def is_lighteval(path: Path) -> bool:
@@ -141,3 +126,10 @@ def prompts(docs: list, inputs: list, results: dict) -> tuple[list, str | None]:
         return [[(m.get("role"), m.get("content")) for m in i] for i in inputs], CHAT
     override = (results["config_general"].get("model_config") or {}).get("override_chat_template")
     return [doc["query"] for doc in docs], {True: TEMPLATE, False: RAW}.get(override)
+
+
+class LightevalRun(ResultsRun):
+    """A run read from a lighteval ``--output-dir``."""
+
+    harness = "lighteval"
+    reader = staticmethod(read_task)

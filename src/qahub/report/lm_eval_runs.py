@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import operator
-from dataclasses import dataclass
 from pathlib import Path
 
 from qahub import tasks
@@ -17,6 +16,7 @@ from .runs import (
     RESULTS,
     TEMPLATE,
     ReportError,
+    ResultsRun,
     Run,
     TaskRun,
     add_samples,
@@ -30,21 +30,6 @@ from .runs import (
 )
 
 RERUN = "rerun lm_eval with --log_samples"
-
-
-@dataclass
-class LmEvalRun(Run):
-    """A run read from an lm-eval ``--output_path``: ``sources`` maps each task to its results file."""
-
-    sources: dict = None  # task -> (results file, its contents)
-    harness = "lm-eval"
-
-    def read(self, task: str, spec) -> TaskRun:
-        file, results = self.sources[task]
-        task_run = read_task(task, self.samples[task], results, spec, str(file))
-        if len(self.results_files) > 1:
-            task_run.notes.append(f"read from {file.name}, the newest of its results files holding {task}")
-        return task_run
 
 
 def results_files(path: Path) -> list[Path]:
@@ -200,3 +185,10 @@ def _check_keys(samples: Path, keys: list):
         if first.setdefault(doc_id, number) != number:
             raise ReportError(f"{samples}: line {number}: doc_id {doc_id} again (first on line {first[doc_id]}); "
                               "each document is logged once: the samples file is damaged")
+
+
+class LmEvalRun(ResultsRun):
+    """A run read from an lm-eval ``--output_path``."""
+
+    harness = "lm-eval"
+    reader = staticmethod(read_task)

@@ -87,6 +87,23 @@ class Run:
         raise NotImplementedError
 
 
+@dataclass
+class ResultsRun(Run):
+    """A run whose tasks come from results files (lm-eval, lighteval): ``sources`` maps each task to the newest
+    results file holding it and that file's contents; ``reader`` is the harness's reader of one task,
+    ``reader(task, samples, results, spec, results_name)``."""
+
+    sources: dict = None  # task -> (results file, its contents)
+    reader: ClassVar = None
+
+    def read(self, task: str, spec) -> TaskRun:
+        file, results = self.sources[task]
+        task_run = type(self).reader(task, self.samples[task], results, spec, str(file))
+        if len(self.results_files) > 1:
+            task_run.notes.append(f"read from {file.name}, the newest of its results files holding {task}")
+        return task_run
+
+
 # aggregation (lm-eval's name or the task_api function's name) -> how a report resamples it
 KINDS = {"mean": "mean", "mean_or_zero": "mean", "total": "sum", "bleu_of_pairs": "bleu", "corpus_bleu": "bleu",
          "distinct_1": "distinct", "distinct_2": "distinct"}
