@@ -81,7 +81,7 @@ def sft_trained(sample_exports, chat_model, tmp_path_factory):
     shortest = sorted(range(len(rows)), key=lambda i: len(rows[i]["prompt"][0]["content"]))
     batch = rows.select([i for name in ("jemhopqa", "jeopardy") for i in [j for j in shortest if corpus[j] == name][:2]])
     out = tmp_path_factory.mktemp("sft-trained")
-    trainer = _trainer(chat_model, _repeated(batch), out)
+    trainer = _trainer(chat_model, _repeated(batch, n=len(batch)), out)
     trainer.train()
     trainer.save_model(str(out))
     return trainer, batch, out

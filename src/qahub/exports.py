@@ -216,9 +216,9 @@ def builder_features(corpus, config):
     from qahub import registry
 
     if config in registry.training_configs(corpus):
-        from qahub import training
+        from qahub import chat_features
 
-        return training.features(config)
+        return chat_features.features(config)
     with tempfile.TemporaryDirectory(prefix=f"qahub-{corpus}-") as cache:  # the builder only looks at its cache
         return registry.builder_class(corpus)(config_name=config, cache_dir=cache).info.features
 

@@ -20,29 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from qahub import planning
+from qahub.chat_features import MESSAGES, SFT, features
 from qahub.decontaminate import RULE, Checker, EvaluationIndex, Texts
 
-SFT, MESSAGES = "sft", "messages"
 TRAIN, VALIDATION = "train", "validation"
 BATCH = 2000  # rows per Parquet row group
-
-
-def message_features():
-    import datasets
-
-    return datasets.List({"role": datasets.Value("string"), "content": datasets.Value("string")})
-
-
-def features(config: str):
-    import datasets
-
-    source = {"config": datasets.Value("string"), "split": datasets.Value("string")}
-    if config == SFT:
-        return datasets.Features({"prompt": message_features(), "completion": message_features(),
-                                  "task": datasets.Value("string"), "id": datasets.Value("string"), **source,
-                                  "position": datasets.Value("int64")})
-    return datasets.Features({"messages": message_features(), "task": datasets.Value("string"),
-                              "id": datasets.Value("string"), **source})
 
 
 # --- what each corpus's task_api declares for these configs
