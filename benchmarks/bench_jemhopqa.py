@@ -45,10 +45,11 @@ def prepare_ours(source: str):
 
 
 def ours(source: str) -> int:
+    from qahub import registry
     from qahub.export import export
 
-    with tempfile.TemporaryDirectory() as tmp:
-        report = export("jemhopqa", Path(tmp) / "out", data_dir=source)
+    with tempfile.TemporaryDirectory() as tmp:  # the builder's configs: the training ones are bench_training's
+        report = export("jemhopqa", Path(tmp) / "out", data_dir=source, configs=registry.config_names("jemhopqa"))
     return sum(s.rows for s in report.splits)
 
 
