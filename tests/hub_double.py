@@ -125,14 +125,16 @@ class HubDouble:
         found = RESOLVE.match(path)
         if found and method in ("GET", "HEAD"):
             kind = {"datasets": "dataset", "spaces": "space", None: "model"}[found[1]]
+            if (kind, found[2]) not in self.repos:
+                return 404, {"X-Error-Code": "RepoNotFound"}, {"error": "Repository not found"}
             return self.resolve(self.repos[(kind, found[2])], unquote(found[3]), unquote(found[4]),
                                 headers.get("Range"))
         found = API_REPO.match(path)
         if not found:
             return 404, {}, {"error": f"no route {method} {path}"}
         kind, repo_id, rest = found[1][:-1], found[2], found[3] or ""
-        if (kind, repo_id) not in self.repos:
-            return 404, {}, {"error": "Repository not found"}
+        if (kind, repo_id) not in self.repos:  # as the Hub says it: huggingface_hub's RepositoryNotFoundError
+            return 404, {"X-Error-Code": "RepoNotFound"}, {"error": "Repository not found"}
         repo = self.repos[(kind, repo_id)]
         action, _, tail = rest.partition("/")
         if method == "GET" and action in ("", "revision"):
