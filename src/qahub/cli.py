@@ -312,8 +312,9 @@ def _add_report(commands):
     p = commands.add_parser("report", help="scores with confidence intervals, breakdowns and paired comparisons "
                                            "of lm_eval --log_samples runs and inspect logs")
     p.add_argument("runs", nargs="+", metavar="RUN",
-                   help="an lm_eval --output_path folder (or its model folder), or an inspect log file or "
-                        "--log-dir folder; optionally NAME=PATH")
+                   help="an lm_eval --output_path folder (or its model folder), a lighteval --output-dir, an "
+                        "inspect log file or --log-dir folder, or a details repo on the Hub, "
+                        "hf://datasets/ORG/NAME[/PATH][@REV] (or a local snapshot of one); optionally NAME=PATH")
     p.add_argument("--out", required=True, help="folder to write report.json, report.md, report.html, figures/ to")
     p.add_argument("--baseline", help="the run the others are compared with (default: the first)")
     p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default: 1000)")

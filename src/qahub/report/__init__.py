@@ -10,8 +10,8 @@ from pathlib import Path
 
 from qahub.files import Guard, check_folder, staged
 
-from .runs import ReportError, parse_run_argument, qahub_tasks
-from .sources import read_runs
+from .runs import ReportError, qahub_tasks
+from .sources import local_paths, read_runs
 
 __all__ = ["ReportError", "write_report"]
 MARKER = "report.json"
@@ -35,7 +35,7 @@ def write_report(arguments, out, baseline=None, resamples=1000, seed=12345, conf
         raise ReportError(f"--seed {seed}: must be 0 or more (numpy's seeds are)")
     if not 0 < confidence < 1:
         raise ReportError(f"--confidence {confidence}: must be between 0 and 1")
-    check_out(Path(out), [parse_run_argument(argument)[1] for argument in arguments], overwrite)
+    check_out(Path(out), local_paths(arguments), overwrite)
     out = Path(out).absolute()
     specs = qahub_tasks()
     with gc_paused():  # the samples' items are kept: the collector would walk them again and again

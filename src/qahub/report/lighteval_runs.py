@@ -41,25 +41,39 @@ def read_run(name: str | None, path: Path, specs: dict) -> tuple[Run, list]:
     if len(models) > 1:
         raise ReportError(f"{path}: holds the lighteval results of several models ({', '.join(models)}); "
                           "give one --output-dir per run")
-    loaded = {file: _read_json(file) for file in found}
-    chosen = newest_holding(found, lambda file: [key for key in loaded[file]["results"] if key != "all"])
+    return read_files(name, path, found, path / "details" / models[0], models[0], specs)
+
+
+def read_files(name: str | None, path: Path, found: list, details: Path, model: str, specs: dict) -> tuple[Run, list]:
+    """The run of the results files ``found``, whose details are ``details/<date>/details_<task>_<date>.parquet``
+    (``model``: the model's name when the results do not record it). A ``--push-to-hub`` details repo lays them
+    out so too, with the results and the date folders side by side (``hub_runs``)."""
+    loaded = {file: read_json(file) for file in found}
+    chosen = newest_holding(found, lambda file: result_keys(loaded[file]))
     newest = max(found, key=lambda p: RESULTS.match(p.name)["date"])
     results = loaded[newest]
-    model = str((results["config_general"].get("model_config") or {}).get("model_name") or models[0])
+    model = str((results["config_general"].get("model_config") or {}).get("model_name") or model)
     used = sorted({str(file) for file in chosen.values()})
     run = LightevalRun(name or model, str(path), model, str(newest), results, results_files=used,
                        sources={key.rpartition("|")[0]: (file, loaded[file]) for key, file in chosen.items()})
-    details = path / "details" / models[0]
-    found = [(key, key.rpartition("|")[0], details / _date(file) / f"details_{key}_{_date(file)}.parquet", file)
+    found = [(key, key.rpartition("|")[0], details / details_name(key, file.name), file)
              for key, file in chosen.items()]
     return run, add_samples(run, found, specs, "details", "rerun lighteval with --save-details")
 
 
-def _date(file: Path) -> str:
-    return RESULTS.match(file.name)["date"]
+def result_keys(results: dict) -> list:
+    """The tasks of a results file as lighteval names them, ``TASK|SHOTS`` (less its ``all``)."""
+    return [key for key in results["results"] if key != "all"]
 
 
-def _read_json(path: Path) -> dict:
+def details_name(key: str, results_name: str) -> str:
+    """Where the details of task ``key`` (``TASK|SHOTS``) of the results file ``results_name`` are, below the
+    details folder: ``<date>/details_<key>_<date>.parquet``."""
+    date = RESULTS.match(results_name)["date"]
+    return f"{date}/details_{key}_{date}.parquet"
+
+
+def read_json(path: Path) -> dict:
     data = load_json(path)
     if not isinstance(data, dict) or not isinstance(data.get("results"), dict) or \
             not isinstance(data.get("config_general"), dict):

@@ -58,11 +58,15 @@ def read_run(name: str | None, path: Path, specs: dict) -> tuple[Run, list]:
     used = sorted(set(chosen.values()), key=files.index)
     run = LmEvalRun(name or model, str(path), model, str(newest), results, results_files=[str(f) for f in used],
                     sources={task: (file, loaded[file]) for task, file in chosen.items()})
-    found = [(task, task, file.parent / f"samples_{task}_{RESULTS.match(file.name)['date']}.jsonl", file)
-             for task, file in chosen.items()]
+    found = [(task, task, file.parent / samples_name(task, file.name), file) for task, file in chosen.items()]
     left = add_samples(run, found, specs, "samples", RERUN,
                        check=lambda task: task_entry(loaded[chosen[task]], "results", task, chosen[task]))
     return run, left
+
+
+def samples_name(task: str, results_name: str) -> str:
+    """The samples file of ``task`` beside the results file ``results_name``: ``samples_<task>_<date>.jsonl``."""
+    return f"samples_{task}_{RESULTS.match(results_name)['date']}.jsonl"
 
 
 def tasks_of(results: dict) -> list:

@@ -1,12 +1,13 @@
 """Which reader reads a run: an inspect log or log folder (``inspect_logs``), a lighteval ``--output-dir``
-(``lighteval_runs``), else an lm-eval ``--output_path`` (``lm_eval_runs``). Every task of every run is either read
+(``lighteval_runs``), a Hub details repo ``hf://datasets/...`` or a local snapshot of one (``hub_runs``: one run
+per model folder), else an lm-eval ``--output_path`` (``lm_eval_runs``). Every task of every run is either read
 or named in ``skipped`` with the reason."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from . import inspect_logs, lighteval_runs, lm_eval_runs
+from . import hub_runs, inspect_logs, lighteval_runs, lm_eval_runs
 from .runs import ReportError, Run, parse_run_argument, skipped
 
 
@@ -14,13 +15,29 @@ def read_runs(arguments: list[str], specs: dict) -> tuple[list[Run], list[dict]]
     """The runs and ``skipped``: ``{"run", "task", "reason"}`` of each task of a run that is not reported."""
     runs, left = [], []
     for argument in arguments:
-        name, path = parse_run_argument(argument)
-        run, left_here = read_run(name, path, specs)
-        if any(other.name == run.name for other in runs):
-            raise ReportError(f"{path}: a second run named {run.name!r}; use NAME=PATH to name each run")
-        runs.append(run)
-        left += [skipped(run.name, task, reason) for task, reason in left_here]
+        for run, left_here in read_argument(argument, specs):
+            if any(other.name == run.name for other in runs):
+                raise ReportError(f"{run.path}: a second run named {run.name!r}; use NAME=PATH to name each run")
+            runs.append(run)
+            left += [skipped(run.name, task, reason) for task, reason in left_here]
     return runs, left
+
+
+def read_argument(argument: str, specs: dict) -> list[tuple[Run, list]]:
+    """The runs of one ``[NAME=]PATH`` or ``[NAME=]hf://datasets/...`` argument (a details repo holding several
+    models: one run each)."""
+    name, target = hub_runs.split_name(argument)
+    if hub_runs.is_hub(target):
+        return hub_runs.read_hub(name, target, specs)
+    name, path = parse_run_argument(argument)
+    if hub_runs.is_snapshot(path):
+        return hub_runs.read_local(name, path, specs)
+    return [read_run(name, path, specs)]
+
+
+def local_paths(arguments: list[str]) -> list[Path]:
+    """The folders and files the run arguments name on this machine (not the ``hf://`` ones)."""
+    return [parse_run_argument(a)[1] for a in arguments if not hub_runs.is_hub(hub_runs.split_name(a)[1])]
 
 
 def read_run(name: str | None, path: Path, specs: dict) -> tuple[Run, list]:

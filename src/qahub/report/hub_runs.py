@@ -1,0 +1,285 @@
+"""Runs published on the Hugging Face Hub as report inputs: ``hf://datasets/ORG/NAME[/PATH][@REV]`` (also
+huggingface_hub's own ``hf://datasets/ORG/NAME@REV[/PATH]``), or a local snapshot of such a repo (a folder of the
+Hub cache, ``.../datasets--ORG--NAME/snapshots/<commit>``, or an ``hf download --local-dir`` folder).
+
+Two layouts are read, each with its harness's reader:
+
+- an lm-eval details repo (``lm_eval --hf_hub_log_args push_samples_to_hub=True,...``): per model a folder
+  ``<org>__<model>/`` holding ``results_<date>.json`` and ``samples_<task>_<date>.jsonl`` (lm-eval also pushes a
+  copy of the results alone to ``<org>/<model>/``, which is skipped). Each model folder is one run, named by its
+  model as a local run is; ``PATH`` picks one folder (needed to give the run a ``NAME=``);
+- a lighteval details repo (``lighteval ... --push-to-hub``, ``<org>/details_<model>``): ``results_<date>.json``
+  and ``<date>/details_<task>|<shots>_<date>.parquet`` at its root: one run.
+
+Only the results files of the folders read and the samples or details of the qahub tasks asked for (each from the
+newest results file holding it, as for a local run) are downloaded (``snapshot_download`` with exact
+``allow_patterns``); the tree listing and the files stay in the Hub cache, so a second read works offline
+(``HF_HUB_OFFLINE=1``). A qahub details dataset (``qahub publish-results --details``) is refused with the reason: it
+holds each document's scores, not what a report reads again (see ``QAHUB_DETAILS``)."""
+
+from __future__ import annotations
+
+import glob
+import logging
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from urllib.parse import unquote
+
+from . import lighteval_runs, lm_eval_runs
+from .runs import RESULTS, ReportError, newest_holding
+
+PREFIX = "hf://"
+DATASETS = "hf://datasets/"
+SAMPLES = re.compile(r"^samples_.+\.jsonl$")
+DETAILS = re.compile(r"^[^/]+/details_.+\.parquet$")  # lighteval's <date>/details_<task>|<shots>_<date>.parquet
+QAHUB_DETAILS = ("a qahub details dataset (qahub publish-results --details) holds, per document, the task's "
+                 "document id, the reply and the scores of the mean and sum metrics only: not the items of BLEU or "
+                 "distinct-n, the documents' fields the categories and clusters come from, nor lm-eval's doc_id and "
+                 "doc_hash; report the lm-eval or lighteval runs it was made from, or their details repos")
+
+
+@dataclass(frozen=True)
+class Address:
+    """``hf://datasets/ORG/NAME[/PATH][@REV]`` taken apart (``text``: as given)."""
+
+    text: str
+    repo_id: str
+    path: str = ""
+    revision: str | None = None
+
+
+def is_hub(text: str) -> bool:
+    return text.startswith(PREFIX)
+
+
+def split_name(argument: str) -> tuple[str | None, str]:
+    """``NAME=hf://...`` -> ``(NAME, hf://...)``; any other argument -> ``(None, argument)``."""
+    name, sep, rest = argument.partition("=")
+    if sep and name and is_hub(rest) and not is_hub(argument):
+        return name, rest
+    return None, argument
+
+
+def parse_address(text: str) -> Address:
+    from qahub.hub_results import check_repo_id
+
+    if not text.startswith(DATASETS):
+        raise ReportError(f"{text}: only dataset repos are read: hf://datasets/ORG/NAME[/PATH][@REV]")
+    rest = text[len(DATASETS):].strip("/")
+    org, _, rest = rest.partition("/")
+    name, _, path = rest.partition("/")
+    revision = None
+    if "@" in name:  # huggingface_hub's form: ORG/NAME@REV/PATH (REV url-quoted if it holds a "/")
+        name, _, revision = name.partition("@")
+        revision = unquote(revision)
+        if revision == "refs":  # refs/pr/N or refs/convert/NAME unquoted, as HfFileSystem takes it too
+            kind, _, rest = path.partition("/")
+            number, _, path = rest.partition("/")
+            revision = f"refs/{kind}/{number}"
+    elif "@" in path:  # the documented form: ORG/NAME/PATH@REV (REV may hold "/": refs/pr/1)
+        path, _, revision = path.rpartition("@")
+    if revision == "" or not org or not name:
+        raise ReportError(f"{text}: not hf://datasets/ORG/NAME[/PATH][@REV]")
+    check_repo_id(text, f"{org}/{name}", ReportError)
+    return Address(text, f"{org}/{name}", path.strip("/"), revision)
+
+
+# --- where the files are: the Hub (through its cache) or a local snapshot
+
+
+class Snapshot:
+    """A snapshot on disk: ``root``, every file of the repo (``files``, paths relative to the repo root) and
+    ``fetch(paths)`` making those files present under ``root``. ``where(folder)``: the run's source to report."""
+
+    def __init__(self, root: Path, files: list, label: str):
+        self.root, self.files, self.label = root, files, label
+
+    def fetch(self, paths: list):
+        missing = [p for p in paths if not (self.root / p).is_file()]
+        if missing:
+            raise ReportError(f"{self.label}: {missing[0]} is listed but not in the snapshot")
+
+    def where(self, folder: str) -> str:
+        return str(self.root / folder) if folder else str(self.root)
+
+
+class HubSnapshot(Snapshot):
+    """A dataset repo at one commit, read through the Hub cache: the listing comes with the first download
+    (the results files) and is cached by huggingface_hub beside the files (``get_cached_repo_tree``)."""
+
+    def __init__(self, address: Address):
+        self.address = address
+        # no file yet: the revision resolved to its commit and the commit's tree listing, which huggingface_hub
+        # caches with the revision (so the same call works offline); snapshots/<commit> is where files land
+        root = Path(self._download(address.revision or "main", []))
+        self.commit = root.name
+        from huggingface_hub import get_cached_repo_tree
+
+        files = [entry.path for entry in get_cached_repo_tree(address.repo_id, repo_type="dataset",
+                                                               revision=self.commit)]
+        super().__init__(root, files, address.text)
+
+    def fetch(self, paths: list):
+        if paths:  # at the commit already resolved: the files land in the same snapshot folder
+            self._download(self.commit, [glob.escape(p) for p in paths])
+
+    def where(self, folder: str) -> str:
+        inside = f"/{folder}" if folder else ""
+        return f"{DATASETS}{self.address.repo_id}{inside}@{self.commit}"
+
+    def _download(self, revision: str, patterns: list) -> str:
+        from huggingface_hub import snapshot_download
+        from huggingface_hub.errors import EntryNotFoundError, HfHubHTTPError
+
+        quiet = logging.getLogger("huggingface_hub._snapshot_download")  # "No files matched" of the listing
+        level = quiet.level
+        quiet.setLevel(logging.ERROR)
+        try:
+            return snapshot_download(self.address.repo_id, repo_type="dataset", revision=revision,
+                                     allow_patterns=patterns)
+        except (HfHubHTTPError, EntryNotFoundError, OSError) as err:  # the Hub's or the cache's: one line
+            raise ReportError(refusal(self.address, err)) from None
+        finally:
+            quiet.setLevel(level)
+
+
+def refusal(address: Address, err: Exception) -> str:
+    """One line naming the argument and why it cannot be read (never the token)."""
+    from huggingface_hub import constants
+    from huggingface_hub.errors import (
+        HfHubHTTPError,
+        LocalEntryNotFoundError,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
+
+    cause = err.__cause__ if isinstance(err, LocalEntryNotFoundError) and err.__cause__ else err
+    status = cause.response.status_code if isinstance(cause, HfHubHTTPError) and cause.response is not None \
+        else None
+    text, repo = address.text, address.repo_id
+    if isinstance(cause, RevisionNotFoundError):
+        return f"{text}: dataset repo {repo} has no revision {address.revision or 'main'!r}"
+    if status == 401:
+        return f"{text}: refused (401: no valid token for dataset repo {repo}; set HF_TOKEN or log in)"
+    if status == 403:
+        return f"{text}: refused (403: the token may not read dataset repo {repo})"
+    if isinstance(cause, RepositoryNotFoundError) or status == 404:
+        return f"{text}: no dataset repo {repo} on {constants.ENDPOINT} (or it is private and the token may not read it)"
+    if isinstance(err, LocalEntryNotFoundError) and constants.HF_HUB_OFFLINE:
+        return (f"{text}: not in the Hub cache ({constants.HF_HUB_CACHE}), or not every file the report reads, and "
+                "HF_HUB_OFFLINE is set; read it once online first")
+    if isinstance(err, LocalEntryNotFoundError):
+        return f"{text}: the Hub at {constants.ENDPOINT} cannot be reached and the revision is not in the Hub cache"
+    if status is not None:
+        return f"{text}: refused ({status} from {constants.ENDPOINT})"
+    return f"{text}: cannot be read from {constants.ENDPOINT} ({type(err).__name__})"
+
+
+# --- a local snapshot
+
+
+def is_snapshot(path: Path) -> bool:
+    """``path`` is a downloaded snapshot of a dataset repo (the Hub cache's, or an ``hf download --local-dir``),
+    or a folder laid out as a lighteval or qahub details repo."""
+    if not path.is_dir():
+        return False
+    cached = path.parent.name == "snapshots" and path.parent.parent.name.startswith("datasets--")
+    if cached or (path / ".cache" / "huggingface").is_dir():
+        return True
+    top = [p.name for p in path.iterdir()]
+    lighteval = any(RESULTS.match(name) for name in top) and any(path.glob("*/details_*.parquet"))
+    return lighteval or (path / "report" / "report.json").is_file() and (path / "data").is_dir()
+
+
+def local_snapshot(path: Path) -> Snapshot:
+    files = [p.relative_to(path).as_posix() for p in path.rglob("*") if p.is_file()
+             and ".cache" not in p.relative_to(path).parts[:1]]
+    return Snapshot(path, files, str(path))
+
+
+# --- reading the runs of a snapshot
+
+
+def read_hub(name: str | None, text: str, specs: dict) -> list:
+    """``[(run, [(task, reason), ...])]`` of ``hf://datasets/...``."""
+    address = parse_address(text)
+    return read_snapshot(name, HubSnapshot(address), address.path, specs)
+
+
+def read_local(name: str | None, path: Path, specs: dict) -> list:
+    return read_snapshot(name, local_snapshot(path), "", specs)
+
+
+def read_snapshot(name: str | None, snapshot: Snapshot, path: str, specs: dict) -> list:
+    """The runs of the repo's folder ``path`` ("" the whole repo): one per model folder."""
+    inside = f"{path}/" if path else ""
+    files = [f[len(inside):] for f in snapshot.files if f.startswith(inside)]
+    if not files:
+        raise ReportError(f"{snapshot.label}: no folder {path!r} in the repo")
+    if "report/report.json" in files and any(f.startswith("data/") for f in files):
+        raise ReportError(f"{snapshot.label}: {QAHUB_DETAILS}")
+    if any(RESULTS.match(f) for f in files) and any(DETAILS.match(f) for f in files):
+        return [_lighteval(name, snapshot, path, files, specs)]
+    folders = model_folders(files)
+    if not folders:
+        raise ReportError(f"{snapshot.label}: neither an lm-eval details repo (<model>/results_<date>.json and "
+                          "samples_<task>_<date>.jsonl) nor a lighteval one (results_<date>.json and "
+                          "<date>/details_<task>_<date>.parquet)")
+    if name and len(folders) > 1:
+        raise ReportError(f"{name}={snapshot.label}: holds {len(folders)} models ({', '.join(folders)}); name one "
+                          "run by giving its folder: hf://datasets/ORG/NAME/FOLDER")
+    return [_lm_eval(name, snapshot, _join(path, folder), files, folder, specs) for folder in folders]
+
+
+def model_folders(files: list) -> list:
+    """The folders holding lm-eval results files ("" the top), less lm-eval's copy of the results alone under
+    the model's unsanitized name (``org/model`` beside ``org__model``, which has the samples too)."""
+    results = {_parent(f) for f in files if RESULTS.match(PurePosixPath(f).name)}
+    samples = {_parent(f) for f in files if SAMPLES.match(PurePosixPath(f).name)}
+    return sorted(f for f in results if f in samples or f.replace("/", "__") not in results)
+
+
+def _lm_eval(name, snapshot, folder, files, local, specs):
+    """One lm-eval model folder: its results files, then the samples of the qahub tasks they hold."""
+    inside = f"{local}/" if local else ""
+    found = [f for f in files if _parent(f) == local and RESULTS.match(PurePosixPath(f).name)]
+    snapshot.fetch([_join(folder, f[len(inside):]) for f in found])
+    base = snapshot.root / folder
+    paths = [base / f[len(inside):] for f in found]
+    loaded = {p: lm_eval_runs.read_json(p) for p in paths}
+    chosen = newest_holding(paths, lambda p: lm_eval_runs.tasks_of(loaded[p]))
+    wanted = [lm_eval_runs.samples_name(task, p.name) for task, p in chosen.items() if task in specs]
+    listed = set(files)
+    snapshot.fetch([_join(folder, w) for w in wanted if inside + w in listed])
+    run, left = lm_eval_runs.read_run(name, base, specs)
+    run.path = snapshot.where(folder)
+    return run, left
+
+
+def _lighteval(name, snapshot, folder, files, specs):
+    """A lighteval details repo: its results files, then the details of the qahub tasks they hold."""
+    found = [f for f in files if RESULTS.match(f)]
+    snapshot.fetch([_join(folder, f) for f in found])
+    base = snapshot.root / folder
+    paths = [base / f for f in found]
+    loaded = {p: lighteval_runs.read_json(p) for p in paths}
+    chosen = newest_holding(paths, lambda p: lighteval_runs.result_keys(loaded[p]))
+    wanted = [lighteval_runs.details_name(key, p.name) for key, p in chosen.items()
+              if key.rpartition("|")[0] in specs]
+    listed = set(files)
+    snapshot.fetch([_join(folder, w) for w in wanted if w in listed])
+    model = snapshot.label.rstrip("/").rsplit("/", 1)[-1].split("@")[0].removeprefix("details_")
+    run, left = lighteval_runs.read_files(name, base, paths, base, model, specs)
+    run.path = snapshot.where(folder)
+    return run, left
+
+
+def _parent(path: str) -> str:
+    return os.path.dirname(path)
+
+
+def _join(*parts: str) -> str:
+    """Repo paths joined ("" the repo's top)."""
+    return "/".join(part for part in parts if part)
