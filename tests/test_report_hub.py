@@ -7,6 +7,7 @@ so the report of the published runs is compared with the report of the same runs
 import copy
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -27,6 +28,7 @@ ORG = "qa-lab"
 LM_EVAL_REPO = f"{ORG}/lm-eval-results"  # lm-eval's default details_repo_name
 LIGHTEVAL_REPO = f"{ORG}/details_scripted"  # lighteval's details_<model> (the Scripted model's name)
 TASKS = ["qahub_jemhopqa", "qahub_limur", "qahub_topical_chat_freq"]
+OTHER = "other_arithmetic"  # not a qahub task: the half run has it too, the report skips it, nothing downloads it
 FEWSHOT = 2
 
 
@@ -48,8 +50,9 @@ def _push_lm_eval(task_folder, out):
     from lm_eval.loggers import EvaluationTracker
     from lm_eval.tasks import TaskManager
 
-    manager = TaskManager(include_path=task_folder)
-    for model, kind, tasks in (("half", Half, TASKS), ("oracle", Oracle, TASKS), ("oracle", Oracle, TASKS[:1])):
+    manager = TaskManager(include_path=[task_folder, str(_other_task(out.parent / "other-task"))])
+    runs = (("half", Half, [*TASKS, OTHER]), ("oracle", Oracle, TASKS), ("oracle", Oracle, TASKS[:1]))
+    for model, kind, tasks in runs:
         HfFileSystem.clear_instance_cache()  # each lm_eval command is a process: no listing of the one before
         tracker = EvaluationTracker(output_path=str(out), hub_results_org=ORG, push_results_to_hub=True,
                                     push_samples_to_hub=True, public_repo=True, token=os.environ["HF_TOKEN"])
@@ -61,6 +64,18 @@ def _push_lm_eval(task_folder, out):
         for task in result["configs"]:
             tracker.save_results_samples(task_name=task, samples=samples[task])
         tracker.recreate_metadata_card()
+
+
+def _other_task(folder: Path) -> Path:
+    """An lm-eval task of another benchmark (two questions in a local JSON file), run beside the qahub tasks."""
+    folder.mkdir(parents=True)
+    (folder / "questions.jsonl").write_text('{"question": "2+2?", "answer": "4"}\n'
+                                            '{"question": "3+3?", "answer": "6"}\n', encoding="utf-8")
+    (folder / f"{OTHER}.yaml").write_text(
+        f"task: {OTHER}\ndataset_path: json\ndataset_kwargs:\n  data_files:\n    test: {folder / 'questions.jsonl'}\n"
+        "test_split: test\noutput_type: generate_until\ndoc_to_text: '{{question}}'\ndoc_to_target: '{{answer}}'\n"
+        "generation_kwargs:\n  until: ['\\n']\nmetric_list:\n  - metric: exact_match\n", encoding="utf-8")
+    return folder
 
 
 def _push_lighteval(data, out):
@@ -170,6 +185,7 @@ def test_the_harnesses_pushed_their_details_repos(hub, published):
         assert any(p.startswith(f"{ORG}__{model}/samples_{TASKS[1]}_") for p in lm_eval), sorted(lm_eval)
         assert any(p.startswith(f"{ORG}/{model}/results_") for p in lm_eval)  # lm-eval's copy of the results
     assert len([p for p in lm_eval if p.startswith(f"{ORG}__oracle/samples_{TASKS[0]}_")]) == 2  # two runs
+    assert any(p.startswith(f"{ORG}__half/samples_{OTHER}_") for p in lm_eval)
     lighteval = hub.repos[("dataset", LIGHTEVAL_REPO)].branches["main"]
     assert {p for p in lighteval if p.endswith(".parquet") and "/details_" in p} and "README.md" in lighteval
 
@@ -178,6 +194,7 @@ def test_published_runs_report_as_their_local_folders_online_and_offline(local_r
     online, offline, requests, _ = hub_reports
     assert list(online["runs"]) == [f"{ORG}/half", f"{ORG}/oracle", "scripted"]
     assert set(online["tasks"]) == set(TASKS)
+    assert online["skipped"] == [{"run": f"{ORG}/half", "task": OTHER, "reason": "not a qahub task"}]
     assert comparable(online) == comparable(local_report)
     assert comparable(offline) == comparable(local_report) and not requests  # from the cache alone
     sources = {name: run["path"] for name, run in online["runs"].items()}  # the commit read is pinned
@@ -199,7 +216,7 @@ def test_only_the_files_the_report_reads_are_downloaded(hub, hub_reports):
     wanted |= {f"{ORG}__half/samples_{task}_{_date(lm_eval, 'half')}.jsonl" for task in TASKS}
     wanted |= {f"{folder}/samples_{TASKS[0]}_{dates[1]}.jsonl"}  # the newest run of TASKS[0]
     wanted |= {f"{folder}/samples_{task}_{dates[0]}.jsonl" for task in TASKS[1:]}
-    assert _cached(home, LM_EVAL_REPO) == wanted  # not the older TASKS[0] samples, README, qa-lab/<model>/
+    assert _cached(home, LM_EVAL_REPO) == wanted  # not the older TASKS[0] samples, OTHER's, README, qa-lab/<model>/
     lighteval = hub.repos[("dataset", LIGHTEVAL_REPO)].branches["main"]
     wanted = {p for p in lighteval if p.startswith("results_") and p.endswith(".json")}
     wanted |= {p for p in lighteval if "/details_" in p}
@@ -232,12 +249,16 @@ def test_a_path_picks_one_model_folder_which_a_name_may_name(hub, published, tmp
 
 
 def test_a_local_snapshot_of_a_details_repo_reads_as_the_repo(hub_reports, tmp_path):
+    """The lighteval repo as the Hub cache's snapshot folder, the lm-eval one as ``hf download --local-dir``."""
     online, _, _, home = hub_reports
     (snapshot,) = (home / "hub" / f"datasets--{LM_EVAL_REPO.replace('/', '--')}" / "snapshots").iterdir()
     (lighteval,) = (home / "hub" / f"datasets--{LIGHTEVAL_REPO.replace('/', '--')}" / "snapshots").iterdir()
-    data = report(tmp_path / "out", [str(snapshot), str(lighteval)])
+    local_dir = tmp_path / "local-dir"
+    shutil.copytree(snapshot, local_dir)  # the files themselves, not the cache's links
+    (local_dir / ".cache" / "huggingface" / "download").mkdir(parents=True)
+    data = report(tmp_path / "out", [str(local_dir), str(lighteval)])
     assert comparable(data) == comparable(online)
-    assert data["runs"][f"{ORG}/half"]["path"] == str(snapshot / f"{ORG}__half")
+    assert data["runs"][f"{ORG}/half"]["path"] == str(local_dir / f"{ORG}__half")
 
 
 @pytest.mark.parametrize("argument, offline, token, line", [
