@@ -97,26 +97,23 @@ class Snapshot:
         self.root, self.files, self.label = root, files, label
 
     def fetch(self, paths: list):
-        missing = [p for p in paths if not (self.root / p).is_file()]
-        if missing:
-            raise ReportError(f"{self.label}: {missing[0]} is listed but not in the snapshot")
+        """A local snapshot's files are all on disk already."""
 
     def where(self, folder: str) -> str:
         return str(self.root / folder) if folder else str(self.root)
 
 
 class HubSnapshot(Snapshot):
-    """A dataset repo at one commit, read through the Hub cache: the listing comes with the first download
-    (the results files) and is cached by huggingface_hub beside the files (``get_cached_repo_tree``)."""
+    """A dataset repo at one commit, read through the Hub cache: a first ``snapshot_download`` of no file
+    resolves the revision to its commit and lists the commit's tree, which huggingface_hub caches with the
+    revision (``get_cached_repo_tree``), so the same calls work offline; ``fetch`` downloads at that commit."""
 
     def __init__(self, address: Address):
-        self.address = address
-        # no file yet: the revision resolved to its commit and the commit's tree listing, which huggingface_hub
-        # caches with the revision (so the same call works offline); snapshots/<commit> is where files land
-        root = Path(self._download(address.revision or "main", []))
-        self.commit = root.name
         from huggingface_hub import get_cached_repo_tree
 
+        self.address = address
+        root = Path(self._download(address.revision or "main", []))  # snapshots/<commit>: where files land
+        self.commit = root.name
         files = [entry.path for entry in get_cached_repo_tree(address.repo_id, repo_type="dataset",
                                                                revision=self.commit)]
         super().__init__(root, files, address.text)
