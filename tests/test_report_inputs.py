@@ -221,6 +221,27 @@ def test_an_old_log_s_clusters_are_recovered_from_the_documents(old_log, tmp_pat
                for note in entry["notes"])
 
 
+def test_an_old_log_of_other_documents_under_the_same_ids_gets_no_cluster_from_them(old_log, tmp_path):
+    """The location now holds other documents under the log's ids (a corpus rebuilt, ids by position): main took
+    their clusters as the log's; each id's target must be the log's for the clusters to be recovered."""
+    from qahub.report.inspect_logs import InspectRun
+    from qahub.report.runs import qahub_tasks
+
+    old, _, documents = old_log
+    log = read_eval_log(str(old))
+    changed = log.samples[-1]
+    for sample in log.samples:
+        if sample.id == changed.id:
+            sample.target = f"{sample.target} (another document)"
+    other = tmp_path / "other.eval"
+    write_eval_log(log, str(other))
+    task_run = InspectRun("m", str(other), "m", str(other), {}, {CHAT_TASK: other}).read(
+        CHAT_TASK, qahub_tasks()[CHAT_TASK])
+    assert task_run.clusters is None and len(task_run.ids) == documents
+    assert any("nor can they be recovered" in note and f"document {changed.id} has another target there" in note
+               for note in task_run.notes), task_run.notes
+
+
 def test_an_old_log_whose_documents_are_gone_records_no_cluster(old_log, tmp_path):
     old, _, documents = old_log
     log = read_eval_log(str(old))
