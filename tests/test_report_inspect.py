@@ -141,7 +141,8 @@ def test_epochs_are_averaged_per_document(scripts, tmp_path, tmp_path_factory):
     entry = report(tmp_path_factory, {"two": tmp_path / "logs"})["tasks"]["qahub_limur"]
     assert not entry["warnings"], entry["warnings"]  # inspect's own numbers: its reduction is the mean too
     assert entry["scores"]["two"]["exact_match"]["value"] == pytest.approx(0.5)
-    assert entry["scores"]["two"]["exact_match"]["ci"] == [pytest.approx(0.5)] * 2  # 0.5 on every document
+    cell = entry["scores"]["two"]["exact_match"]  # 0.5 on every document: no variance, so no interval (not [0.5, 0.5])
+    assert cell["ci"] == [None, None] and cell["no_interval"].startswith("every value is 0.5 (no variance)")
     assert "two: 2 epochs: each document's numbers are the mean over its epochs" in " ".join(entry["notes"])
 
 

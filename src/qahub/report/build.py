@@ -19,8 +19,10 @@ from .stats import (
     bleu_statistics,
     bootstrap,
     bootstrap_p,
+    clopper_pearson,
     clustered_stderr,
     detectable,
+    effective_size,
     fewest_units,
     interval,
     mcnemar_p,
@@ -29,6 +31,7 @@ from .stats import (
     sacrebleu_p,
     sign_test_p,
     smallest_p,
+    unit_statistics,
     wilson,
 )
 
@@ -306,9 +309,17 @@ def bleu_note(metric) -> str:
 
 def scores(entry, runs, task, estimators, draws, confidence, metrics, designs=None):
     wilson_ones = {m for m, method in entry["intervals"].items() if method == WILSON}
+    flat = set()  # the metrics of which a cell got ``flat_cell``'s interval
 
     def made(m, est, value, key, n, units):
-        return cell(value, draws[key], n, confidence, (est, metrics[m].scale) if m in wilson_ones else None, units)
+        every = None if m in wilson_ones or units[0] < 2 else flat_value(est)
+        if every is None:
+            return cell(value, draws[key], n, confidence, (est, metrics[m].scale) if m in wilson_ones else None,
+                        units)
+        flat.add(m)
+        clustered = (designs or {}).get(key[0]) is not None
+        effect = entry["cluster"]["runs"][key[0]]["design_effect"].get(m)
+        return flat_cell(metrics[m], value, every, n, units, clustered, effect, confidence)
 
     for run in runs:
         tr, clusters = run.tasks[task], (designs or {}).get(run.name)
@@ -324,6 +335,53 @@ def scores(entry, runs, task, estimators, draws, confidence, metrics, designs=No
                     part = e.take(index)
                     slot[m] = made(m, part, part.point(), (run.name, m, field, cat), count(part, len(index)),
                                    score_units(part, index, clusters, word))
+    for m in sorted(flat):
+        entry["intervals"][m] += f"; {flat_method(metrics[m], entry['cluster']['field'])}"
+
+
+FLAT = "Clopper-Pearson"  # the method of a cell whose values are all 0 or all the scale (``flat_cell``)
+
+
+def flat_value(est):
+    """The one value every document of a mean's (or sum's) cell has, else None: a cell a resample cannot vary."""
+    if not isinstance(est, Mean):
+        return None
+    values = est.x[est.x[:, 1] > 0, 0]
+    return float(values[0]) if len(values) and np.ptp(values) == 0 else None
+
+
+def flat_cell(metric, value, every, n, units, clustered, effect, confidence):
+    """The interval of a cell whose documents all have the value ``every``, where a percentile bootstrap gives
+    ``[every, every]``, a false certainty. At a bound of a mean in [0, scale] (0, or the scale), Clopper-Pearson's
+    exact interval of 0 (or all) successes in the cell's effective sample size (``effective_size``): exact for
+    any values in [0, scale], not only 0/1 (a mean mu makes each value 0 with probability at most 1 - mu/scale,
+    so n zeros have at most the probability they have in the 0/1 case), and, over the clusters, for n = the
+    clusters (each cluster's first document). Elsewhere (0.5 on every document, a sum, a mean of no known
+    range) nothing bounds the mean: no interval, and ``no_interval`` says why."""
+    found = {"value": _number(value), "ci": [None, None], "n": int(n)}
+    at_bound = metric.kind == "mean" and metric.bounded and every in (0.0, metric.scale)
+    if not at_bound:
+        found["no_interval"] = f"every value is {every:g} (no variance), a value no known range bounds: no interval"
+        return found
+    size = effective_size(n, units[0] if clustered else None, effect)
+    low, high = clopper_pearson(size if every else 0, size, confidence)
+    if not clustered:
+        how = f"n = {plural(n, 'document')}"
+    elif effect is None:
+        how = f"n = {plural(units[0], units[1])}, the conservative bound (no design effect: no variance)"
+    else:
+        how = f"n = {n} documents / design effect {effect:.2f}, between {plural(units[0], units[1])} and {n}"
+    found.update(ci=[metric.scale * low, metric.scale * high], n_effective=size,
+                 method=f"{FLAT}, every value {every:g} (no variance): {how}")
+    return found
+
+
+def flat_method(metric, field) -> str:
+    """What ``entry["intervals"]`` adds for a metric some of whose cells are ``flat_cell``'s."""
+    among = f"documents / the run's design effect, or its {field}s where that is not estimable" if field else \
+        "its documents"
+    return (f"{FLAT} where every value of a score is 0 or every one {metric.scale:g} (no variance: a resample "
+            f"cannot vary), n its effective sample size ({among}); no interval where every value is another one")
 
 
 def score_units(est, index, clusters, word):
@@ -453,8 +511,9 @@ def paired_test(metric, eb, er, db, dr, n, clusters=None, field=None, settings=N
     documents).
 
     McNemar's exact test for a 0/1 metric (every value 0 or its scale) of independent documents. A bootstrap
-    whose differences do not vary (the same difference on every document) says nothing: the exact sign test
-    over the documents (over the clusters where they are clustered) does. Fewer than ``FEW_CLUSTERS`` units
+    whose differences do not vary (the same difference on every document; for BLEU and distinct-n, in every
+    resample) says nothing: the exact sign test over the documents (over the clusters where they are clustered)
+    does (``unit_sign_test``). Fewer than ``FEW_CLUSTERS`` units
     that differ: the sign-flip permutation test of the per-unit summed differences (a paired bootstrap of few
     units cannot reach small p honestly); else the paired (cluster) bootstrap."""
     settings = settings or {}
@@ -479,11 +538,30 @@ def paired_test(metric, eb, er, db, dr, n, clusters=None, field=None, settings=N
         return f"paired bootstrap{over}", bootstrap_p(dr - db, delta, clusters), None, counted
     counted = (clusters.count, field) if clusters is not None else (n, "document")
     diffs = (dr - db)[np.isfinite(dr - db)]
-    if delta != 0 and (n < 2 or not len(diffs) or np.ptp(diffs) == 0):
-        return "too few documents (the resampled differences do not vary)", None, None, counted
+    if not len(diffs) or not math.isfinite(delta):
+        return f"no test: no resample gives both runs a {metric.name}", None, None, counted
+    if delta != 0 and np.ptp(diffs) <= 1e-12 * max(1.0, abs(delta)):  # the same difference in every resample
+        return unit_sign_test(metric, eb, er, n, clusters, field)
     if metric.kind == "bleu":
         return f"sacrebleu paired bootstrap{over}", sacrebleu_p(db, dr, eb.point(), er.point()), None, counted
     return f"paired bootstrap{over}", bootstrap_p(dr - db, delta, clusters), None, counted
+
+
+def unit_sign_test(metric, eb, er, n, clusters=None, field=None):
+    """The test of a BLEU or distinct-n whose resampled difference is the same in every resample (BLEU 0 against
+    100 on every document, one reply repeated in every document of each run): a bootstrap then has nothing to
+    measure, whatever the number of documents. The exact sign test of the units' own differences (each
+    cluster's, or document's, statistic of its documents alone) does, with the smallest p its units allow.
+    Returns ``paired_test``'s (test, p, exact, counted)."""
+    ids, count = (np.arange(n), n) if clusters is None else (clusters.ids, clusters.count)
+    per_unit = unit_statistics(er, ids, count) - unit_statistics(eb, ids, count)
+    per_unit = per_unit[np.isfinite(per_unit)]
+    word = "document" if clusters is None else field
+    differing = (int((per_unit != 0).sum()), "non-tied document" if clusters is None else f"differing {field}")
+    counted = (clusters.count, field) if clusters is not None else differing
+    test = (f"sign test of each {word}'s own {metric.name} (exact: the resampled differences do not vary, "
+            f"{plural(count, word)})")
+    return test, sign_test_p(per_unit), differing, counted
 
 
 def adjust(tasks: dict, alpha: float = 0.05):

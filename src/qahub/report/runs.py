@@ -39,6 +39,7 @@ class Metric:
     order: int = 0  # distinct-n's n
     score: object = None  # BLEU: the task's function of summed sacreBLEU statistics (None: sacrebleu's BLEU())
     scale: float = 1.0  # a binary metric's value of a right document (doc2dial's exact: 100)
+    bounded: bool = False  # every per-document value lies in [0, scale] (0/1, or the task declares its oracle)
 
 
 @dataclass
@@ -133,7 +134,8 @@ def task_metrics(spec) -> dict:
         oracle = spec.oracle.get(name)
         scale = oracle if isinstance(oracle, int | float) and oracle > 0 else 1.0
         metrics[name] = Metric(name, kind, name in spec.binary, int(how[-1]) if kind == "distinct" else 0,
-                               spec.bleu_of_statistics if kind == "bleu" else None, float(scale))
+                               spec.bleu_of_statistics if kind == "bleu" else None, float(scale),
+                               name in spec.binary or scale == oracle)
     return metrics
 
 
