@@ -1086,8 +1086,11 @@ def test_harness_and_metric_give_the_same_numbers(metric, task_api, sample_split
     docs = sample_splits["v1.2"]["validation"]
     replies = ['回答: 星の歌\n導出: [["星の歌", "発売日", ["2001年4月1日"]], ["月の歌", "発売", ["2003年"]]]',
                "1922年\n\n東山大学の創設者は田中次郎", None]
-    config = task_api.TASKS["qahub_jemhopqa_derivations"].configuration()
+    config = task_api.configuration()
     assert config == {"dictionary": helper(metric, "tokens").pick_dictionary(None), "synonyms": "none"}
+    # the task's signature says so, with the mode and solver the scorer uses
+    assert task_api.TASKS["qahub_jemhopqa_derivations"].configuration() == {
+        "scorer": "jemhopqa-official", "tokenizer": "sudachi", "mode": "C", **config, "solver": "assignment"}
     result = metric.compute(predictions=replies, references=docs, per_question=True, **config)
     columns = {"a_em": "a_em", "a_score": "a_score", "e_f1": "e_f", "r_f1": "r_f", "er_f1": "er_f"}
     for reply, doc, row_scores in zip(replies, docs, result["per_question"], strict=True):

@@ -116,6 +116,20 @@ def resources():
     return {"tokenizer": scorer.tokenizer, "preprocessing": scorer.description, "threshold": THRESHOLD}
 
 
+def configuration():
+    """The scorer's settings (the task's signature): tokenizer, pymorphy3 and NLTK versions, NLTK's METEOR
+    parameters as meteor_score applies them, the official order and the accuracy threshold."""
+    import inspect
+    from importlib.metadata import version
+
+    from nltk.translate.meteor_score import meteor_score
+
+    defaults = inspect.signature(meteor_score).parameters
+    return {"tokenizer": meteor().tokenizer, "pymorphy3": version("pymorphy3"), "nltk": version("nltk"),
+            "meteor": {name: defaults[name].default for name in ("alpha", "beta", "gamma")},
+            "wordnet": "none", "order": "official", "threshold": THRESHOLD}
+
+
 # the corpus these tasks run on (qahub.harness finds the tasks of every corpus by it)
 CORPUS = "jeopardy"
 
@@ -146,6 +160,7 @@ TASKS = {
         doc_id=lambda doc: doc.get("question_id"),
         # few-shot demonstrations never come from the question's own theme (qahub.harness.Demonstrations)
         cluster=theme,
+        configuration=configuration,  # tokenizer, METEOR parameters, threshold
     ),
 }
 
