@@ -90,6 +90,8 @@ class Loaded:
         planning.refuse_closed(spec, self.docs, self.entry)
         self.shots = planning.task_docs(spec, self.functions, read[self.entry["fewshot_split"]])
         self._samples = {}
+        # lighteval's results keep no task metadata: each details row carries it (doc.specific)
+        self.signature = self.functions.signature(harness_version=_version("lighteval"))
 
     def samples(self, fewshot: int) -> list:
         """The ``planning.Prompt``s (id, input: the lm-eval context, target) with ``fewshot`` demonstrations, as
@@ -116,7 +118,17 @@ def make_doc(config, line: dict, task_name: str):
     return Doc(query=sample.input, choices=[sample.target], gold_index=0, task_name=task_name,
                specific={"qahub_id": sample.id, "qahub_doc": loaded.docs[index], "qahub_doc_id": index,
                          "qahub_doc_hash": doc_hash(loaded.docs[index]),
-                         "qahub_dataset": [entry["location"], entry["config"], entry["split"]]})
+                         "qahub_dataset": [entry["location"], entry["config"], entry["split"]],
+                         "qahub_signature": loaded.signature})
+
+
+def _version(package: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return None
 
 
 def doc_hash(doc) -> str:
