@@ -121,10 +121,12 @@ class Adapter:
         (a file or folder by its name; ``--config`` and ``--split`` as given) and how many were matched."""
         from qahub import __version__
 
-        path = Path(str(getattr(where, "location", where)))  # Topical-Chat's references: a Source
-        config, split = (getattr(where, key, getattr(args, key, None)) for key in ("config", "split"))
+        # the references given (Topical-Chat's: a Source), by the name of their file, folder or Hub id
+        given = where if hasattr(where, "location") else args
+        source = getattr(given, "location", None) or getattr(args, "references", None) or getattr(args, "data_dir", None)
+        config, split = (getattr(given, key, None) for key in ("config", "split"))
         return Signature(qahub=__version__, metric=self.metric, scorer=scorer_text(self.scorer_settings(args, result)),
-                         dataset=path.name if path.exists() else None, config=_text(config), split=_text(split),
+                         dataset=Path(str(source)).name if source else None, config=_text(config), split=_text(split),
                          harness="qahub evaluate", harness_version=__version__,
                          judge=judge_text(self.judge_record(result)),
                          documents=len(matched) if isinstance(matched, list | tuple) else None)
