@@ -63,7 +63,8 @@ class Adapter:
             result = self.score(args, **inputs)
         except self.input_errors as err:
             raise self.scoring_error(err, args, where) from None
-        signature = self.signature(args, result, where, matched)
+        with unimportable(*self.unimportable):  # the settings' modules are the score's, imported as it was
+            signature = self.signature(args, result, where, matched)
         result = self.result(result, args, where, matched, references)
         if isinstance(result, dict):  # "qahub_signature": a metric's own "signature" (sacreBLEU's) stays as it is
             result["qahub_signature"] = signature.to_dict()

@@ -86,10 +86,8 @@ class JeopardyMeteor(Adapter):
     def scorer_settings(self, args, result):
         """The task's METEOR settings (task_api.configuration) with this command's tokenizer, order, threshold."""
         from qahub.metrics.jeopardy_meteor import task_api
-        from qahub.metrics.jeopardy_meteor.russian_meteor import shared
 
-        return {**task_api.configuration(), "tokenizer": shared(args.tokenizer).tokenizer, "order": args.order,
-                "threshold": args.threshold}
+        return task_api.configuration(args.tokenizer, args.order, args.threshold)
 
 
 PER_EXAMPLE = ("meteor_per_example", "correct", "abstained", "status", "answers")
