@@ -12,7 +12,8 @@ nor a turn of its conversation), its gold the task's target; generation stops at
 its token limit. lighteval's own few-shot sampling is kept out: its plain-text prompt joins a demonstration with
 " " and strips it, which is not the task's format. The ``|N`` of a task name is the number of demonstrations.
 The details (``--save-details``) hold each document's id, its position and hash as lm-eval logs them
-(``doc_id``, ``doc_hash``: ``qahub report`` reads them) and the document. One ``SampleLevelMetricGrouping`` gives
+(``doc_id``, ``doc_hash``: ``qahub report`` reads them), the document, and the task's signature fields
+(``qahub_signature``: lighteval's results keep no task metadata). One ``SampleLevelMetricGrouping`` gives
 every per-document value of the task (the lm-eval task's ``process_results``) and aggregates each as the lm-eval
 task does (corpus BLEU over every pair, distinct-n, sums, means). LIMUR's judge values are added when qahub's judge
 is configured (as for lm-eval: QAHUB_JUDGE_URL and QAHUB_JUDGE_MODEL, or LM_EVAL_JUDGE_API_BASE and
