@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from .alike import pairing
-from .judges import same_judge_only
+from .judges import JUDGE_METRICS, same_judge_only
 from .runs import ReportError, numbers, task_metrics
 from .stats import (
     MIN_UNITS,
@@ -328,6 +328,8 @@ def scores(entry, runs, task, estimators, draws, confidence, metrics, designs=No
         entry["scores"][run.name] = {m: made(m, e, tr.values[m], (run.name, m, None, None), count(e, len(tr.keys)),
                                              score_units(e, every, clusters, word))
                                      for m, e in estimators[run.name].items()}
+        for m, c in entry["scores"][run.name].items():  # a breakdown cell's is its run's (its documents: its n)
+            c["signature"] = tr.signature.of_metric(m, m in JUDGE_METRICS).to_dict() if tr.signature else None
         for field, cats in category_index(tr).items():
             for cat, index in cats.items():
                 slot = entry["breakdown"].setdefault(field, {}).setdefault(cat, {}).setdefault(run.name, {})

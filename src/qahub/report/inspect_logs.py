@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from qahub.signature import run_signature
+
 from .runs import CHAT, RESULTS, TEMPLATE, ReportError, Run, TaskRun, cluster_name, prompt_hash, task_metrics
 
 SUFFIXES = (".eval", ".json")
@@ -149,11 +151,15 @@ def read_task(task: str, file: Path, spec) -> TaskRun:
     if failed:
         notes.append(f"{failed} sample(s) failed (an eval run with --no-fail-on-error): left out, as inspect's "
                      "metrics leave them out")
+    hashes = [prompt_hash(prompts[i]) for i in order]
+    signature = run_signature(task, qahub.get("signature"), harness="inspect", n_shot=qahub.get("fewshot"),
+                              harness_version=(header.eval.packages or {}).get("inspect_ai"), ids=list(order),
+                              prompts=hashes, prompt_kind="messages", judge=qahub.get("judge"))
     return TaskRun(task, str(file), _values(header, present, file, task), [(i, None) for i in order], items,
                    categories, None, qahub.get("fewshot"), header.eval.config.limit,
                    (qahub.get("location"), qahub.get("config"), qahub.get("split")), list(order), notes,
-                   clusters, cluster_name(spec.cluster), [prompt_hash(prompts[i]) for i in order],
-                   prompt_format(header), "messages", most, reducer[0])
+                   clusters, cluster_name(spec.cluster), hashes, prompt_format(header), "messages", most, reducer[0],
+                   signature)
 
 
 REDUCERS = "mean, median, mode, max, at_least_K, pass_at_K, pass_k_K"  # the ones a report applies

@@ -14,6 +14,7 @@ from typing import ClassVar
 import numpy as np
 
 from qahub import tasks
+from qahub.signature import Signature
 
 try:  # the report extra's JSON parser: the samples files are most of a report's time
     from orjson import loads as _fast_loads
@@ -65,6 +66,7 @@ class TaskRun:
     prompt_hashed: str = None  # what ``prompts`` hash: "text" (the prompt as sent) or "messages" (role + content)
     epochs: int = 1  # inspect: the epochs each document ran
     reducer: str = None  # inspect: the epochs reducer that made each document's numbers (inspect's log name)
+    signature: Signature = None  # the task's signature as the run recorded it (``Signature.of_metric``: a metric's)
 
 
 @dataclass
