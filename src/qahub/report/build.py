@@ -8,6 +8,7 @@ import numpy as np
 
 from .alike import pairing
 from .judges import same_judge_only
+from .ranks import ranking
 from .runs import ReportError, numbers, task_metrics
 from .stats import (
     MIN_UNITS,
@@ -145,6 +146,7 @@ def task_report(task, spec, runs, baseline, settings) -> dict:
         for c in entry["comparisons"][name].values():  # a pair that is not like with like is never starred
             if c["no_star"] is None and entry["caveats"].get(name):
                 c["no_star"] = "not like with like: " + "; ".join(entry["caveats"][name])
+    entry["ranking"] = ranking(task, spec, runs, baseline, estimators, designs, draws, settings["confidence"])
     entry["leader"] = leader_test(task, spec, metrics, runs, baseline, estimators, designs, entry["cluster"]["field"],
                                   settings)
     return entry
