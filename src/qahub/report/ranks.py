@@ -25,21 +25,23 @@ METHOD = ("marginal 95 % confidence set of each run's rank (Mogstad, Romano, Sha
 MIN_RANKED = 3  # fewer runs than this ranked together: the comparisons with the baseline say it all
 
 
-def ranking(task, spec, runs, baseline, estimators, designs, draws, confidence) -> dict | None:
+def ranking(task, spec, runs, baseline, estimators, designs, draws, confidence, paired=None) -> dict | None:
     """``{"metric", "reference", "method", "runs": {run: {"rank", "ci", "value"}} best first, "not_ranked":
     {run: why}}`` of a task's main metric, rank 1 the best; None when fewer than ``MIN_RANKED`` runs have it.
     The runs ranked are the reference (the baseline, else the task's first run) and those scored on the same
-    documents in the same order, resampled alike and like with like (``unlike``)."""
+    documents in the same order, resampled alike and like with like (``unlike``). ``paired``: the task entry and
+    ``{run: pairs}`` of its comparisons with the baseline, not paired again."""
     main = spec.headline
     having = [run for run in runs if main in estimators[run.name]]
     if len(having) < MIN_RANKED:
         return None
     reference = next((run for run in having if run.name == baseline), having[0])
     scratch = {"notes": [], "warnings": [], "caveats": {}, "not_compared": {}}
+    known = paired if paired is not None and reference.name == baseline else None
     ranked, not_ranked = [reference.name], {}
     for run in runs:
         if run is not reference:
-            why = unlike(task, reference, run, main, estimators, designs, scratch)
+            why = unlike(task, reference, run, main, estimators, designs, scratch, known)
             if why:
                 not_ranked[run.name] = why
             else:
@@ -61,16 +63,21 @@ def ranking(task, spec, runs, baseline, estimators, designs, draws, confidence) 
     return found
 
 
-def unlike(task, reference, run, main, estimators, designs, scratch) -> str | None:
-    """Why ``run`` is not ranked with ``reference`` on ``task``, or None."""
+def unlike(task, reference, run, main, estimators, designs, scratch, known=None) -> str | None:
+    """Why ``run`` is not ranked with ``reference`` on ``task``, or None; ``known``: (task entry, ``{run: pairs}``)
+    of the runs already paired with the reference."""
     if main not in estimators[run.name]:
         return f"no {main}"
-    pairs = pairing(task, reference, run, scratch)
+    if known is not None:
+        scratch, pairs = known[0], known[1].get(run.name)
+    else:
+        pairs = pairing(task, reference, run, scratch)
     if pairs is None:
-        return f"not compared with {reference.name}: " + scratch["not_compared"].get(run.name, "no document in common")
+        return f"not compared with {reference.name}: " + scratch.get("not_compared", {}).get(run.name,
+                                                                                      "no document in common")
     if pairs[0] is not pairs[1]:  # pairing gives one array twice for the same documents in the same order
         return f"other documents than {reference.name} (not the same documents in the same order)"
-    if scratch["caveats"].get(run.name):
+    if scratch.get("caveats", {}).get(run.name):
         return f"not like with like with {reference.name}: " + "; ".join(scratch["caveats"][run.name])
     ours, theirs = designs.get(reference.name), designs.get(run.name)
     if (ours and ours.key) != (theirs and theirs.key):
