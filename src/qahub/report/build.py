@@ -8,12 +8,14 @@ import numpy as np
 
 from .alike import pairing
 from .judges import JUDGE_METRICS, same_judge_only
+from .ranks import ranking
 from .runs import ReportError, numbers, task_metrics
 from .stats import (
     MIN_UNITS,
     Bleu,
     Clusters,
     Distinct,
+    Linear,
     Mean,
     Sum,
     bleu_statistics,
@@ -148,20 +150,20 @@ def task_report(task, spec, runs, baseline, settings) -> dict:
         for c in entry["comparisons"][name].values():  # a pair that is not like with like is never starred
             if c["no_star"] is None and entry["caveats"].get(name):
                 c["no_star"] = "not like with like: " + "; ".join(entry["caveats"][name])
+    entry["ranking"] = ranking(task, spec, runs, baseline, estimators, designs, draws, settings["confidence"],
+                               (entry, pairings))
     entry["leader"] = leader_test(task, spec, metrics, runs, baseline, estimators, designs, entry["cluster"]["field"],
-                                  settings)
+                                  settings, draws)
     return entry
 
 
-def leader_test(task, spec, metrics, runs, baseline, estimators, designs, field, settings):
+def leader_test(task, spec, metrics, runs, baseline, estimators, designs, field, settings, draws=None):
     """Whether the leader beats every run besides the baseline (its comparison with the baseline is among
     ``comparisons``): with three runs or more and a leader (the best main-metric value, no tie) other than the
     baseline, its paired test of the main metric with each other run, the same test as a comparison's,
     Holm-adjusted among themselves and starred as a comparison is: ``{"run": leader, "against": {run: cell}}``
     (a cell's delta is the run minus the leader), else None. "Best" is then the intersection of those claims,
     each at level alpha: no further adjustment is owed (the intersection-union test)."""
-    from statsmodels.stats.multitest import multipletests
-
     main, alpha = spec.headline, 1 - settings["confidence"]
     points = {run.name: estimators[run.name][main].point() for run in runs if main in estimators[run.name]}
     higher = {**spec.metrics, **spec.judge_metrics}[main].higher_is_better
@@ -178,16 +180,41 @@ def leader_test(task, spec, metrics, runs, baseline, estimators, designs, field,
             return None  # not compared, or not like with like: no best
         match = {main: matched(run.name, lead.name, pairs, estimators)[main]}
         clusters = _taken(designs.get(lead.name), pairs[0]) or _taken(designs[run.name], pairs[1])
-        draws = bootstrap(comparison_estimators(run.name, match), len(pairs[0]), settings["seed"],
-                          settings["resamples"], clusters)
-        against[run.name] = compare(run.name, metrics, match, len(pairs[0]), draws, settings, clusters, field)[main]
+        pair = reused(draws, estimators, designs, lead.name, run.name, main, match[main]) or bootstrap(
+            comparison_estimators(run.name, match), len(pairs[0]), settings["seed"], settings["resamples"], clusters)
+        against[run.name] = compare(run.name, metrics, match, len(pairs[0]), pair, settings, clusters, field)[main]
     tested = [c for c in against.values() if c["p"] is not None]
     if tested:
-        for c, p in zip(tested, multipletests([c["p"] for c in tested], method="holm")[1]):
+        for c, p in zip(tested, adjusted([c["p"] for c in tested], "holm")):
             c["p_holm"] = float(p)
     for c in against.values():
         c["star"] = c["p_holm"] is not None and c["p_holm"] < alpha and c["no_star"] is None
     return {"run": lead.name, "against": against}
+
+
+def reused(draws, estimators, designs, lead, name, m, match):
+    """The leader's and ``name``'s draws of ``m`` from the task's own pass, as the pair's ``bootstrap`` would draw
+    them, or None. The same: the pair is the two runs' own estimators (the same documents in the same order, every
+    one with a value), the runs resampled alike (the same clusters, numbered alike), and each estimator's draws
+    not a matrix product's of other columns beside it: one that is not linear is drawn by itself, and a linear
+    one's sums of whole numbers (BLEU's statistics, a 0/1 metric's values, Jeopardy's game score) are exact in any
+    order. Saves a resampling pass a run (BLEU's is long)."""
+    eb, er, _ = match
+    ours, theirs = designs.get(lead), designs.get(name)
+    if draws is None or eb is not estimators[lead].get(m) or er is not estimators[name].get(m) or \
+            (ours and ours.key) != (theirs and theirs.key):
+        return None
+    if not all(not isinstance(est, Linear) or est.halved or whole(est.x) for est in (eb, er)):
+        return None
+    own = (draws.get((lead, m, None, None)), draws.get((name, m, None, None)))
+    if own[0] is None or own[1] is None:
+        return None
+    return {("vs", name, m, "b"): own[0], ("vs", name, m, "r"): own[1]}
+
+
+def whole(x) -> bool:
+    """Every value a whole number small enough that any order of summing it is exact."""
+    return bool(np.all(np.mod(x, 1) == 0) and np.abs(x).sum() < 2 ** 40)
 
 
 def design(task_run):
@@ -208,7 +235,17 @@ def design(task_run):
 def unit_count(clusters, docs) -> int:
     """How many independent units the documents ``docs`` (indices) are: their clusters, or themselves."""
     docs = np.asarray(docs, dtype=np.int64)
-    return len(docs) if clusters is None else len(np.unique(clusters.ids[docs]))
+    if clusters is None:
+        return len(docs)
+    key = (clusters.key, docs.tobytes())  # every run's every category asks again: counted once
+    if key not in _UNITS:
+        if len(_UNITS) > 10_000:
+            _UNITS.clear()
+        _UNITS[key] = len(np.unique(clusters.ids[docs]))
+    return _UNITS[key]
+
+
+_UNITS = {}
 
 
 def _taken(clusters, index):
@@ -570,13 +607,11 @@ def adjust(tasks: dict, alpha: float = 0.05):
     """Holm- and Benjamini-Hochberg-adjusted p of every comparison in the report (statsmodels
     ``multipletests``), then each cell's verdict: ``star`` where p_holm < ``alpha`` and nothing withholds it
     (``no_star`` kept only there), and no "underpowered" where the test rejected."""
-    from statsmodels.stats.multitest import multipletests
-
     every = [c for entry in tasks.values() for per_run in entry["comparisons"].values() for c in per_run.values()]
     cells = [c for c in every if c["p"] is not None]  # None: too few documents for a test
     if cells:
         for method, key in (("holm", "p_holm"), ("fdr_bh", "p_bh")):
-            for c, p in zip(cells, multipletests([c["p"] for c in cells], method=method)[1]):
+            for c, p in zip(cells, adjusted([c["p"] for c in cells], method)):
                 c[key] = float(p)
     for c in every:
         rejected = c["p_holm"] is not None and c["p_holm"] < alpha
@@ -584,6 +619,21 @@ def adjust(tasks: dict, alpha: float = 0.05):
         c["star"] = rejected and c["no_star"] is None
         if rejected:
             c["underpowered"] = None
+
+
+def adjusted(pvalues, method):
+    """statsmodels ``multipletests(pvalues, method=method)``'s adjusted p. Its Holm runs a full ``gc.collect()``,
+    which walks every object the report holds (the runs' items: a second or so each time at 100 runs); the
+    objects there are frozen out of the collector's sight meanwhile (``gc.freeze``), then given back."""
+    import gc
+
+    from statsmodels.stats.multitest import multipletests
+
+    gc.freeze()
+    try:
+        return multipletests(pvalues, method=method)[1]
+    finally:
+        gc.unfreeze()
 
 
 def best(entry, higher_is_better: bool, baseline: str):

@@ -78,8 +78,15 @@ class Clusters:
         return None if len(numbers) == len(ids) else cls(ids)
 
     def take(self, index):
-        """The clusters of the documents ``index`` (renumbered), or None when each is then alone."""
-        return Clusters.of(self.ids[index].tolist())
+        """The clusters of the documents ``index`` (renumbered in order of first appearance, as ``of`` numbers
+        them), or None when each is then alone."""
+        ids = self.ids[index]
+        _, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
+        if len(first) == len(ids):
+            return None
+        number = np.empty(len(first), dtype=np.int64)
+        number[np.argsort(first)] = np.arange(len(first))
+        return Clusters(number[inverse.reshape(-1)])
 
     def sums(self, x):
         """Per-cluster column sums of ``x`` (documents x k)."""
