@@ -94,26 +94,51 @@ def test_words_cut_cjk_into_characters_and_drop_punctuation():
     assert ngrams("too short", n=13) == set()
 
 
+def _texts(question, *more):
+    """A question-answer document's Texts: its question checked by exact match, its question and ``more`` by
+    n-grams."""
+    return Texts((question,), (question, *more))
+
+
 def test_the_index_finds_an_exact_question_and_a_shared_13_gram_and_nothing_else():
     index = EvaluationIndex()
     long = "the quick brown fox jumps over the lazy dog near the river bank at dawn"
-    index.add(Texts("Who wrote War and Peace?", ("Who wrote War and Peace?", long)))
+    index.add(_texts("Who wrote War and Peace?", long))
     check = Checker(index)
-    assert check.why(Texts("who wrote war and peace", ("who wrote war and peace", "Tolstoy"))) == "exact"
-    assert check.why(Texts("Another question", ("Another question", "so " + long))) == "ngram"
-    assert check.why(Texts("Who wrote Anna Karenina?", ("Who wrote Anna Karenina?", "Tolstoy"))) is None
+    assert check.why(_texts("who wrote war and peace", "Tolstoy")) == "exact"
+    assert check.why(_texts("Another question", "so " + long)) == "ngram"
+    assert check.why(_texts("Who wrote Anna Karenina?", "Tolstoy")) is None
+
+
+def test_a_dialogue_question_is_matched_whole_whichever_its_turns():
+    """A dialogue turn's question is its turns and reply joined by newlines, then normalised: the same words cut
+    into other turns are the same question (as when the whole text is normalised at once)."""
+    index = EvaluationIndex()
+    index.add(Texts(("Hi there!", "", "How are you?", "Fine."), ("Hi there!", "How are you?", "Fine.")))
+    check = Checker(index)
+    assert check.why(Texts(("hi", "there how are", "you fine"), ("hi", "there how are", "you fine"))) == "exact"
+    assert check.why(Texts(("hi there", "how are you"), ("hi there", "how are you"))) is None
 
 
 def test_a_shared_japanese_template_phrase_is_not_an_overlap_but_a_shared_question_is():
     # real JEMHopQA train/dev questions: 13 characters in common (a template phrase), not one question
     index = EvaluationIndex()
-    index.add(Texts("徳川慶喜と徳川恒孝、どちらが先に生まれましたか？", ("徳川慶喜と徳川恒孝、どちらが先に生まれましたか？",)))
+    index.add(_texts("徳川慶喜と徳川恒孝、どちらが先に生まれましたか？"))
     check = Checker(index)
-    assert check.why(Texts("石原裕次郎と仲代達矢、どちらが先に生まれましたか？",
-                           ("石原裕次郎と仲代達矢、どちらが先に生まれましたか？",))) is None
+    assert check.why(_texts("石原裕次郎と仲代達矢、どちらが先に生まれましたか？")) is None
     long = "『シアー・ハート・アタック』と『戦慄の王女』、ロックフィールド・スタジオで録音されたのはどちらですか？"
-    index.add(Texts(long, (long,)))
-    assert check.why(Texts("では、" + long[:-5], ("では、" + long[:-5],))) == "ngram"
+    index.add(_texts(long))
+    assert check.why(_texts("では、" + long[:-5])) == "ngram"
+
+
+def test_a_text_mixing_scripts_is_cut_into_ngrams_as_its_words_say():
+    """A CJK character is a word by itself only where it starts one; a text whose words are mostly such characters
+    is cut into 26-grams, any other into 13-grams."""
+    assert words("abc東京 東京") == ["abc東京", "東", "京"]
+    assert ngrams("abc東京 " * 30) == ngrams("abc東京 " * 30, n=13) != set()  # no one-character word
+    assert ngrams("abc def 東 " * 10) == ngrams("abc def 東 " * 10, n=13)  # a third
+    assert ngrams("abc 東京 " * 10) == ngrams("abc 東京 " * 10, n=26) != set()  # two thirds
+    assert ngrams("just english words " * 5) == ngrams("just english words " * 5, n=13) != set()
 
 
 LONG = "『星の歌』を作詞した人物と『月の歌』を作曲した人物は、どちらが先に音楽活動を始めましたか？"

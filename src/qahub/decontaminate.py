@@ -19,9 +19,11 @@ from dataclasses import dataclass, field
 
 N = 13  # lm-eval's decontamination n-gram size
 CJK_N = 2 * N  # in characters, for a text written mostly in CJK characters (a Japanese word is ~2 characters)
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
+_CJK_RANGES = ((0x3040, 0x30FF), (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0xFF66, 0xFF9F))
+_CJK = "".join(f"{chr(first)}-{chr(last)}" for first, last in _CJK_RANGES)
 _WORD = re.compile(f"[{_CJK}]|[^\\W_]+")
 _CJK_CHAR = re.compile(f"[{_CJK}]")
+_CJK_WORDS = frozenset(chr(c) for first, last in _CJK_RANGES for c in range(first, last + 1))  # one-character words
 
 
 def words(text: str) -> list[str]:
@@ -36,20 +38,47 @@ def normalised(text: str) -> str:
 def ngrams(text: str, n: int | None = None) -> set[int]:
     """The hashes of the ``n``-grams of ``text``'s words (none for a text of fewer than ``n`` words); by default
     ``N``, or ``CJK_N`` characters for a text whose words are mostly CJK characters."""
-    tokens = words(text)
+    return ngrams_of(words(text), n, text)
+
+
+def ngrams_of(tokens: list[str], n: int | None = None, text: str | None = None) -> set[int]:
+    """``ngrams`` of a text already cut into ``words`` (``text``, when given, spares the count of CJK words in a
+    text without a CJK character)."""
     if n is None:
-        n = CJK_N if 2 * sum(1 for t in tokens if _CJK_CHAR.fullmatch(t)) > len(tokens) else N
-    return {hash(tuple(tokens[i:i + n])) for i in range(len(tokens) - n + 1)}
+        mostly_cjk = (text is None or _CJK_CHAR.search(text)) and 2 * sum(map(_CJK_WORDS.__contains__, tokens)) > len(tokens)
+        n = CJK_N if mostly_cjk else N
+    return set(map(hash, zip(*(tokens[i:] for i in range(n))))) if len(tokens) >= n else set()
 
 
 @dataclass(frozen=True)
 class Texts:
-    """The non-template text of one document: ``question`` (checked by exact match) and ``pieces`` (every text
+    """The non-template text of one document: ``question``, the texts whose newline-joined whole is checked by
+    exact match (the question; for a dialogue turn the turns so far and the reply), and ``pieces`` (every text
     whose n-grams are checked: the question or turns and the reply). A context (a Topical-Chat knowledge text, a
     doc2dial document) is neither: a shared document is not a leaked answer."""
 
-    question: str
+    question: tuple[str, ...]
     pieces: tuple[str, ...]
+
+
+class Pieces:
+    """Each distinct piece of text cut into words once (a dialogue's turn recurs in every later turn's history),
+    kept as its normalised text and what ``measure`` says of its words."""
+
+    def __init__(self, measure):
+        self.measure, self.known = measure, {}
+
+    def __call__(self, piece: str) -> tuple:
+        known = self.known.get(piece)
+        if known is None:
+            tokens = words(piece)
+            known = self.known[piece] = (" ".join(tokens), self.measure(tokens, piece))
+        return known
+
+    def question(self, texts: Texts) -> str:
+        """``normalised("\\n".join(texts.question))``, from the pieces' normalised texts: a newline is no word, so
+        the words of the whole are the words of its parts in turn."""
+        return " ".join(filter(None, [self(part)[0] for part in texts.question]))
 
 
 @dataclass
@@ -57,38 +86,36 @@ class EvaluationIndex:
     exact: set = field(default_factory=set)
     grams: set = field(default_factory=set)
     documents: int = 0
-    _seen: set = field(default_factory=set)  # pieces already indexed (a turn recurs in every later history)
+
+    def __post_init__(self):
+        self._pieces = Pieces(self._index)
+
+    def _index(self, tokens: list[str], text: str):
+        self.grams |= ngrams_of(tokens, text=text)
 
     def add(self, texts: Texts):
         self.documents += 1
-        question = normalised(texts.question)
+        for piece in texts.pieces:
+            self._pieces(piece)  # indexes its n-grams the first time it is seen
+        question = self._pieces.question(texts)
         if question:
             self.exact.add(question)
-        for piece in texts.pieces:
-            if piece not in self._seen:
-                self._seen.add(piece)
-                self.grams |= ngrams(piece)
 
 
 class Checker:
     """``why(texts)``: None for a clean training document, else ``"exact"`` or ``"ngram"``; each distinct piece
-    is cut into n-grams once."""
+    is cut into words and n-grams once."""
 
     def __init__(self, index: EvaluationIndex):
         self.index = index
-        self._piece = {}
+        self._pieces = Pieces(lambda tokens, text: not index.grams.isdisjoint(ngrams_of(tokens, text=text)))
 
     def why(self, texts: Texts) -> str | None:
-        if normalised(texts.question) in self.index.exact:
+        if self._pieces.question(texts) in self.index.exact:
             return "exact"
-        if any(self._overlaps(piece) for piece in texts.pieces):
+        if any(self._pieces(piece)[1] for piece in texts.pieces):
             return "ngram"
         return None
-
-    def _overlaps(self, piece: str) -> bool:
-        if piece not in self._piece:
-            self._piece[piece] = not self.index.grams.isdisjoint(ngrams(piece))
-        return self._piece[piece]
 
 
 RULE = (f"A training row is dropped when its question (for a dialogue turn: the conversation so far and the gold "
