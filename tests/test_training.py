@@ -1,9 +1,11 @@
 """The training configs of an export (issue 38): ``sft`` rows are the qahub tasks' own rendering of their training
 documents, as lm-eval renders them, and no row holds a document a qahub task evaluates."""
 
+import dataclasses
 import json
 import re
 import shutil
+import types
 
 import datasets
 import pytest
@@ -225,3 +227,57 @@ def test_a_split_a_task_evaluates_is_never_a_training_source(sample_exports):
     spec = planning.task_api("jeopardy").TASKS["qahub_jeopardy"]
     assert training.evaluated_splits(spec, ["train"]) == ["train"]
     assert training.evaluated_splits(spec, ["train", "validation"]) == ["validation"]
+
+
+def _declaring(corpus, **changes):
+    """``corpus``'s task_api with every task's TaskSpec changed (e.g. the splits it evaluates)."""
+    real = planning.task_api(corpus)
+    declared = {name: dataclasses.replace(spec, **changes) for name, spec in real.TASKS.items()}
+    return types.SimpleNamespace(TASKS=declared, TRAINING_TEXTS=real.TRAINING_TEXTS,
+                                 CONVERSATION=getattr(real, "CONVERSATION", None))
+
+
+def _made(corpus, sample_exports, out, configs=("sft",)):
+    made = training.write_training(corpus, str(sample_exports[corpus]), out, list(configs), 1 << 29)
+    return made, {config: {split: datasets.load_dataset("parquet", split="train", data_files=str(
+        out / config / f"{split}-*.parquet")) for split in entry.counts} for config, entry in made.items()}
+
+
+def test_a_validation_split_no_task_evaluates_is_a_validation_split_of_training_rows(sample_exports, tmp_path,
+                                                                                    monkeypatch):
+    """LIMUR's task evaluates test and validation: its sft rows are train's (here MERA's shots) only. Declared
+    evaluating test alone, the validation split is training data: every one of its documents a row of a
+    ``validation`` split, checked against test's documents."""
+    made, _ = _made("limur", sample_exports, tmp_path / "as-declared")
+    assert list(made["sft"].counts) == ["train"]
+
+    fake = _declaring("limur", splits=["test"])
+    monkeypatch.setattr(planning, "task_api", lambda corpus: fake)
+    layout = training.Layout.of("limur", str(sample_exports["limur"]))
+    assert layout.evaluated == [("qahub_limur", "all", "test")]
+    assert layout.sources == {"qahub_limur": ("all", {"train": "shots", "validation": "validation"})}
+    made, rows = _made("limur", sample_exports, tmp_path / "test-only")
+    assert list(made["sft"].counts) == ["train", "validation"]
+    spec = fake.TASKS["qahub_limur"]
+    docs = training.task_docs("limur", "qahub_limur", str(sample_exports["limur"]), "all", "validation")
+    assert len(docs) > 0 and made["sft"].counts["validation"].documents == len(docs)
+    assert [(row["prompt"][0]["content"], row["completion"][0]["content"], row["split"], row["position"])
+            for row in rows["sft"]["validation"]] == [
+        (spec.prompt(doc), spec.target(doc), "validation", i) for i, doc in enumerate(docs)]
+    assert made["sft"].evaluated == len(training.task_docs("limur", "qahub_limur", str(sample_exports["limur"]),
+                                                           "all", "test"))
+
+
+def test_a_messages_config_gets_the_unevaluated_validation_conversations_too(sample_exports, tmp_path,
+                                                                           monkeypatch):
+    made, _ = _made("doc2dial", sample_exports, tmp_path / "as-declared", ("sft", "messages"))
+    assert {config: list(entry.counts) for config, entry in made.items()} == {"sft": ["train"],
+                                                                              "messages": ["train"]}
+    fake = _declaring("doc2dial", splits=["test"])
+    monkeypatch.setattr(planning, "task_api", lambda corpus: fake)
+    made, rows = _made("doc2dial", sample_exports, tmp_path / "test-only", ("sft", "messages"))
+    assert {config: list(entry.counts) for config, entry in made.items()} == {
+        "sft": ["train", "validation"], "messages": ["train", "validation"]}
+    dialogues = datasets.load_dataset(str(sample_exports["doc2dial"]), "dialogue_domain", split="validation")
+    assert rows["messages"]["validation"]["id"] == dialogues["dial_id"]
+    assert set(rows["messages"]["validation"]["split"]) == {"validation"}

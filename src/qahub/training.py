@@ -333,7 +333,8 @@ def _message_rows(corpus, layout, checked) -> dict:
 def card_section(made: dict) -> str:
     """The card's "Training configs" section: the configs, the rule, and the counts of this build."""
     lines = ["## Training configs", "",
-             f"`{SFT}`: every training document (train split; the few-shot pool where there is no train split) of "
+             f"`{SFT}`: every training document (train split; the few-shot pool where there is no train split; a "
+             "`validation` split from the validation split only where no qahub task evaluates it) of "
              "every qahub task of the corpus as a TRL conversational "
              "prompt-completion row: `prompt` is one user message holding the task's own prompt (lm-eval's "
              "`doc_to_text`), `completion` one assistant message holding its target (`doc_to_target`); `task`, "
