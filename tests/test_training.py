@@ -6,16 +6,21 @@ import json
 import re
 import shutil
 import types
+from pathlib import Path
 
 import datasets
 import pytest
+from datasets.info import DatasetInfosDict
+from datasets.utils.metadata import MetadataConfigs
 from huggingface_hub import DatasetCard
 
 from qahub import cli, harness, planning, registry, training
 from qahub.decontaminate import Checker, EvaluationIndex, Texts, ngrams, words
 from qahub.export import export
+from qahub.testing import shared_data
 
 CORPORA = registry.corpus_names()
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _sft(folder, split="train"):
@@ -35,28 +40,43 @@ def lm_eval_tasks(sample_exports, tmp_path_factory):
 
 @pytest.mark.parametrize("corpus", CORPORA)
 def test_sft_rows_are_lm_evals_rendering_of_the_tasks_training_documents(corpus, sample_exports, lm_eval_tasks):
-    rows = _sft(sample_exports[corpus])
+    """Each row is lm-eval's doc_to_text and doc_to_target of the training document it names, and every training
+    document of every task is a row, a duplicate of one, or counted dropped, as the card says."""
+    export = sample_exports[corpus]
+    rows = _sft(export)
     assert rows.features == training.features("sft")
     names = list(planning.task_api(corpus).TASKS)
     assert set(rows["task"]) <= set(names) and len(rows) > 0
+    pairs = {(row["prompt"][0]["content"], row["completion"][0]["content"]) for row in rows}
+    sources, seen = training.Layout.of(corpus, str(export)).sources, {"documents": 0, "duplicates": 0, "dropped": 0}
+    assert set(sources) == set(names)
     for name in names:
         task = lm_eval_tasks[name]
-        mine = [row for row in rows if row["task"] == name]
-        # the train split, or (LIMUR's sample has none) the few-shot pool, which lm-eval's fewshot_docs() reads
-        assert {row["split"] for row in mine} <= {task.config.fewshot_split} <= {"train", "shots"}
-        if not mine:
-            continue
-        docs = {task.config.dataset_name: list(task.fewshot_docs())}
-        for row in mine:
-            # Jeopardy's task runs on `extended`, whose only split it evaluates: its rows come from `qa`'s train,
-            # rendered here by the same lm-eval task's doc_to_text
-            if row["config"] not in docs:
-                docs[row["config"]] = list(training.task_docs(corpus, name, str(sample_exports[corpus]),
-                                                              row["config"], row["split"]))
-            doc = docs[row["config"]][row["position"]]
-            assert row["prompt"] == [{"role": "user", "content": task.doc_to_text(doc)}]
-            assert row["completion"] == [{"role": "assistant", "content": task.doc_to_target(doc)}]
-            assert row["id"] == str(planning.task_api(corpus).TASKS[name].doc_id(doc) or row["position"])
+        config, wanted = sources[name]
+        # the train split, or (LIMUR's sample has none) the few-shot pool, which lm-eval's fewshot_docs() reads;
+        # Jeopardy's task runs on `extended`, whose only split it evaluates: its rows come from `qa`'s train,
+        # rendered here by the same lm-eval task's doc_to_text
+        assert wanted == {"train": task.config.fewshot_split} and task.config.fewshot_split in {"train", "shots"}
+        if config == task.config.dataset_name:
+            docs = list(task.fewshot_docs())
+        else:
+            docs = list(training.task_docs(corpus, name, str(export), config, wanted["train"]))
+        mine = {row["position"]: row for row in rows if row["task"] == name}
+        assert {(row["config"], row["split"]) for row in mine.values()} <= {(config, wanted["train"])}
+        for position, doc in enumerate(docs):
+            text, target = task.doc_to_text(doc), task.doc_to_target(doc)
+            seen["documents"] += 1
+            if position not in mine:
+                seen["duplicates" if (text, target) in pairs else "dropped"] += 1
+                continue
+            row = mine[position]
+            assert row["prompt"] == [{"role": "user", "content": text}]
+            assert row["completion"] == [{"role": "assistant", "content": target}]
+            assert row["id"] == str(planning.task_api(corpus).TASKS[name].doc_id(doc) or position)
+    counts = DatasetCard.load(export / "README.md").data.to_dict()["qahub_decontamination"]["sft"]["train"]
+    assert seen == {"documents": counts["documents"], "duplicates": counts["duplicates"],
+                    "dropped": counts["exact"] + counts["ngram"]}
+    assert counts["rows"] == len(rows) == counts["documents"] - seen["duplicates"] - seen["dropped"]
 
 
 @pytest.mark.parametrize("corpus", CORPORA)
@@ -184,9 +204,16 @@ def test_an_evaluation_document_planted_in_a_training_file_is_dropped_and_counte
 
 
 def test_the_sample_exports_say_their_training_configs_in_the_card(sample_exports):
+    """The card's YAML, read by datasets' own parsers (as the Hub's viewer and load_dataset read it), lists each
+    training config with its files and its chat features."""
     for corpus in CORPORA:
-        card = DatasetCard.load(sample_exports[corpus] / "README.md").data.to_dict()
+        data = DatasetCard.load(sample_exports[corpus] / "README.md").data
+        card = data.to_dict()
         assert set(card["qahub_decontamination"]) == set(registry.training_configs(corpus))
+        listed, infos = MetadataConfigs.from_dataset_card_data(data), DatasetInfosDict.from_dataset_card_data(data)
+        for config in registry.training_configs(corpus):
+            assert listed[config]["data_files"] == [{"split": "train", "path": f"{config}/train-*"}]
+            assert infos[config].features == training.features(config)
         assert set(datasets.get_dataset_config_names(str(sample_exports[corpus]))) == \
             set(registry.export_config_names(corpus))
 
@@ -281,3 +308,24 @@ def test_a_messages_config_gets_the_unevaluated_validation_conversations_too(sam
     dialogues = datasets.load_dataset(str(sample_exports["doc2dial"]), "dialogue_domain", split="validation")
     assert rows["messages"]["validation"]["id"] == dialogues["dial_id"]
     assert set(rows["messages"]["validation"]["split"]) == {"validation"}
+
+
+REAL_JEMHOPQA = shared_data("jemhopqa")
+PRINTED = re.compile(r"^(\w+)/(\w+)/(\w+): ([\d,]+) rows of ([\d,]+) training documents; dropped as overlapping an "
+                     r"evaluated document: ([\d,]+) exact, ([\d,]+) n-gram; ([\d,]+) duplicates$", re.M)
+
+
+@pytest.mark.skipif(REAL_JEMHOPQA is None, reason="../shared/data/jemhopqa is absent")
+def test_on_the_real_jemhopqa_the_card_and_the_readme_say_the_counts_the_build_printed(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert cli.main(["build", "jemhopqa", "--data-dir", str(REAL_JEMHOPQA), "--out", str(out), "--config", "sft"]) == 0
+    printed = {(m[1], m[2], m[3]): dict(zip(("rows", "documents", "exact", "ngram", "duplicates"),
+                                            (int(n.replace(",", "")) for n in m.groups()[3:])))
+               for m in PRINTED.finditer(capsys.readouterr().out)}
+    card = DatasetCard.load(out / "README.md")
+    counts = card.data.to_dict()["qahub_decontamination"]
+    assert printed == {("jemhopqa", config, split): c for config, s in counts.items() for split, c in s.items()}
+    c = counts["sft"]["train"]
+    assert f"| sft | train | {c['documents']:,} | {c['rows']:,} | {c['exact']:,} | {c['ngram']:,} |" in card.text
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert f"the real JEMHopQA keeps {c['rows']:,} of {c['documents']:,}" in readme
