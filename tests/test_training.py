@@ -116,10 +116,10 @@ def test_words_cut_cjk_into_characters_and_drop_punctuation():
     assert ngrams("too short", n=13) == set()
 
 
-def _texts(question, *more):
-    """A question-answer document's Texts: its question checked by exact match, its question and ``more`` by
+def _texts(question, reply=""):
+    """A question-answer document's Texts: its question checked by exact match, its question and reply by
     n-grams."""
-    return Texts((question,), (question, *more))
+    return Texts((question,), reply)
 
 
 def test_the_index_finds_an_exact_question_and_a_shared_13_gram_and_nothing_else():
@@ -136,10 +136,11 @@ def test_a_dialogue_question_is_matched_whole_whichever_its_turns():
     """A dialogue turn's question is its turns and reply joined by newlines, then normalised: the same words cut
     into other turns are the same question (as when the whole text is normalised at once)."""
     index = EvaluationIndex()
-    index.add(Texts(("Hi there!", "", "How are you?", "Fine."), ("Hi there!", "How are you?", "Fine.")))
+    index.add(Texts(("Hi there!", "", "How are you?"), "Fine.", dialogue=True))
     check = Checker(index)
-    assert check.why(Texts(("hi", "there how are", "you fine"), ("hi", "there how are", "you fine"))) == "exact"
-    assert check.why(Texts(("hi there", "how are you"), ("hi there", "how are you"))) is None
+    assert check.why(Texts(("hi", "there how are"), "you fine", dialogue=True)) == "exact"
+    assert check.why(Texts(("hi there",), "how are you", dialogue=True)) is None
+    assert check.why(Texts(("hi there", "how are you"), "fine")) is None  # not a dialogue: the reply is no part
 
 
 def test_a_shared_japanese_template_phrase_is_not_an_overlap_but_a_shared_question_is():

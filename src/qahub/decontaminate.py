@@ -52,33 +52,36 @@ def ngrams_of(tokens: list[str], n: int | None = None, text: str | None = None) 
 
 @dataclass(frozen=True)
 class Texts:
-    """The non-template text of one document: ``question``, the texts whose newline-joined whole is checked by
-    exact match (the question; for a dialogue turn the turns so far and the reply), and ``pieces`` (every text
-    whose n-grams are checked: the question or turns and the reply). A context (a Topical-Chat knowledge text, a
-    doc2dial document) is neither: a shared document is not a leaked answer."""
+    """The non-template text of one document: ``parts`` (its question, or a dialogue turn's turns so far), and
+    ``reply`` (its target), whose n-grams are checked. Its question, checked by exact match, is its parts joined by
+    newlines (for a dialogue turn, the reply too: the conversation so far and the reply). A context (a Topical-Chat
+    knowledge text, a doc2dial document) is neither: a shared document is not a leaked answer."""
 
-    question: tuple[str, ...]
-    pieces: tuple[str, ...]
+    parts: tuple[str, ...]
+    reply: str
+    dialogue: bool = False
 
 
 class Pieces:
     """Each distinct piece of text cut into words once (a dialogue's turn recurs in every later turn's history),
-    kept as its normalised text and what ``measure`` says of its words."""
+    kept as ``(its normalised text, what measure(its words, it) says)``."""
 
     def __init__(self, measure):
         self.measure, self.known = measure, {}
 
-    def __call__(self, piece: str) -> tuple:
-        known = self.known.get(piece)
-        if known is None:
-            tokens = words(piece)
-            known = self.known[piece] = (" ".join(tokens), self.measure(tokens, piece))
+    def add(self, piece: str) -> tuple:
+        tokens = words(piece)
+        known = self.known[piece] = (" ".join(tokens), self.measure(tokens, piece))
         return known
 
-    def question(self, texts: Texts) -> str:
-        """``normalised("\\n".join(texts.question))``, from the pieces' normalised texts: a newline is no word, so
-        the words of the whole are the words of its parts in turn."""
-        return " ".join(filter(None, [self(part)[0] for part in texts.question]))
+    def of(self, texts: Texts) -> tuple[str, list]:
+        """``texts``' normalised question and the pieces it is made of, its reply last: ``normalised`` of the
+        question is the normalised parts joined, a newline being no word (the words of the whole are the words of
+        its parts in turn)."""
+        known, add = self.known, self.add
+        pieces = [known.get(piece) or add(piece) for piece in (*texts.parts, texts.reply)]
+        question = pieces if texts.dialogue else pieces[:-1]
+        return " ".join(filter(None, [normal for normal, _ in question])), pieces
 
 
 @dataclass
@@ -88,16 +91,14 @@ class EvaluationIndex:
     documents: int = 0
 
     def __post_init__(self):
-        self._pieces = Pieces(self._index)
+        self._pieces = Pieces(self._index)  # a piece's n-grams are indexed the first time it is seen
 
     def _index(self, tokens: list[str], text: str):
         self.grams |= ngrams_of(tokens, text=text)
 
     def add(self, texts: Texts):
         self.documents += 1
-        for piece in texts.pieces:
-            self._pieces(piece)  # indexes its n-grams the first time it is seen
-        question = self._pieces.question(texts)
+        question, _ = self._pieces.of(texts)
         if question:
             self.exact.add(question)
 
@@ -111,9 +112,10 @@ class Checker:
         self._pieces = Pieces(lambda tokens, text: not index.grams.isdisjoint(ngrams_of(tokens, text=text)))
 
     def why(self, texts: Texts) -> str | None:
-        if self._pieces.question(texts) in self.index.exact:
+        question, pieces = self._pieces.of(texts)
+        if question in self.index.exact:
             return "exact"
-        if any(self._pieces(piece)[1] for piece in texts.pieces):
+        if any(overlaps for _, overlaps in pieces):
             return "ngram"
         return None
 

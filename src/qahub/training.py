@@ -40,8 +40,7 @@ def texts_of(corpus: str, name: str, spec):
     questions, dialogue = declared[name]
 
     def texts(doc) -> Texts:
-        parts, reply = questions(doc), spec.target(doc)
-        return Texts(tuple([*parts, reply] if dialogue else parts), (*parts, reply))
+        return Texts(tuple(questions(doc)), spec.target(doc), dialogue)
 
     return texts
 
@@ -90,7 +89,7 @@ class Checked:
         for doc in rows:
             found = texts(doc)
             verdicts.append(self.checker.why(found))
-            yield doc, verdicts[-1], found.pieces[-1]  # texts_of puts the target last
+            yield doc, verdicts[-1], found.reply  # the task's target
         self.known[key] = verdicts  # only once every document is checked
 
 
