@@ -42,12 +42,17 @@ def ngrams(text: str, n: int | None = None) -> set[int]:
 
 
 def ngrams_of(tokens: list[str], n: int | None = None, text: str | None = None) -> set[int]:
-    """``ngrams`` of a text already cut into ``words`` (``text``, when given, spares the count of CJK words in a
-    text without a CJK character)."""
+    """``ngrams`` of a text already cut into ``words``."""
+    return set(ngram_hashes(tokens, n, text))
+
+
+def ngram_hashes(tokens: list[str], n: int | None = None, text: str | None = None):
+    """The hashes of ``ngrams_of``, one at a time (``text``, when given, spares the count of CJK words in a text
+    without a CJK character)."""
     if n is None:
         mostly_cjk = (text is None or _CJK_CHAR.search(text)) and 2 * sum(map(_CJK_WORDS.__contains__, tokens)) > len(tokens)
         n = CJK_N if mostly_cjk else N
-    return set(map(hash, zip(*(tokens[i:] for i in range(n))))) if len(tokens) >= n else set()
+    return map(hash, zip(*(tokens[i:] for i in range(n))))  # none when there are fewer than n tokens
 
 
 @dataclass(frozen=True)
@@ -109,7 +114,7 @@ class Checker:
 
     def __init__(self, index: EvaluationIndex):
         self.index = index
-        self._pieces = Pieces(lambda tokens, text: not index.grams.isdisjoint(ngrams_of(tokens, text=text)))
+        self._pieces = Pieces(lambda tokens, text: not index.grams.isdisjoint(ngram_hashes(tokens, text=text)))
 
     def why(self, texts: Texts) -> str | None:
         question, pieces = self._pieces.of(texts)
