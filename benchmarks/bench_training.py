@@ -6,7 +6,8 @@ task's training and evaluated documents, indexing the evaluated ones' 13-grams, 
 training document, writing the Parquet shards. Baseline: reading the same documents the same way
 (``training.Docs``, each set once: the evaluated ones too), and calling each task's ``prompt`` on each of its
 training documents, nothing else: no target, no check, no row, no writing. The modules both import are imported
-before either clock starts. Each side runs in its own process, in turn, best of 3. Target: at most 2x.
+before either clock starts. Each side runs in its own process, in turn, best of 3 (of up to 10 for a
+build of under a second or so: a short run's best needs more tries on a shared machine). Target: at most 2x.
 
 Real data with a train split: JEMHopQA (all three versions). Topical-Chat's train file is not in
 ``../shared/data``: its test_rare file stands in as the train split (linked as ``train.json``, test_rare itself
@@ -23,6 +24,7 @@ from pathlib import Path
 from _common import SHARED_DATA, measure, row
 
 TARGET = 2.0
+MIN_SECONDS, MAX_ATTEMPTS = 10.0, 10
 
 
 def _topical_chat_files(root: Path) -> Path | None:
@@ -102,15 +104,19 @@ def run() -> list[dict]:
     with tempfile.TemporaryDirectory(prefix="qahub-bench-training-") as tmp:
         root = Path(tmp)
         for corpus, location in _exports(root).items():
-            best = {}
-            for attempt in range(3):  # in turn, best of 3: both sides meet the same stretches of a shared machine
+            best, attempt, spent = {}, 0, 0.0
+            # in turn, so both sides meet the same stretches of a shared machine; best of 3, or of as many as fit
+            # in MIN_SECONDS (at most MAX_ATTEMPTS) when a side takes well under a second
+            while attempt < 3 or (spent < MIN_SECONDS and attempt < MAX_ATTEMPTS):
                 out = root / f"out-{corpus}-{attempt}"
                 ours = measure("bench_training:build", corpus, str(location), str(out))
                 base = measure("bench_training:render", corpus, str(location))
                 best["ours"] = min(best.get("ours", ours), ours)
                 best["base"] = min(best.get("base", base), base)
+                attempt, spent = attempt + 1, spent + ours[0] + base[0]
             ratio = best["ours"][0] / best["base"][0]
             verdict = "ok" if ratio <= TARGET else "MISSED"
             rows.append(row(f"{corpus} sft/messages vs rendering the prompts alone", best["ours"], best["base"],
-                            f"{best['ours'][2][:60]}; {ratio:.2f}x the rendering (target <= {TARGET:g}x: {verdict})"))
+                            f"{best['ours'][2][:60]}; {ratio:.2f}x the rendering, best of {attempt} (target <= {TARGET:g}x: "
+                            f"{verdict})"))
     return rows

@@ -50,6 +50,8 @@ def ngram_hashes(tokens: list[str], n: int | None = None, text: str | None = Non
     """The hashes of ``ngrams_of``, one at a time (``text``, when given, spares the count of CJK words in a text
     without a CJK character)."""
     if n is None:
+        if len(tokens) < N:  # too short for either n
+            return iter(())
         mostly_cjk = (text is None or _CJK_CHAR.search(text)) and 2 * sum(map(_CJK_WORDS.__contains__, tokens)) > len(tokens)
         n = CJK_N if mostly_cjk else N
     return map(hash, zip(*(tokens[i:] for i in range(n))))  # none when there are fewer than n tokens
