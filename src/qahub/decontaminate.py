@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 N = 13  # lm-eval's decontamination n-gram size
 CJK_N = 2 * N  # in characters, for a text written mostly in CJK characters (a Japanese word is ~2 characters)
@@ -57,8 +58,7 @@ def ngram_hashes(tokens: list[str], n: int | None = None, text: str | None = Non
     return map(hash, zip(*(tokens[i:] for i in range(n))))  # none when there are fewer than n tokens
 
 
-@dataclass(frozen=True)
-class Texts:
+class Texts(NamedTuple):
     """The non-template text of one document: ``parts`` (its question, or a dialogue turn's turns so far), and
     ``reply`` (its target), whose n-grams are checked. Its question, checked by exact match, is its parts joined by
     newlines (for a dialogue turn, the reply too: the conversation so far and the reply). A context (a Topical-Chat
