@@ -32,10 +32,6 @@ def words(text: str) -> list[str]:
     return _WORD.findall(text.casefold())
 
 
-def normalised(text: str) -> str:
-    return " ".join(words(text))
-
-
 def ngrams(text: str, n: int | None = None) -> set[int]:
     """The hashes of the ``n``-grams of ``text``'s words (none for a text of fewer than ``n`` words); by default
     ``N``, or ``CJK_N`` characters for a text whose words are mostly CJK characters."""
@@ -82,9 +78,8 @@ class Pieces:
         return known
 
     def of(self, texts: Texts) -> tuple[str, list]:
-        """``texts``' normalised question and the pieces it is made of, its reply last: ``normalised`` of the
-        question is the normalised parts joined, a newline being no word (the words of the whole are the words of
-        its parts in turn)."""
+        """``texts``' normalised question and the pieces it is made of, its reply last. The question normalised is
+        its parts normalised and joined: a newline is no word, so the words of the whole are its parts' in turn."""
         known, add = self.known, self.add
         pieces = [known.get(piece) or add(piece) for piece in (*texts.parts, texts.reply)]
         question = pieces if texts.dialogue else pieces[:-1]
