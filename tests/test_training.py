@@ -1,19 +1,26 @@
 """The training configs of an export (issue 38): ``sft`` rows are the qahub tasks' own rendering of their training
 documents, as lm-eval renders them, and no row holds a document a qahub task evaluates."""
 
+import dataclasses
 import json
 import re
 import shutil
+import types
+from pathlib import Path
 
 import datasets
 import pytest
+from datasets.info import DatasetInfosDict
+from datasets.utils.metadata import MetadataConfigs
 from huggingface_hub import DatasetCard
 
 from qahub import cli, harness, planning, registry, training
 from qahub.decontaminate import Checker, EvaluationIndex, Texts, ngrams, words
 from qahub.export import export
+from qahub.testing import shared_data
 
 CORPORA = registry.corpus_names()
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _sft(folder, split="train"):
@@ -33,28 +40,43 @@ def lm_eval_tasks(sample_exports, tmp_path_factory):
 
 @pytest.mark.parametrize("corpus", CORPORA)
 def test_sft_rows_are_lm_evals_rendering_of_the_tasks_training_documents(corpus, sample_exports, lm_eval_tasks):
-    rows = _sft(sample_exports[corpus])
+    """Each row is lm-eval's doc_to_text and doc_to_target of the training document it names, and every training
+    document of every task is a row, a duplicate of one, or counted dropped, as the card says."""
+    export = sample_exports[corpus]
+    rows = _sft(export)
     assert rows.features == training.features("sft")
     names = list(planning.task_api(corpus).TASKS)
     assert set(rows["task"]) <= set(names) and len(rows) > 0
+    pairs = {(row["prompt"][0]["content"], row["completion"][0]["content"]) for row in rows}
+    sources, seen = training.Layout.of(corpus, str(export)).sources, {"documents": 0, "duplicates": 0, "dropped": 0}
+    assert set(sources) == set(names)
     for name in names:
         task = lm_eval_tasks[name]
-        mine = [row for row in rows if row["task"] == name]
-        # the train split, or (LIMUR's sample has none) the few-shot pool, which lm-eval's fewshot_docs() reads
-        assert {row["split"] for row in mine} <= {task.config.fewshot_split} <= {"train", "shots"}
-        if not mine:
-            continue
-        docs = {task.config.dataset_name: list(task.fewshot_docs())}
-        for row in mine:
-            # Jeopardy's task runs on `extended`, whose only split it evaluates: its rows come from `qa`'s train,
-            # rendered here by the same lm-eval task's doc_to_text
-            if row["config"] not in docs:
-                docs[row["config"]] = list(training.task_docs(corpus, name, str(sample_exports[corpus]),
-                                                              row["config"], row["split"]))
-            doc = docs[row["config"]][row["position"]]
-            assert row["prompt"] == [{"role": "user", "content": task.doc_to_text(doc)}]
-            assert row["completion"] == [{"role": "assistant", "content": task.doc_to_target(doc)}]
-            assert row["id"] == str(planning.task_api(corpus).TASKS[name].doc_id(doc) or row["position"])
+        config, wanted = sources[name]
+        # the train split, or (LIMUR's sample has none) the few-shot pool, which lm-eval's fewshot_docs() reads;
+        # Jeopardy's task runs on `extended`, whose only split it evaluates: its rows come from `qa`'s train,
+        # rendered here by the same lm-eval task's doc_to_text
+        assert wanted == {"train": task.config.fewshot_split} and task.config.fewshot_split in {"train", "shots"}
+        if config == task.config.dataset_name:
+            docs = list(task.fewshot_docs())
+        else:
+            docs = list(training.task_docs(corpus, name, str(export), config, wanted["train"]))
+        mine = {row["position"]: row for row in rows if row["task"] == name}
+        assert {(row["config"], row["split"]) for row in mine.values()} <= {(config, wanted["train"])}
+        for position, doc in enumerate(docs):
+            text, target = task.doc_to_text(doc), task.doc_to_target(doc)
+            seen["documents"] += 1
+            if position not in mine:
+                seen["duplicates" if (text, target) in pairs else "dropped"] += 1
+                continue
+            row = mine[position]
+            assert row["prompt"] == [{"role": "user", "content": text}]
+            assert row["completion"] == [{"role": "assistant", "content": target}]
+            assert row["id"] == str(planning.task_api(corpus).TASKS[name].doc_id(doc) or position)
+    counts = DatasetCard.load(export / "README.md").data.to_dict()["qahub_decontamination"]["sft"]["train"]
+    assert seen == {"documents": counts["documents"], "duplicates": counts["duplicates"],
+                    "dropped": counts["exact"] + counts["ngram"]}
+    assert counts["rows"] == len(rows) == counts["documents"] - seen["duplicates"] - seen["dropped"]
 
 
 @pytest.mark.parametrize("corpus", CORPORA)
@@ -94,26 +116,52 @@ def test_words_cut_cjk_into_characters_and_drop_punctuation():
     assert ngrams("too short", n=13) == set()
 
 
+def _texts(question, reply=""):
+    """A question-answer document's Texts: its question checked by exact match, its question and reply by
+    n-grams."""
+    return Texts((question,), reply)
+
+
 def test_the_index_finds_an_exact_question_and_a_shared_13_gram_and_nothing_else():
     index = EvaluationIndex()
     long = "the quick brown fox jumps over the lazy dog near the river bank at dawn"
-    index.add(Texts("Who wrote War and Peace?", ("Who wrote War and Peace?", long)))
+    index.add(_texts("Who wrote War and Peace?", long))
     check = Checker(index)
-    assert check.why(Texts("who wrote war and peace", ("who wrote war and peace", "Tolstoy"))) == "exact"
-    assert check.why(Texts("Another question", ("Another question", "so " + long))) == "ngram"
-    assert check.why(Texts("Who wrote Anna Karenina?", ("Who wrote Anna Karenina?", "Tolstoy"))) is None
+    assert check.why(_texts("who wrote war and peace", "Tolstoy")) == "exact"
+    assert check.why(_texts("Another question", "so " + long)) == "ngram"
+    assert check.why(_texts("Who wrote Anna Karenina?", "Tolstoy")) is None
+
+
+def test_a_dialogue_question_is_matched_whole_whichever_its_turns():
+    """A dialogue turn's question is its turns and reply joined by newlines, then normalised: the same words cut
+    into other turns are the same question (as when the whole text is normalised at once)."""
+    index = EvaluationIndex()
+    index.add(Texts(("Hi there!", "", "How are you?"), "Fine.", dialogue=True))
+    check = Checker(index)
+    assert check.why(Texts(("hi", "there how are"), "you fine", dialogue=True)) == "exact"
+    assert check.why(Texts(("hi there",), "how are you", dialogue=True)) is None
+    assert check.why(Texts(("hi there", "how are you"), "fine")) is None  # not a dialogue: the reply is no part
 
 
 def test_a_shared_japanese_template_phrase_is_not_an_overlap_but_a_shared_question_is():
     # real JEMHopQA train/dev questions: 13 characters in common (a template phrase), not one question
     index = EvaluationIndex()
-    index.add(Texts("徳川慶喜と徳川恒孝、どちらが先に生まれましたか？", ("徳川慶喜と徳川恒孝、どちらが先に生まれましたか？",)))
+    index.add(_texts("徳川慶喜と徳川恒孝、どちらが先に生まれましたか？"))
     check = Checker(index)
-    assert check.why(Texts("石原裕次郎と仲代達矢、どちらが先に生まれましたか？",
-                           ("石原裕次郎と仲代達矢、どちらが先に生まれましたか？",))) is None
+    assert check.why(_texts("石原裕次郎と仲代達矢、どちらが先に生まれましたか？")) is None
     long = "『シアー・ハート・アタック』と『戦慄の王女』、ロックフィールド・スタジオで録音されたのはどちらですか？"
-    index.add(Texts(long, (long,)))
-    assert check.why(Texts("では、" + long[:-5], ("では、" + long[:-5],))) == "ngram"
+    index.add(_texts(long))
+    assert check.why(_texts("では、" + long[:-5])) == "ngram"
+
+
+def test_a_text_mixing_scripts_is_cut_into_ngrams_as_its_words_say():
+    """A CJK character is a word by itself only where it starts one; a text whose words are mostly such characters
+    is cut into 26-grams, any other into 13-grams."""
+    assert words("abc東京 東京") == ["abc東京", "東", "京"]
+    assert ngrams("abc東京 " * 30) == ngrams("abc東京 " * 30, n=13) != set()  # no one-character word
+    assert ngrams("abc def 東 " * 10) == ngrams("abc def 東 " * 10, n=13)  # a third
+    assert ngrams("abc 東京 " * 10) == ngrams("abc 東京 " * 10, n=26) != set()  # two thirds
+    assert ngrams("just english words " * 5) == ngrams("just english words " * 5, n=13) != set()
 
 
 LONG = "『星の歌』を作詞した人物と『月の歌』を作曲した人物は、どちらが先に音楽活動を始めましたか？"
@@ -157,9 +205,16 @@ def test_an_evaluation_document_planted_in_a_training_file_is_dropped_and_counte
 
 
 def test_the_sample_exports_say_their_training_configs_in_the_card(sample_exports):
+    """The card's YAML, read by datasets' own parsers (as the Hub's viewer and load_dataset read it), lists each
+    training config with its files and its chat features."""
     for corpus in CORPORA:
-        card = DatasetCard.load(sample_exports[corpus] / "README.md").data.to_dict()
+        data = DatasetCard.load(sample_exports[corpus] / "README.md").data
+        card = data.to_dict()
         assert set(card["qahub_decontamination"]) == set(registry.training_configs(corpus))
+        listed, infos = MetadataConfigs.from_dataset_card_data(data), DatasetInfosDict.from_dataset_card_data(data)
+        for config in registry.training_configs(corpus):
+            assert listed[config]["data_files"] == [{"split": "train", "path": f"{config}/train-*"}]
+            assert infos[config].features == training.features(config)
         assert set(datasets.get_dataset_config_names(str(sample_exports[corpus]))) == \
             set(registry.export_config_names(corpus))
 
@@ -200,3 +255,78 @@ def test_a_split_a_task_evaluates_is_never_a_training_source(sample_exports):
     spec = planning.task_api("jeopardy").TASKS["qahub_jeopardy"]
     assert training.evaluated_splits(spec, ["train"]) == ["train"]
     assert training.evaluated_splits(spec, ["train", "validation"]) == ["validation"]
+
+
+def _declaring(corpus, **changes):
+    """``corpus``'s task_api with every task's TaskSpec changed (e.g. the splits it evaluates)."""
+    real = planning.task_api(corpus)
+    declared = {name: dataclasses.replace(spec, **changes) for name, spec in real.TASKS.items()}
+    return types.SimpleNamespace(TASKS=declared, TRAINING_TEXTS=real.TRAINING_TEXTS,
+                                 CONVERSATION=getattr(real, "CONVERSATION", None))
+
+
+def _made(corpus, sample_exports, out, configs=("sft",)):
+    made = training.write_training(corpus, str(sample_exports[corpus]), out, list(configs), 1 << 29)
+    return made, {config: {split: datasets.load_dataset("parquet", split="train", data_files=str(
+        out / config / f"{split}-*.parquet")) for split in entry.counts} for config, entry in made.items()}
+
+
+def test_a_validation_split_no_task_evaluates_is_a_validation_split_of_training_rows(sample_exports, tmp_path,
+                                                                                    monkeypatch):
+    """LIMUR's task evaluates test and validation: its sft rows are train's (here MERA's shots) only. Declared
+    evaluating test alone, the validation split is training data: every one of its documents a row of a
+    ``validation`` split, checked against test's documents."""
+    made, _ = _made("limur", sample_exports, tmp_path / "as-declared")
+    assert list(made["sft"].counts) == ["train"]
+
+    fake = _declaring("limur", splits=["test"])
+    monkeypatch.setattr(planning, "task_api", lambda corpus: fake)
+    layout = training.Layout.of("limur", str(sample_exports["limur"]))
+    assert layout.evaluated == [("qahub_limur", "all", "test")]
+    assert layout.sources == {"qahub_limur": ("all", {"train": "shots", "validation": "validation"})}
+    made, rows = _made("limur", sample_exports, tmp_path / "test-only")
+    assert list(made["sft"].counts) == ["train", "validation"]
+    spec = fake.TASKS["qahub_limur"]
+    docs = training.task_docs("limur", "qahub_limur", str(sample_exports["limur"]), "all", "validation")
+    assert len(docs) > 0 and made["sft"].counts["validation"].documents == len(docs)
+    assert [(row["prompt"][0]["content"], row["completion"][0]["content"], row["split"], row["position"])
+            for row in rows["sft"]["validation"]] == [
+        (spec.prompt(doc), spec.target(doc), "validation", i) for i, doc in enumerate(docs)]
+    assert made["sft"].evaluated == len(training.task_docs("limur", "qahub_limur", str(sample_exports["limur"]),
+                                                           "all", "test"))
+
+
+def test_a_messages_config_gets_the_unevaluated_validation_conversations_too(sample_exports, tmp_path,
+                                                                           monkeypatch):
+    made, _ = _made("doc2dial", sample_exports, tmp_path / "as-declared", ("sft", "messages"))
+    assert {config: list(entry.counts) for config, entry in made.items()} == {"sft": ["train"],
+                                                                              "messages": ["train"]}
+    fake = _declaring("doc2dial", splits=["test"])
+    monkeypatch.setattr(planning, "task_api", lambda corpus: fake)
+    made, rows = _made("doc2dial", sample_exports, tmp_path / "test-only", ("sft", "messages"))
+    assert {config: list(entry.counts) for config, entry in made.items()} == {
+        "sft": ["train", "validation"], "messages": ["train", "validation"]}
+    dialogues = datasets.load_dataset(str(sample_exports["doc2dial"]), "dialogue_domain", split="validation")
+    assert rows["messages"]["validation"]["id"] == dialogues["dial_id"]
+    assert set(rows["messages"]["validation"]["split"]) == {"validation"}
+
+
+REAL_JEMHOPQA = shared_data("jemhopqa")
+PRINTED = re.compile(r"^(\w+)/(\w+)/(\w+): ([\d,]+) rows of ([\d,]+) training documents; dropped as overlapping an "
+                     r"evaluated document: ([\d,]+) exact, ([\d,]+) n-gram; ([\d,]+) duplicates$", re.M)
+
+
+@pytest.mark.skipif(REAL_JEMHOPQA is None, reason="../shared/data/jemhopqa is absent")
+def test_on_the_real_jemhopqa_the_card_and_the_readme_say_the_counts_the_build_printed(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert cli.main(["build", "jemhopqa", "--data-dir", str(REAL_JEMHOPQA), "--out", str(out), "--config", "sft"]) == 0
+    printed = {(m[1], m[2], m[3]): dict(zip(("rows", "documents", "exact", "ngram", "duplicates"),
+                                            (int(n.replace(",", "")) for n in m.groups()[3:])))
+               for m in PRINTED.finditer(capsys.readouterr().out)}
+    card = DatasetCard.load(out / "README.md")
+    counts = card.data.to_dict()["qahub_decontamination"]
+    assert printed == {("jemhopqa", config, split): c for config, s in counts.items() for split, c in s.items()}
+    c = counts["sft"]["train"]
+    assert f"| sft | train | {c['documents']:,} | {c['rows']:,} | {c['exact']:,} | {c['ngram']:,} |" in card.text
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert f"the real JEMHopQA keeps {c['rows']:,} of {c['documents']:,}" in readme

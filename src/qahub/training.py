@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from qahub import planning
+from qahub import planning, tasks
 from qahub.chat_features import MESSAGES, SFT, features
 from qahub.decontaminate import RULE, Checker, EvaluationIndex, Texts
 
@@ -30,16 +30,19 @@ BATCH = 2000  # rows per Parquet row group
 # --- what each corpus's task_api declares for these configs
 
 
-def texts(corpus: str, name: str, spec, doc) -> Texts:
-    """The non-template text of task ``name``'s ``doc``, as its task_api's ``TRAINING_TEXTS`` declares it."""
+def texts_of(corpus: str, name: str, spec):
+    """``doc -> Texts``: the non-template text of task ``name``'s documents, as its task_api's ``TRAINING_TEXTS``
+    declares it."""
     declared = getattr(planning.task_api(corpus), "TRAINING_TEXTS", {})
     if name not in declared:
         raise ValueError(f"task {name}: its task_api declares no TRAINING_TEXTS entry (which of its documents' text "
                          "is not template), so its training rows cannot be checked")
     questions, dialogue = declared[name]
-    parts, reply = questions(doc), spec.target(doc)
-    question = "\n".join([*parts, reply] if dialogue else parts)
-    return Texts(question, (*parts, reply))
+
+    def texts(doc) -> Texts:
+        return Texts(tuple(questions(doc)), spec.target(doc), dialogue)
+
+    return texts
 
 
 # --- reading the tasks' documents at an export
@@ -66,6 +69,35 @@ class Docs:
         if key not in self.read:
             self.read[key] = task_docs(self.corpus, name, self.location, config, split)
         return self.read[key]
+
+
+class Checked:
+    """The training documents of a task with their verdicts (``Checker.why``: None to keep one), each worked out
+    once: the ``messages`` config checks the very documents its task's ``sft`` rows were checked on."""
+
+    def __init__(self, corpus: str, docs: Docs, checker: Checker):
+        self.corpus, self.docs, self.checker, self.known = corpus, docs, checker, {}
+
+    def __call__(self, name: str, config: str, split: str):
+        """``(doc, verdict, target)`` of each document of task ``name`` in ``split`` of ``config``: ``target`` the
+        task's target where the verdict is worked out now (the check reads it), else None."""
+        key, rows = (name, config, split), each(self.docs(name, config, split))
+        if key in self.known:
+            yield from ((doc, why, None) for doc, why in zip(rows, self.known[key]))
+            return
+        texts, verdicts = texts_of(self.corpus, name, planning.task_api(self.corpus).TASKS[name]), []
+        for doc in rows:
+            found = texts(doc)
+            verdicts.append(self.checker.why(found))
+            yield doc, verdicts[-1], found.reply  # the task's target
+        self.known[key] = verdicts  # only once every document is checked
+
+
+def each(rows, batch_size: int = 1000):
+    """The rows of a ``datasets.Dataset`` as ``for row in rows`` gives them, read a batch at a time (a row at a
+    time, ``datasets`` formats each row on its own: most of the time of a build)."""
+    for batch in rows.iter(batch_size):
+        yield from (dict(zip(batch, values)) for values in zip(*batch.values()))
 
 
 @dataclass
@@ -184,13 +216,14 @@ def write_training(corpus: str, location: str, folder: Path, configs: list[str],
     index, docs = EvaluationIndex(), Docs(corpus, location)
     specs = planning.task_api(corpus).TASKS
     for name, config, split in layout.evaluated:
-        for doc in docs(name, config, split):
-            index.add(texts(corpus, name, specs[name], doc))
-    checker = Checker(index)
+        texts = texts_of(corpus, name, specs[name])
+        for doc in each(docs(name, config, split)):
+            index.add(texts(doc))
+    checked = Checked(corpus, docs, Checker(index))
     rows = {SFT: _sft_rows, MESSAGES: _message_rows}
     made = {}
     for config in configs:
-        info, counts = _write_config(config, folder, max_shard_bytes, rows[config](corpus, docs, layout, checker))
+        info, counts = _write_config(config, folder, max_shard_bytes, rows[config](corpus, layout, checked))
         made[config] = Made(info, counts, index.documents, time.perf_counter() - start)
         start = time.perf_counter()
     return made
@@ -227,46 +260,43 @@ def _write_config(config, folder, max_shard_bytes, rows_by_split):
     return info, counts
 
 
-def _sft_rows(corpus, docs, layout, checker) -> dict:
+def _sft_rows(corpus, layout, checked) -> dict:
     """{split: rows(counts)}: the generator of each split's rows, counting into ``counts``."""
-    specs = planning.task_api(corpus).TASKS
     splits = list(dict.fromkeys(s for _, wanted in layout.sources.values() for s in wanted))
 
     def rows(split):
         def generate(count):
             seen = set()
             for name, (config, wanted) in layout.sources.items():
-                if split not in wanted:
-                    continue
-                spec, source = specs[name], wanted[split]
-                for position, doc in enumerate(docs(name, config, source)):
-                    count.documents += 1
-                    why = checker.why(texts(corpus, name, spec, doc))
-                    if why:
-                        setattr(count, why, getattr(count, why) + 1)
-                        continue
-                    prompt, target = spec.prompt(doc), spec.target(doc)
-                    if (prompt, target) in seen:
-                        count.duplicates += 1
-                        continue
-                    seen.add((prompt, target))
-                    count.rows += 1
-                    yield {"prompt": [{"role": "user", "content": prompt}],
-                           "completion": [{"role": "assistant", "content": target}],
-                           "task": name, "id": str(_doc_id(spec, doc, position)), "config": config,
-                           "split": source, "position": position}
+                if split in wanted:
+                    yield from _task_sft_rows(corpus, name, config, wanted[split], checked, count, seen)
         return generate
 
     return {split: rows(split) for split in splits}
 
 
-def _doc_id(spec, doc, position):
-    from qahub.tasks import document_id
+def _task_sft_rows(corpus, name, config, source, checked, count, seen):
+    """The sft rows of task ``name``'s documents in ``source`` of ``config``, but those ``checked`` drops and those
+    already ``seen``."""
+    spec = planning.task_api(corpus).TASKS[name]
+    for position, (doc, why, target) in enumerate(checked(name, config, source)):
+        count.documents += 1
+        if why:
+            setattr(count, why, getattr(count, why) + 1)
+            continue
+        prompt, target = spec.prompt(doc), (spec.target(doc) if target is None else target)
+        if (prompt, target) in seen:
+            count.duplicates += 1
+            continue
+        seen.add((prompt, target))
+        count.rows += 1
+        yield {"prompt": [{"role": "user", "content": prompt}],
+               "completion": [{"role": "assistant", "content": target}],
+               "task": name, "id": str(tasks.document_id(spec, doc, position)), "config": config,
+               "split": source, "position": position}
 
-    return document_id(spec, doc, position)
 
-
-def _message_rows(corpus, docs, layout, checker) -> dict:
+def _message_rows(corpus, layout, checked) -> dict:
     name, conversation = planning.task_api(corpus).CONVERSATION
     spec = planning.task_api(corpus).TASKS[name]
     config, wanted = layout.sources.get(name, (None, {TRAIN: TRAIN}))
@@ -275,12 +305,14 @@ def _message_rows(corpus, docs, layout, checker) -> dict:
         def generate(count):
             if config is None:
                 return
-            groups = {}
-            for doc in docs(name, config, wanted[split]):
-                groups.setdefault(spec.cluster(doc), []).append(doc)
-            for cluster, turns_docs in groups.items():
+            groups = {}  # {cluster: ([turn doc], [its verdict])}
+            for doc, why, _ in checked(name, config, wanted[split]):
+                group = groups.setdefault(spec.cluster(doc), ([], []))
+                group[0].append(doc)
+                group[1].append(why)
+            for cluster, (turns_docs, whys) in groups.items():
                 count.documents += 1
-                why = next(filter(None, (checker.why(texts(corpus, name, spec, doc)) for doc in turns_docs)), None)
+                why = next(filter(None, whys), None)
                 if why:
                     setattr(count, why, getattr(count, why) + 1)
                     continue
@@ -300,7 +332,8 @@ def _message_rows(corpus, docs, layout, checker) -> dict:
 def card_section(made: dict) -> str:
     """The card's "Training configs" section: the configs, the rule, and the counts of this build."""
     lines = ["## Training configs", "",
-             f"`{SFT}`: every training document (train split; the few-shot pool where there is no train split) of "
+             f"`{SFT}`: every training document (train split; the few-shot pool where there is no train split; a "
+             "`validation` split from the validation split only where no qahub task evaluates it) of "
              "every qahub task of the corpus as a TRL conversational "
              "prompt-completion row: `prompt` is one user message holding the task's own prompt (lm-eval's "
              "`doc_to_text`), `completion` one assistant message holding its target (`doc_to_target`); `task`, "
