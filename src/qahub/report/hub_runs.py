@@ -273,12 +273,26 @@ def _published_run(name, snapshot, folder, model, specs):
         raise ReportError(f"{snapshot.label}: no folder {folder!r} in the repo")
     if all(PurePosixPath(f).suffix in inspect_logs.SUFFIXES and not RESULTS.match(f) for f in files):
         snapshot.fetch([_join(folder, f) for f in files])
-        run, left = inspect_logs.read_run(name, snapshot.root / folder, specs)
-        run.path = snapshot.where(folder)
+        run, left = _inspect_logs(name, snapshot, folder, files, specs), []
     else:
         ((run, left),) = harness_runs(name, snapshot, folder, files, specs)
     run.model = str(model) if model else run.model  # as the report read it (lighteval's may come from a folder)
     return run, left
+
+
+def _inspect_logs(name, snapshot, folder, files, specs):
+    """The inspect logs of ``runs/<run>/`` as one run: each log read by itself (inspect lists a folder's regular
+    files only, and the Hub cache's are links), one model, one log per task, as for a local log folder."""
+    logs = [inspect_logs.read_run(name, snapshot.root / folder / f, specs)[0] for f in sorted(files)]
+    run = logs[0]
+    for log in logs[1:]:
+        if log.model != run.model or set(log.samples) & set(run.samples):
+            raise ReportError(f"{snapshot.where(folder)}: holds logs of two models or two logs of one task "
+                              f"({', '.join(sorted(files))}); publish one run's logs per folder")
+        run.samples.update(log.samples)
+    run.samples = dict(sorted(run.samples.items()))
+    run.path, run.results_file = snapshot.where(folder), str(snapshot.root / folder)  # as a local log folder's
+    return run
 
 
 def model_folders(files: list) -> list:
