@@ -1,5 +1,7 @@
-"""``qahub report`` speed and memory: 2 runs x every qahub task x 10,000 documents, 1,000 resamples; and 8 runs x
-every task x 2,500 documents (as many documents in all, against one baseline: 7 comparisons a metric).
+"""``qahub report`` speed and memory: 2 runs x every qahub task x 10,000 documents, 1,000 resamples; 8 runs x
+every task x 2,500 documents (as many documents in all, against one baseline: 7 comparisons a metric); and a
+leaderboard, 100 runs x every task x 1,000 documents of runs of unlike skill (99 comparisons with the baseline and
+a ranking a task, not the 4,950 pairs).
 
 The runs are synthetic ``lm_eval --output_path X --log_samples`` folders (results_<date>.json and
 samples_<task>_<date>.jsonl, lines shaped as lm-eval 0.4.13 logs them: doc, arguments with the prompt, resps,
@@ -16,10 +18,12 @@ import random
 import tempfile
 from pathlib import Path
 
-from _common import measure, peak_rss_mb, row
+from _common import best_in_turn, measure, peak_rss_mb, row
 
 DOCS = 10_000
 MANY_RUNS, MANY_DOCS = 8, 2_500
+BOARD_RUNS, BOARD_DOCS = 100, 1_000
+BOARD_PEAK_MB = 2048  # the leaderboard's target: 2 GB peak RSS, workers included
 RESAMPLES = 1_000
 DATE = "2026-01-01T00-00-00.000000"
 WORDS = [f"w{i}" for i in range(3000)] + ["the", "a", "of", "is", "to", "and", ",", ".", "?"] * 60
@@ -50,20 +54,26 @@ def make_doc(task, i, rng):
             "history_messages": [sentence(rng)]}
 
 
-def item(metric, reply, gold, rng):
+def item(metric, reply, gold, rng, skill=None):
+    """A document's item; ``skill`` (None: 0.4, a mean of 0.5) moves a run's 0/1 and mean metrics (and makes 5 %
+    of its replies unparseable)."""
     if metric.kind == "bleu":
         return [reply, gold]
     if metric.kind == "distinct":
         return reply
     if metric.binary:
-        return float(rng.random() < 0.4)
+        share = 0.4 if skill is None else 0.05 if metric.name == "unparseable" else skill  # a good run reads
+        return float(rng.random() < share)
     if metric.name == "knowledge_f1" and rng.random() < 0.1:
         return None
-    return rng.choice([-5.0, -2.0, 0.0, 3.0, 4.0]) if metric.kind == "sum" else rng.random()
+    if metric.kind == "sum":
+        return rng.choice([-5.0, -2.0, 0.0, 3.0, 4.0])
+    return rng.random() if skill is None else min(1.0, rng.random() + skill - 0.4)
 
 
-def write_run(folder: Path, model: str, seed: int, docs: int = DOCS) -> int:
-    """A synthetic run of every qahub task; returns the bytes of its samples files."""
+def write_run(folder: Path, model: str, seed: int, docs: int = DOCS, skill=None) -> int:
+    """A synthetic run of every qahub task; returns the bytes of its samples files. ``skill`` (None: 0.3 of the
+    replies right, the 0/1 metrics right 0.4 of the time): the share of each, for runs of unlike skill."""
     from qahub.report.runs import qahub_tasks, task_metrics
 
     rng = random.Random(seed)
@@ -77,8 +87,8 @@ def write_run(folder: Path, model: str, seed: int, docs: int = DOCS) -> int:
         with open(path, "w", encoding="utf-8") as handle:
             for i in range(docs):
                 doc, gold = make_doc(task, i, corpus), sentence(corpus)
-                reply = gold if rng.random() < 0.3 else sentence(rng)
-                values = {m: item(metric, reply, gold, rng) for m, metric in metrics.items()}
+                reply = gold if rng.random() < (0.3 if skill is None else skill) else sentence(rng)
+                values = {m: item(metric, reply, gold, rng, skill) for m, metric in metrics.items()}
                 for m, value in values.items():
                     items[m].append(value)
                 sample = {"doc_id": i, "doc": doc, "target": gold,
@@ -171,7 +181,7 @@ def run() -> list[dict]:
     name = f"report 2 runs x every task x {DOCS:,} docs, {RESAMPLES:,} resamples"
     note_alone = (f"{alone[0] / base[0]:.2f}x the json floor on one CPU (--jobs 1; no target: the default uses "
                   f"every CPU); {above_imports(alone)[1]:.0f} MiB above imports")
-    return [row(name, mine, base, note), row(f"{name}, --jobs 1", alone, base, note_alone), many_runs()]
+    return [row(name, mine, base, note), row(f"{name}, --jobs 1", alone, base, note_alone), many_runs(), leaderboard()]
 
 
 def many_runs() -> dict:
@@ -184,3 +194,61 @@ def many_runs() -> dict:
             f"{'ok' if mine[0] <= 3 * base[0] else 'MISSED'}); {above:.0f} MiB above imports, workers included, "
             f"for {size / 2**20:.0f} MiB of samples")
     return row(f"report {MANY_RUNS} runs x every task x {MANY_DOCS:,} docs, {RESAMPLES:,} resamples", mine, base, note)
+
+
+def write_leaderboard(root: Path) -> int:
+    """``BOARD_RUNS`` runs of every task, ``BOARD_DOCS`` documents each, skills spread from 0.3 to 0.5 (neighbours
+    closer than their intervals, as on a real leaderboard); the bytes of their samples files."""
+    return sum(write_run(root / f"r{i:03d}", f"org/model-{i:03d}", 1000 + i, BOARD_DOCS,
+                         skill=0.3 + 0.2 * i / (BOARD_RUNS - 1)) for i in range(BOARD_RUNS))
+
+
+def leaderboard() -> dict:
+    """The leaderboard row: its sides in turn, the best of two each (its 4 minutes meet the machine's changes of
+    load alike: one side alone can be 2x slower in a busy stretch)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        size = write_leaderboard(Path(tmp))
+        mine, base = best_in_turn(("bench_report:board", tmp), ("bench_report:board_floor", tmp), runs=2)
+    return board_row(mine, base, size)
+
+
+def cpu_seconds() -> float:
+    """This process's CPU time and that of its children waited for (the report's workers)."""
+    import resource
+
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+prepare_board = prepare_ours
+
+
+def board(root, imported_mb):
+    """``ours`` and the CPU seconds it took, workers included."""
+    before = cpu_seconds()
+    measured = ours(root, imported_mb)
+    return (*measured, cpu_seconds() - before)
+
+
+def board_floor(root):
+    before = cpu_seconds()
+    return floor(root), cpu_seconds() - before
+
+
+def board_row(mine, base, size) -> dict:
+    """The row of a measured leaderboard: time against the json floor, the CPU seconds of each (on a busy machine
+    the wall times say how the cores were shared as much as what the work is), and the peak RSS of the command and
+    of its workers together (each worker's peak counted in full, the parent's pages it shares too: an upper
+    bound). The load average is the machine's at the end."""
+    import os
+
+    imported_mb, workers, worker_mb, cpu = ast.literal_eval(mine[2])
+    floor_cpu = ast.literal_eval(base[2])[1]
+    peak = mine[1] + (workers * worker_mb if workers > 1 else 0)
+    note = (f"{mine[0] / base[0]:.2f}x the json floor with {workers} worker(s) (target <= 3x: "
+            f"{'ok' if mine[0] <= 3 * base[0] else 'MISSED'}); CPU {cpu:.1f} s against the floor's {floor_cpu:.1f} s "
+            f"({cpu / floor_cpu:.2f}x, over {workers} worker(s)); {peak:.0f} MiB peak RSS, workers included (target "
+            f"<= {BOARD_PEAK_MB} MiB: {'ok' if peak <= BOARD_PEAK_MB else 'MISSED'}), for {size / 2**20:.0f} MiB "
+            f"of samples; load average {os.getloadavg()[0]:.1f}")
+    return row(f"report {BOARD_RUNS} runs x every task x {BOARD_DOCS:,} docs (leaderboard), {RESAMPLES:,} "
+               "resamples", mine, base, note)

@@ -1,8 +1,8 @@
 """A double of the Hugging Face Hub on 127.0.0.1 answering, over real HTTP, the endpoints huggingface_hub's
 ``HfApi`` and ``datasets.load_dataset`` call (as huggingface_hub 2.x calls them: hf_api.py, _commit_api.py,
 file_download.py, hf_file_system.py): repo create and info (with ``expand=evalResults``), validate-yaml,
-preupload, commit (to a branch, or ``create_pr=1``: a pull request ``refs/pr/N``), tree, paths-info, and
-resolve (GET and HEAD). Every file is a regular git blob (preupload says so), so no LFS or Xet transfer happens.
+preupload, commit (files added and deleted; to a branch, or ``create_pr=1``: a pull request ``refs/pr/N``), tree,
+paths-info, and resolve (GET and HEAD). Every file is a regular git blob (preupload says so), so no LFS or Xet transfer happens.
 
 Point huggingface_hub at it with ``HF_ENDPOINT`` (read at import: set it in a subprocess's environment, or patch
 ``huggingface_hub.constants.ENDPOINT``) and a token of ``tokens``.
@@ -33,6 +33,7 @@ class Repo:
     branches: dict = field(default_factory=lambda: {"main": {}})  # ref -> {path: bytes}
     commits: list = field(default_factory=list)  # (ref, summary, [paths])
     pulls: list = field(default_factory=list)  # refs/pr/N, in order
+    deleted: list = field(default_factory=list)  # (ref, path) of every file a commit deleted
 
     def ref(self, revision: str) -> str:
         """The branch a revision names: a branch, or the sha of a branch's head."""
@@ -227,12 +228,20 @@ class HubDouble:
             return 403, {}, {"error": "You don't have the rights to write to this repo; open a pull request"}
         lines = [json.loads(line) for line in body.decode().splitlines() if line.strip()]
         header = next(item["value"] for item in lines if item["key"] == "header")
-        added = {}
+        added, files = {}, dict(repo.branches[ref])
         for item in lines:
             if item["key"] == "file":
                 added[item["value"]["path"]] = base64.b64decode(item["value"]["content"])
+            elif item["key"] in ("deletedFile", "deletedFolder"):  # as the Hub: a path that is not there is an error
+                path = item["value"]["path"]
+                gone = [p for p in files if p == path or item["key"] == "deletedFolder" and p.startswith(path)]
+                if not gone:
+                    return 404, {}, {"error": f"cannot delete {path}: no such file"}
+                for found in gone:
+                    del files[found]
             elif item["key"] != "header":
-                return 400, {}, {"error": f"the double takes regular files only, not {item['key']}"}
+                return 400, {}, {"error": f"the double takes regular files and deletions only, not {item['key']}"}
+        deleted = sorted(set(repo.branches[ref]) - set(files))
         pr_url = None
         if create_pr:
             ref_name = f"refs/pr/{len(repo.pulls) + 1}"
@@ -240,7 +249,8 @@ class HubDouble:
             repo.pulls.append(ref_name)
             ref = ref_name
             pr_url = f"{self.repo_url(repo.kind, repo.repo_id)}/discussions/{len(repo.pulls)}"
-        repo.branches[ref].update(added)
+        repo.branches[ref] = {**files, **added}
+        repo.deleted += [(ref, path) for path in deleted]
         repo.commits.append((ref, header["summary"], sorted(added)))
         sha = repo.sha(ref)
         return 200, {}, {"commitUrl": f"{self.repo_url(repo.kind, repo.repo_id)}/commit/{sha}", "commitOid": sha,

@@ -150,7 +150,11 @@ OFFICIAL_SUBTASK2_BLEU = 55.588889824977684
 @pytest.mark.quick
 def test_cli_subtask1_matches_the_official_scorer(tmp_path):
     result = scoring.run(cli_args(tmp_path))
+    signature = result.pop("qahub_signature")  # issue 37: the scorer's settings as used
     assert result == {"task": "subtask1", "references": "doc2dial validation split", **OFFICIAL_SUBTASK1}
+    assert (signature["metric"], signature["split"], signature["harness"]) == ("doc2dial", "validation",
+                                                                                "qahub evaluate")
+    assert "scorer=squad_v2" in signature["scorer"] and "no_answer_threshold=1.0" in signature["scorer"]
 
 
 @pytest.mark.quick
@@ -736,6 +740,7 @@ def test_cli_references_from_an_export(capsys, tmp_path, exported):
     code, out, err = evaluate_cli(capsys, *sample_args(tmp_path), "--references", exported, "--split", "validation")
     assert (code, err) == (0, "")
     result = json.loads(out)
+    assert result.pop("qahub_signature")["dataset"] == "doc2dial"  # issue 37: the references' folder
     assert result == {"task": "subtask1", "references": f"{exported} doc2dial_rc validation split", **OFFICIAL_SUBTASK1}
     code, out, _ = evaluate_cli(capsys, *sample_args(tmp_path, "subtask2"), "--references", exported,
                                 "--config", "dialogue_domain", "--split", "validation")

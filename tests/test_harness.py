@@ -336,9 +336,30 @@ def test_evaluate_reads_lm_evals_samples_file_as_predictions(plan, samples_files
         assert code == 0, (task, err)
         key, top = ORACLE[task]
         value = json.loads(out)[key]
+        signature = json.loads(out)["qahub_signature"]  # issue 37: the signature of the command's scores
+        assert signature["harness"] == "qahub evaluate" and signature["scorer"], (task, signature)
+        assert signature["documents"] > 0 and signature["metric"] == EVALUATE[task][0], (task, signature)
         if task == "qahub_jemhopqa_derivations":
             value = value["f1"]
         assert value == pytest.approx(top), (task, out[:1000])
+
+
+def test_the_results_file_keeps_each_tasks_signature(plan, samples_files, locations):
+    """Issue 37: lm-eval keeps the task's metadata in its results file (configs[task].metadata): the signature's
+    logged fields, computed when lm-eval loaded the task."""
+    from qahub import __version__
+    from qahub.signature import LOGGED, scorer_text
+
+    (results,) = {next(path.parent.glob("results_*.json")) for path in samples_files.values()}
+    configs = json.loads(results.read_text(encoding="utf-8"))["configs"]
+    for task, entry in plan.items():
+        logged = configs[task]["metadata"]["signature"]
+        assert set(logged) <= set(LOGGED), task
+        spec = planning.all_tasks()[task]
+        assert logged["scorer"] == scorer_text(spec.configuration()) and logged["qahub"] == __version__, task
+        assert (logged["dataset"], logged["config"], logged["split"]) == (
+            entry["corpus"], entry["config"], entry["split"]), task  # the export folder's name
+        assert logged["revision"] == planning.revision(locations[entry["corpus"]]), task
 
 
 def test_evaluate_refuses_a_samples_file_it_cannot_score_in_one_line(samples_files, tmp_path, capsys):

@@ -39,8 +39,11 @@ def test_every_task_is_compared_with_and_without_its_judge():
 @pytest.mark.parametrize("key", sorted(BEFORE))
 def test_the_config_lm_eval_reads_is_what_it_was(key):
     name, judge = key.split(" judge=")
-    now = parsed(written(name, judge == "True"))
-    assert now == parsed(BEFORE[key])
+    now, before = parsed(written(name, judge == "True")), parsed(BEFORE[key])
+    # issue 37: the signature, computed when lm-eval loads the task, holds the scorer's settings (then a dict)
+    assert now["metadata"].pop("signature") == ("!function", "utils.signature")
+    before["metadata"].pop("scorer", None)
+    assert now == before
     assert now["dataset_path"] == LOCATION and ("!function", "utils.process_results") == now["process_results"]
 
 

@@ -70,8 +70,9 @@ def test_eval_results_read_back_with_the_report_s_values(hub_report):
             assert entry.value == cell["value"]
             assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", entry.date)
             low, high = cell["ci"]
+            method = cell.get("method", report["intervals"][report["main_metric"]])  # a cell's own, or its metric's
             assert entry.notes.startswith(f"qahub 0.1.0: {report['main_metric']} {cell['value']:.4g}, 95% CI "
-                                          f"[{low:.4g}, {high:.4g}] ({report['intervals'][report['main_metric']]})")
+                                          f"[{low:.4g}, {high:.4g}] ({method})")
             assert f"n={cell['n']} documents" in entry.notes and "-shot; lm-eval " in entry.notes
             assert "\n" not in entry.notes and entry.source_url is None
     clustered = _entries(out / "eval_results" / "half" / ".eval_results" / "qahub_topical_chat_freq.yaml")[0]
@@ -118,9 +119,11 @@ def test_eee_records_validate_against_the_released_0_3_0_schemas(hub_report, eee
                 got = results[f"{task}/{metric}"]["score_details"]
                 assert got["score"] == cell["value"]
                 ci = got["uncertainty"]["confidence_interval"]
-                assert [ci["lower"], ci["upper"]] == cell["ci"] and ci["method"] == entry["intervals"][metric]
+                method = cell.get("method", entry["intervals"][metric])  # a cell's own (Clopper-Pearson), or its metric's
+                assert [ci["lower"], ci["upper"]] == cell["ci"] and ci["method"] == method
                 assert got["uncertainty"]["num_samples"] == cell["n"]
-                assert ("num_bootstrap_samples" in got["uncertainty"]) == ("Wilson" not in ci["method"])
+                resampled = "method" not in cell and "Wilson" not in method  # neither Wilson's nor the cell's own
+                assert ("num_bootstrap_samples" in got["uncertainty"]) == resampled
         assert record["eval_library"]["additional_details"]["harness"] == "lm-eval"
         # a row per document and per-document metric: its score is the one lm-eval logged
         limur = [r for r in rows if r["evaluation_result_id"] == "qahub_limur/exact_match"]
@@ -296,3 +299,95 @@ def test_a_damaged_samples_file_is_one_line_naming_it_and_nothing_is_sent(hub_re
     done = publish(hub, copy, "--model", "half=org/model-a", "--details", "org/details", tmp=tmp_path)
     assert done.returncode == 1 and hub.requests == []
     assert done.stderr.count("\n") == 1 and f"{samples}: line 2: not an instance row qahub wrote" in done.stderr
+
+
+def test_a_re_push_deletes_the_earlier_push_s_files_in_the_folders_it_owns_only(hub_report, hub, tmp_path):
+    """The details dataset holds an earlier push of the same runs (a task since dropped, an old figure) and files
+    that are not this report's. Main: the old ones stayed beside the new."""
+    out, _ = hub_report
+    earlier = {"data/half/qahub_dropped.parquet": b"old", "eee/half/0000-old.json": b"{}",
+               "report/figures/dropped.png": b"png", "runs/half/results_2000-01-01T00-00-00.json": b"{}"}
+    others = {"data/someone/qahub_limur.parquet": b"theirs", "eee/someone/1111.json": b"{}", "notes.md": b"mine",
+              "runs/someone/results_2000-01-01T00-00-00.json": b"{}",
+              "reporting/z.txt": b"not report/", "data/half-2/x.parquet": b"not data/half/"}
+    card = b"# qahub evaluation details\n\nRuns: half. Written by `qahub publish-results` from a `qahub report`.\n"
+    repo = hub.add_repo("dataset", "org/details", {"README.md": card, **earlier, **others})
+    dry = publish(hub, out, "--model", "half=org/model-a", "--details", "org/details", "--dry-run", tmp=tmp_path)
+    assert "  and delete any other file under report/, eee/half/, eee/oracle/, data/half/, data/oracle/, " \
+           "runs/half/, runs/oracle/ (an earlier push's)" in dry.stdout and hub.requests == []
+    done = publish(hub, out, "--model", "half=org/model-a", "--details", "org/details", tmp=tmp_path)
+    assert done.returncode == 0, done.stderr
+    files = repo.branches["main"]
+    assert not set(earlier) & set(files) and sorted(path for _, path in repo.deleted) == sorted(earlier)
+    assert {path: files[path] for path in others} == others  # never a file of a folder it does not own
+    assert "data/half/qahub_limur.parquet" in files and "report/report.json" in files and files["README.md"] != card
+    assert "dataset repo org/details: " in done.stdout and ", 4 earlier files deleted, commit " in done.stdout
+
+
+def test_a_failure_message_is_scrubbed_before_it_is_cut_so_no_piece_of_the_token_is_printed(monkeypatch):
+    """Main cut the message to 300 characters and then scrubbed it: a token cut in two was not recognised and
+    its first characters were printed."""
+    from qahub.publish_results import Upload, refusal
+
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    upload = Upload("org/details", "dataset", False, "message")
+    for before in range(280, 300):  # the token cut anywhere: main printed "hf_doubl" and the like
+        line = refusal(upload, RuntimeError("x" * before + f" {TOKEN} rest"))
+        assert "hf_d" not in line, line
+
+
+def test_eval_results_notes_and_eee_details_of_a_run_resampled_by_document_name_no_cluster():
+    """A run of a clustered task that records no conversation (an old inspect log): main wrote "n=20 documents in
+    None conversations", "no 95% CI (too few documents)" and resampled_by "conversation"."""
+    from types import SimpleNamespace
+
+    from qahub import hub_results
+
+    entry = {"main_metric": "f1", "intervals": {"f1": "percentile bootstrap over conversations"},
+             "scores": {"old": {"f1": {"value": 0.5, "ci": [None, None], "n": 20}},
+                        "new": {"f1": {"value": 0.5, "ci": [None, None], "n": 20,
+                                       "no_interval": "1 conversation: no interval"}}},
+             "cluster": {"field": "conversation",
+                         "runs": {"old": {"clusters": None, "documents": 20, "design_effect": {},
+                                          "by_document": "the run records no conversation"},
+                                  "new": {"clusters": 1, "documents": 20, "design_effect": {}, "by_document": None}}}}
+    settings = {"confidence": 0.95, "resamples": 50}
+    fact = hub_results.Facts("topical_chat", None, (), 0, None)
+    notes = {name: hub_results.notes_line(SimpleNamespace(name=name, harness="inspect", results={}), "t", fact, entry,
+                                          settings) for name in ("old", "new")}
+    assert "n=20 documents;" in notes["old"] and "None" not in notes["old"]
+    assert "no 95% CI (no resample had a value)" in notes["old"]
+    assert "n=20 documents in 1 conversation;" in notes["new"] and "no 95% CI (1 conversation: no interval)" in notes["new"]
+    details = {name: hub_results.score_details(entry["scores"][name]["f1"], entry, "f1", settings, name)["details"]
+               for name in ("old", "new")}
+    assert details["old"]["resampled_by"] == "document" and details["new"]["resampled_by"] == "conversation"
+
+
+def test_a_cell_s_own_interval_method_is_the_one_published(hub_report):
+    """A score whose values are all 0 or all the scale (the oracle's Topical-Chat f1: 1 on every turn) has a
+    Clopper-Pearson interval, its own method: the EEE record and the notes name it, not the metric's bootstrap."""
+    out, data = hub_report
+    entry = data["tasks"]["qahub_topical_chat_freq"]
+    cell = entry["scores"]["oracle"][entry["main_metric"]]
+    assert cell["method"].startswith("Clopper-Pearson") and cell["ci"][0] < cell["value"] == cell["ci"][1]
+    _, record = _record(out, "oracle")
+    (result,) = [r for r in record["evaluation_results"]
+                 if r["evaluation_result_id"] == f"qahub_topical_chat_freq/{entry['main_metric']}"]
+    uncertainty = result["score_details"]["uncertainty"]
+    assert uncertainty["confidence_interval"]["method"] == cell["method"] and "num_bootstrap_samples" not in uncertainty
+    (notes,) = _entries(out / "eval_results" / "oracle" / ".eval_results" / "qahub_topical_chat_freq.yaml")
+    assert f"({cell['method']})" in notes.notes
+
+
+def test_a_details_dataset_qahub_did_not_write_is_left_as_it_is(hub_report, hub, tmp_path):
+    """An existing dataset with its own card: main replaced its README with qahub's (and would delete its files
+    under report/ now). Nothing is sent to it; the model's pull request is still opened."""
+    out, _ = hub_report
+    theirs = {"README.md": b"---\nlicense: mit\n---\n# My own dataset\n", "report/mine.txt": b"mine"}
+    repo = hub.add_repo("dataset", "org/details", dict(theirs))
+    done = publish(hub, out, "--model", "half=org/model-a", "--details", "org/details", tmp=tmp_path)
+    assert done.returncode == 1
+    assert "qahub publish-results: dataset repo org/details: its README.md is not one qahub publish-results wrote " \
+           "(another dataset?); nothing sent" in done.stderr
+    assert repo.branches["main"] == theirs and repo.commits == []
+    assert hub.repos[("model", "org/model-a")].pulls == ["refs/pr/1"]

@@ -20,6 +20,7 @@ from test_harness import GARBAGE, TOP, Oracle, _evaluate  # noqa: E402  (lm-eval
 from test_limur_judge import MERA_REPLIES  # noqa: E402
 
 from qahub import harness, inspect_tasks, planning, registry  # noqa: E402
+from qahub.signature import scorer_text  # noqa: E402
 from qahub.tasks import document_id  # noqa: E402
 
 TESTS = Path(__file__).parent
@@ -84,6 +85,9 @@ def test_oracle_gets_the_top_of_every_gold_metric_with_ids_and_categories(locati
             assert scores[metric] == pytest.approx(top), (short, metric, scores)
         docs = {document_id(spec, doc, i): doc for i, doc in enumerate(_documents(locations, short))}
         assert sorted(map(str, (s.id for s in log.samples))) == sorted(map(str, docs))  # each document once, by id
+        logged = log.eval.metadata["qahub"]["signature"]  # issue 37: what `qahub report` builds its signature from
+        assert logged["scorer"] == scorer_text(spec.configuration()), short
+        assert (logged["dataset"], logged["revision"]) == (corpus, planning.revision(locations[corpus])), short
         for sample in log.samples:
             expected = {field: category(docs[sample.id]) for field, category in spec.categories.items()}
             if spec.cluster:  # what a report of the log resamples by (a tuple is a list once logged)

@@ -414,41 +414,56 @@ def run_and_write(args):
     return result
 
 
+def scores_of(args):
+    """``qahub evaluate jemhopqa``'s scores, its signature (which names the references read) left out."""
+    result = cli.run(args)
+    result.pop("qahub_signature")
+    return result
+
+
+def test_cli_signature_names_the_scorer_settings_used():
+    """Issue 37: the settings the scores were made with, in the printed signature."""
+    signature = cli.run(cli_args())["qahub_signature"]
+    assert signature["scorer"] == ("dictionary=core,mode=C,scorer=jemhopqa-official,solver=assignment,"
+                                   "synonyms=none,tokenizer=sudachi")
+    assert (signature["metric"], signature["harness"], signature["documents"]) == ("jemhopqa", "qahub evaluate", 3)
+
+
 def test_cli_formats_and_references_agree(metric, tmp_path):
     expected = metric.compute(predictions=records(json.loads((SAMPLE / "predictions.json").read_text("utf-8"))),
                               references=sample_rows(), **CORE)
-    assert cli.run(cli_args()) == expected
-    assert cli.run(cli_args(predictions=str(SAMPLE / "predictions.tsv"))) == expected
-    built = cli.run(cli_args(references=None, config="v1.2", data_dir=str(SAMPLE)))
+    assert scores_of(cli_args()) == expected
+    assert scores_of(cli_args(predictions=str(SAMPLE / "predictions.tsv"))) == expected
+    built = scores_of(cli_args(references=None, config="v1.2", data_dir=str(SAMPLE)))
     assert built == expected
-    assert cli.run(cli_args(references=None, data_dir=str(SAMPLE))) == expected  # the default config: v1.2
+    assert scores_of(cli_args(references=None, data_dir=str(SAMPLE))) == expected  # the default config: v1.2
 
 
 def test_cli_references_come_from_rows_only(metric, sample_exports, tmp_path, monkeypatch):
     """Issue 14.2: an export (load_dataset), a build (--data-dir) or an upstream file's folder; never parsed here."""
     real_read = cli.predictions.read
     folder = sample_exports["jemhopqa"]
-    expected = cli.run(cli_args(references=None, data_dir=str(SAMPLE), config="v1.2"))
-    assert cli.run(cli_args(references=str(folder), config="v1.2")) == expected
-    assert cli.run(cli_args(references=str(folder), config="v1.2", split="validation")) == expected
+    expected = scores_of(cli_args(references=None, data_dir=str(SAMPLE), config="v1.2"))
+    assert scores_of(cli_args(references=str(folder), config="v1.2")) == expected
+    assert scores_of(cli_args(references=str(folder), config="v1.2", split="validation")) == expected
     train_file = SAMPLE / "corpus_ver1.2" / "train_ver1.2.json"
     first = json.loads(train_file.read_text(encoding="utf-8"))[0]
     pred = tmp_path / "pred.json"
     pred.write_text(json.dumps({"answer": {first["qid"]: first["answer"]}, "derivations": {}}), encoding="utf-8")
-    train = cli.run(cli_args(predictions=str(pred), references=str(train_file), ignore_missing=True))
+    train = scores_of(cli_args(predictions=str(pred), references=str(train_file), ignore_missing=True))
     assert train["a"] == {"em": 1.0, "score": 1.0}  # an upstream train file: the train split of its folder
     gold = tmp_path / "gold.json"
     gold.write_text(SAMPLE_DEV.read_text(encoding="utf-8"), encoding="utf-8")
     with pytest.raises(ValueError, match=r"--references .*gold.json: a file is read only where the upstream layout"):
-        cli.run(cli_args(references=str(gold)))
+        scores_of(cli_args(references=str(gold)))
     with pytest.raises(ValueError, match=r"is the v1.2 validation file, but --config v1.1"):
-        cli.run(cli_args(config="v1.1"))
+        scores_of(cli_args(config="v1.1"))
     with pytest.raises(ValueError, match="give the references"):
-        cli.run(cli_args(references=None))
+        scores_of(cli_args(references=None))
     # the prediction reader never sees the references (the prediction file here is a TSV)
     monkeypatch.setattr(cli.predictions, "read", lambda path, *a, **k: pytest.fail(f"read {path}") if path != str(
         SAMPLE / "predictions.tsv") else real_read(path, *a, **k))
-    assert cli.run(cli_args(predictions=str(SAMPLE / "predictions.tsv"), references=None,
+    assert scores_of(cli_args(predictions=str(SAMPLE / "predictions.tsv"), references=None,
                             data_dir=str(SAMPLE), config="v1.2")) == expected
 
 
@@ -1086,8 +1101,11 @@ def test_harness_and_metric_give_the_same_numbers(metric, task_api, sample_split
     docs = sample_splits["v1.2"]["validation"]
     replies = ['回答: 星の歌\n導出: [["星の歌", "発売日", ["2001年4月1日"]], ["月の歌", "発売", ["2003年"]]]',
                "1922年\n\n東山大学の創設者は田中次郎", None]
-    config = task_api.TASKS["qahub_jemhopqa_derivations"].configuration()
+    config = task_api.configuration()
     assert config == {"dictionary": helper(metric, "tokens").pick_dictionary(None), "synonyms": "none"}
+    # the task's signature says so, with the mode and solver the scorer uses
+    assert task_api.TASKS["qahub_jemhopqa_derivations"].configuration() == {
+        "scorer": "jemhopqa-official", "tokenizer": "sudachi", "mode": "C", **config, "solver": "assignment"}
     result = metric.compute(predictions=replies, references=docs, per_question=True, **config)
     columns = {"a_em": "a_em", "a_score": "a_score", "e_f1": "e_f", "r_f1": "r_f", "er_f1": "er_f"}
     for reply, doc, row_scores in zip(replies, docs, result["per_question"], strict=True):
@@ -1106,7 +1124,7 @@ def test_cli_reads_a_json_list_of_replies(metric, tmp_path):
     pred.write_text(json.dumps(replies, ensure_ascii=False), encoding="utf-8")
     with pytest.raises(ValueError, match=r"replies\.json: a list of 3 replies without ids: .*--by-position"):
         cli.run(cli_args(predictions=str(pred)))  # a bare list is paired by position only when the user says so
-    result = cli.run(cli_args(predictions=str(pred), by_position=True))
+    result = scores_of(cli_args(predictions=str(pred), by_position=True))
     assert result == metric.compute(predictions=replies, references=sample_rows(), **CORE)
     assert result["a"]["em"] == pytest.approx(2 / 3)
     assert (result["replies"], result["unparseable"], result["derivations_unreadable"]) == (3, 1, 2)

@@ -111,7 +111,17 @@ def test_the_same_replies_score_the_same_in_lm_eval_and_lighteval(data, sample_e
     assert set(data["tasks"]) == set(names) and not data["skipped"]
     assert {name: run["harness"] for name, run in data["runs"].items()} == {"lm_eval": "lm-eval", "lighteval": "lighteval"}
     for name, entry in data["tasks"].items():
+        signatures = {run: {m: cell.pop("signature") for m, cell in cells.items()}
+                      for run, cells in entry["scores"].items()}
         assert entry["scores"]["lighteval"] == entry["scores"]["lm_eval"], name
+        # issue 37: the details rows carry the task's signature, the same as lm-eval's results file but for the
+        # harness; the prompts are the same texts
+        for metric, mine in signatures["lighteval"].items():
+            theirs = signatures["lm_eval"][metric]
+            assert mine["scorer"] and mine["revision"] and mine["prompts"], (name, mine)
+            assert {k: v for k, v in mine.items() if not k.startswith("harness")} == \
+                {k: v for k, v in theirs.items() if not k.startswith("harness")}, (name, mine, theirs)
+            assert (mine["harness"], theirs["harness"]) == ("lighteval", "lm-eval") and mine["harness_version"]
         assert not entry["warnings"] and not any("paired on" in n for n in entry["notes"]), (name, entry)
         assert not entry.get("caveats") and not entry.get("not_compared"), (name, entry)  # the same prompts
         compared = entry["comparisons"]["lighteval"]

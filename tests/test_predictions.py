@@ -64,10 +64,11 @@ def evaluate(corpus, export, predictions, *options, limit=None):
 
 
 def scores(corpus, export, predictions, *options):
-    """The printed result, without the fields that name the files."""
+    """The printed result, without the fields that name the files (the signature names the references too)."""
     code, out, err = evaluate(corpus, export, predictions, *options)
     assert code == 0, err
-    return {key: value for key, value in json.loads(out).items() if key not in ("predictions", "references")}
+    named = ("predictions", "references", "qahub_signature")
+    return {key: value for key, value in json.loads(out).items() if key not in named}
 
 
 def shards(export, corpus):

@@ -358,6 +358,45 @@ def test_bleu_statistics_and_distinct_n_are_sacrebleu_s_and_the_metric_s_own():
     assert bleu_statistics(list(zip(joined, refs))).tolist() == BLEU()._extract_corpus_statistics(joined, [refs])
 
 
+def _signatures(folder, change):
+    """The run's results file with each task's logged signature ``change(signature)`` (None: left out, as an
+    older run's)."""
+    path = next(Path(folder).rglob("results_*.json"))
+    results = json.loads(path.read_text(encoding="utf-8"))
+    for config in results["configs"].values():
+        metadata = config.get("metadata") or {}
+        changed = change(metadata.pop("signature"))
+        if changed is not None:
+            metadata["signature"] = changed
+    path.write_text(json.dumps(results), encoding="utf-8")
+
+
+def test_a_pair_whose_logged_scorer_or_revision_differs_is_marked_and_never_starred(runs, tmp_path):
+    """Issue 37: two copies of the oracle run, one logging another scorer and revision, one logging no signature
+    (a run from before signatures): the first is compared with a mark naming both fields, the second gets None
+    for what it did not record and no caveat; every score cell has its signature."""
+    from qahub.report import write_report
+
+    other, old = _copy(runs["oracle"], tmp_path / "other"), _copy(runs["oracle"], tmp_path / "old")
+    _signatures(other, lambda signature: {**signature, "scorer": "changed=1", "revision": "sha256:other"})
+    _signatures(old, lambda signature: None)
+    data = write_report([f"half={runs['half']}", f"other={other}", f"old={old}"], tmp_path / "out", resamples=50,
+                        progress=False, jobs=1)
+    for task, entry in data["tasks"].items():
+        main = entry["main_metric"]
+        mine, theirs = (entry["scores"][run][main]["signature"] for run in ("half", "other"))
+        assert (mine["task"], mine["metric"], mine["harness"], mine["n_shot"]) == (task, main, "lm-eval", 0)
+        assert mine["revision"].startswith("sha256:") and mine["scorer"] and mine["qahub"]
+        assert entry["caveats"]["other"] == [f"different scorer {mine['scorer']}/changed=1",
+                                             f"different revision {mine['revision']}/sha256:other"], task
+        assert "old" not in entry["caveats"], task
+        signature = entry["scores"]["old"][main]["signature"]
+        assert (signature["scorer"], signature["revision"], signature["qahub"]) == (None, None, None), task
+        assert signature["task_version"] == "1.0"  # lm-eval's own record of the task version
+        assert not any(cell["star"] for cell in entry["comparisons"]["other"].values()), task
+    # a significant pair's star withheld: tests/test_signature.py (these samples are too small for a star)
+
+
 def test_a_different_task_version_is_a_warning(runs, tmp_path):
     run = _copy(runs["oracle"], tmp_path / "run")
     path = next(run.glob("results_*.json"))

@@ -171,7 +171,10 @@ def test_epochs_are_reduced_by_inspect_s_own_reducer(limur_task, tmp_path, reduc
     cell = entry["scores"]["two"]["exact_match"]
     if value is not None:
         assert cell["value"] == pytest.approx(value)
-    assert cell["ci"][0] <= cell["value"] <= cell["ci"][1]
+    if value == 0.5:  # pass@1 of one right epoch in two: 0.5 on every document, no variance: no interval
+        assert cell["ci"] == [None, None] and cell["no_interval"].startswith("every value is 0.5 (no variance)")
+    else:
+        assert cell["ci"][0] <= cell["value"] <= cell["ci"][1]
     assert f"two: 2 epochs: each document's numbers are the {reducer} over its epochs" in " ".join(entry["notes"])
 
 
@@ -219,6 +222,27 @@ def test_an_old_log_s_clusters_are_recovered_from_the_documents(old_log, tmp_pat
     assert conversations < documents
     assert any("its log records no conversation of its documents: recovered from the documents at" in note
                for note in entry["notes"])
+
+
+def test_an_old_log_of_other_documents_under_the_same_ids_gets_no_cluster_from_them(old_log, tmp_path):
+    """The location now holds other documents under the log's ids (a corpus rebuilt, ids by position): main took
+    their clusters as the log's; each id's target must be the log's for the clusters to be recovered."""
+    from qahub.report.inspect_logs import InspectRun
+    from qahub.report.runs import qahub_tasks
+
+    old, _, documents = old_log
+    log = read_eval_log(str(old))
+    changed = log.samples[-1]
+    for sample in log.samples:
+        if sample.id == changed.id:
+            sample.target = f"{sample.target} (another document)"
+    other = tmp_path / "other.eval"
+    write_eval_log(log, str(other))
+    task_run = InspectRun("m", str(other), "m", str(other), {}, {CHAT_TASK: other}).read(
+        CHAT_TASK, qahub_tasks()[CHAT_TASK])
+    assert task_run.clusters is None and len(task_run.ids) == documents
+    assert any("nor can they be recovered" in note and f"document {changed.id} has another target there" in note
+               for note in task_run.notes), task_run.notes
 
 
 def test_an_old_log_whose_documents_are_gone_records_no_cluster(old_log, tmp_path):

@@ -89,13 +89,28 @@ def test_inspect_logs_give_the_report_lm_eval_runs_give(reports, task):
     lm_eval, inspect = reports["lm-eval"]["tasks"][task], reports["inspect"]["tasks"][task]
     assert not lm_eval["warnings"] and not inspect["warnings"], (lm_eval["warnings"], inspect["warnings"])
     assert inspect["scores"]["half"] != inspect["scores"]["oracle"]  # the script is not the target everywhere
+    signatures = {harness: _signatures(entry["scores"]) for harness, entry in (("lm-eval", lm_eval),
+                                                                                ("inspect", inspect))}
     for part in ("scores", "breakdown", "comparisons", "notes"):
         assert inspect[part] == lm_eval[part], part
+    # issue 37: the same signature but for the harness and the prompts (chat messages hashed, not a text)
+    for run, cells in signatures["inspect"].items():
+        for metric, mine in cells.items():
+            theirs = signatures["lm-eval"][run][metric]
+            assert mine["revision"] and mine["scorer"] and mine["prompts"].startswith("messages:"), mine
+            same = [k for k in mine if not k.startswith("harness") and k != "prompts"]
+            assert {k: mine[k] for k in same} == {k: theirs[k] for k in same}, (mine, theirs)
     mixed = reports["mixed"]["tasks"][task]  # lm-eval's half against inspect's oracle: paired on every document
     assert not mixed["warnings"], mixed["warnings"]
     # the same numbers; but inspect sends chat messages where lm-eval sends raw text: a caveat, so no star
+    _signatures(mixed["scores"])
     assert _numbers(mixed["comparisons"]) == _numbers(lm_eval["comparisons"]) and mixed["scores"] == lm_eval["scores"]
     assert mixed["caveats"] == {"oracle": ["different prompts (chat format)"]}
+
+
+def _signatures(scores: dict) -> dict:
+    """``{run: {metric: signature}}``, taken out of the score cells (which then hold the numbers alone)."""
+    return {run: {m: cell.pop("signature") for m, cell in cells.items()} for run, cells in scores.items()}
 
 
 def _numbers(comparisons: dict) -> dict:
@@ -141,7 +156,8 @@ def test_epochs_are_averaged_per_document(scripts, tmp_path, tmp_path_factory):
     entry = report(tmp_path_factory, {"two": tmp_path / "logs"})["tasks"]["qahub_limur"]
     assert not entry["warnings"], entry["warnings"]  # inspect's own numbers: its reduction is the mean too
     assert entry["scores"]["two"]["exact_match"]["value"] == pytest.approx(0.5)
-    assert entry["scores"]["two"]["exact_match"]["ci"] == [pytest.approx(0.5)] * 2  # 0.5 on every document
+    cell = entry["scores"]["two"]["exact_match"]  # 0.5 on every document: no variance, so no interval (not [0.5, 0.5])
+    assert cell["ci"] == [None, None] and cell["no_interval"].startswith("every value is 0.5 (no variance)")
     assert "two: 2 epochs: each document's numbers are the mean over its epochs" in " ".join(entry["notes"])
 
 

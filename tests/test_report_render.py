@@ -276,3 +276,73 @@ def test_the_first_screen_cells_are_built_from_a_copy_and_leave_the_data_as_it_w
     before = copy.deepcopy(data)
     markdown(blocks(data, {}))
     assert data == before
+
+
+def leaderboard_data(runs=100):
+    """``hostile_data`` of ``runs`` runs with each task's ranking: the runs "extraN" by N, the others after."""
+    data = hostile_data(runs=runs)
+    for entry in data["tasks"].values():
+        names = list(entry["scores"])
+        entry["ranking"] = {"metric": entry["main_metric"], "reference": "base", "method": "a method",
+                            "runs": {name: {"rank": i + 1, "ci": [max(1, i - 5), min(len(names) - 1, i + 7)],
+                                            "value": entry["scores"][name][entry["main_metric"]]["value"]}
+                                     for i, name in enumerate(names[6:] + names[:5])},
+                            "not_ranked": {"other-docs": "other documents than base"}}
+    return data
+
+
+def test_a_leaderboard_of_100_runs_is_in_rank_order_with_runs_as_rows_and_a_small_page():
+    data = leaderboard_data()
+    text, html = markdown(blocks(data, {})), page(blocks(data, {}), {})
+    _, rows = _summary_rows(text)
+    assert len(rows) == 100 and rows[0].startswith("| extra0;") and rows[-1].startswith("| other-docs;")
+    assert "rank 1 [1–7]" in rows[0] and "rank: the run's rank on the task [its 95% confidence set of ranks]" in text
+    assert "the leaderboard view" in text
+    breakdown = render.task_blocks("qahub_limur", {**data["tasks"]["qahub_limur"], "breakdown": {
+        "task_type": {c: {name: {"exact_match": _cell(0.5, 0.3, 0.7)} for name in data["runs"]} for c in "abcd"}}},
+        data["settings"], {})
+    table = next(b for b in breakdown if b[0] == "table" and b[1][0] == "run" and b[1][1] == "a")
+    assert table[1] == ["run", "a", "b", "c", "d"] and len(table[2]) == 100  # runs as rows, a column a category
+    assert not any(b[0] == "p" and "underpowered" in b[1] for b in breakdown)  # the MDE column says it
+    assert len(html.encode()) < 2_000_000
+
+
+def test_a_leaderboard_s_figure_is_one_ranked_figure_readable_at_1400_px(monkeypatch):
+    import matplotlib.figure
+
+    drawn, save = [], matplotlib.figure.Figure.savefig
+
+    def saving(figure, *args, **kwargs):
+        save(figure, *args, **kwargs)
+        drawn.append(figure)
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", saving)
+    data = leaderboard_data()
+    entry = data["tasks"]["qahub_limur"]
+    entry["breakdown"] = {"task_type": {c: {name: {"exact_match": _cell(0.5, 0.3, 0.7)} for name in data["runs"]}
+                                        for c in "ab"}}
+    images = render.task_figures("qahub_limur", entry, "base")
+    assert list(images) == ["qahub_limur.png"] and len(images["qahub_limur.png"]) < 300_000
+    (figure,) = drawn
+    assert figure.get_figwidth() * figure.dpi <= 1400
+    assert all(t.get_fontsize() * figure.dpi / 72 >= 12 for t in _texts(figure))
+    labels = [t.get_text() for t in figure.axes[0].get_yticklabels()]
+    assert len(labels) == 100 and labels[0] == "better" and LONG[:20] in " ".join(labels)  # the best on top
+    assert figure.get_figheight() * figure.dpi / 100 <= ROW_PX  # a row a run, no taller
+
+
+ROW_PX = 25
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs a Chromium (apt-get install chromium) to lay the page out")
+def test_a_leaderboard_of_100_runs_fits_a_1400_px_window(tmp_path):
+    data = leaderboard_data()
+    html = page(blocks(data, {}), {}).replace(
+        "</body>", "<script>document.body.setAttribute('data-width', "
+                   "document.documentElement.scrollWidth)</script></body>")
+    (tmp_path / "p.html").write_text(html, encoding="utf-8")
+    done = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                           f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1400,900", "--dump-dom",
+                           (tmp_path / "p.html").as_uri()], capture_output=True, text=True, timeout=120)
+    assert int(re.search(r'data-width="(\d+)"', done.stdout).group(1)) <= 1400

@@ -139,8 +139,10 @@ def test_epoch_means_are_not_counted_right_by_mcnemar_nor_given_wilson_intervals
     cell = entry["comparisons"]["b"]["exact_match"]
     assert cell["test"].startswith("sign test") and cell["p"] == pytest.approx(binomtest(120, 120).pvalue)
     assert cell["star"] is True
-    assert entry["intervals"]["exact_match"] == "percentile bootstrap over documents"
-    assert entry["scores"]["a"]["exact_match"]["ci"] == [0.5, 0.5]
+    assert entry["intervals"]["exact_match"].startswith("percentile bootstrap over documents; Clopper-Pearson")
+    # 0.5 on every document: no resample varies, and no bound holds the mean (main: [0.5, 0.5], a false certainty)
+    a = entry["scores"]["a"]["exact_match"]
+    assert a["ci"] == [None, None] and a["no_interval"].startswith("every value is 0.5 (no variance)")
 
 
 def test_epoch_means_that_vary_get_the_paired_test_on_the_means(specs):
@@ -185,6 +187,89 @@ def test_a_pair_is_clustered_by_whichever_run_records_the_clusters(specs):
                                    "b: resampled by conversation: 3 conversations of 60 documents, design effect of "
                                    f"f1 {entry['cluster']['runs']['b']['design_effect']['f1']:.2f} (approximate, and "
                                    "too few for a star: at least 10 conversations)"]
+
+
+def clopper_pearson_upper(n, confidence=0.95):
+    """The exact upper bound of a proportion with 0 successes in n: 1 - (alpha / 2) ** (1 / n)."""
+    return 1 - ((1 - confidence) / 2) ** (1 / n)
+
+
+def test_a_clustered_0_1_metric_all_0_gets_clopper_pearson_over_its_clusters_not_0_0(specs):
+    """12 conversations of 5 turns, unparseable 0 on every turn. Main: the cluster bootstrap's [0, 0]."""
+    runs = chat_runs(specs, 12, turns=5)
+    for run in runs:
+        run.tasks[CHAT].items["unparseable"], run.tasks[CHAT].values["unparseable"] = [0.0] * 60, 0.0
+    entry = reported(specs, CHAT, runs)
+    cell = entry["scores"]["a"]["unparseable"]
+    assert cell["ci"][0] == 0 and cell["ci"][1] == pytest.approx(clopper_pearson_upper(12))  # n = the clusters
+    assert cell["n"] == 60 and cell["n_effective"] == 12
+    assert cell["method"] == ("Clopper-Pearson, every value 0 (no variance): n = 12 conversations, the "
+                              "conservative bound (no design effect: no variance)")
+    assert entry["intervals"]["unparseable"].startswith(
+        "percentile bootstrap over conversations (approximate: fewer than 30 conversations); Clopper-Pearson where "
+        "every value of a score is 0 or every one 1 (no variance")
+    assert entry["intervals"]["f1"] == "percentile bootstrap over conversations (approximate: fewer than 30 " \
+                                      "conversations)"  # f1 varies: its cells are the bootstrap's
+
+
+def test_a_breakdown_cell_all_0_uses_the_run_s_design_effect(specs):
+    """The f1 of one category is 0 on every turn, the run's f1 varies: n = the cell's documents / the run's
+    design effect, between its clusters and its documents. Main: [0, 0]."""
+    rng = np.random.default_rng(5)
+    n, turns = 120, 4
+    keys = [f"conversation {i // turns}" for i in range(n)]
+    kind = ["zero" if (i // turns) % 2 else "some" for i in range(n)]
+    f1 = [0.0 if kind[i] == "zero" else float(v) for i, v in enumerate(rng.random(n))]
+    run = scripted(specs, CHAT, "a", {"f1": f1}, keys, "conversation", {"kind": kind})
+    entry = reported(specs, CHAT, [run])
+    effect = entry["cluster"]["runs"]["a"]["design_effect"]["f1"]
+    cell = entry["breakdown"]["kind"]["zero"]["a"]["f1"]
+    size = min(60, max(15, 60 / effect))
+    assert cell["n_effective"] == pytest.approx(size) and cell["ci"][1] == pytest.approx(clopper_pearson_upper(size))
+    assert cell["method"].startswith(f"Clopper-Pearson, every value 0 (no variance): n = 60 documents / design "
+                                     f"effect {effect:.2f}")
+    some = entry["breakdown"]["kind"]["some"]["a"]["f1"]
+    assert "method" not in some and some["ci"][0] < some["value"] < some["ci"][1]
+
+
+@pytest.mark.parametrize("value, bounded", [(0.0, True), (1.0, True), (0.4, False)])
+def test_an_unclustered_mean_whose_values_are_all_equal_gets_no_false_certainty(specs, value, bounded):
+    """JEMHopQA's char_f1 (in [0, 1]) equal on all 40 documents. Main: [value, value]. At a bound: Clopper-Pearson
+    over the documents (exact for any values in [0, 1]); elsewhere no interval, and why."""
+    cell = reported(specs, JEMHOPQA, [scripted(specs, JEMHOPQA, "a", {"char_f1": [value] * 40})])["scores"]["a"]["char_f1"]
+    if bounded:
+        width = clopper_pearson_upper(40)
+        assert cell["ci"] == pytest.approx([0.0, width] if value == 0 else [1 - width, 1.0])
+        assert cell["method"].endswith("(no variance): n = 40 documents")
+    else:
+        assert cell["ci"] == [None, None] and "method" not in cell
+        assert cell["no_interval"] == "every value is 0.4 (no variance), a value no known range bounds: no interval"
+
+
+def test_a_mean_of_no_known_range_all_0_has_no_interval(specs):
+    """Jeopardy's meteor declares no range (no oracle value): 0 everywhere bounds nothing."""
+    cell = reported(specs, JEOPARDY, [scripted(specs, JEOPARDY, "a", {"meteor": [0.0] * 30})])["scores"]["a"]["meteor"]
+    assert cell["ci"] == [None, None] and cell["no_interval"].startswith("every value is 0 (no variance)")
+
+
+@pytest.mark.parametrize("clustered", [True, False])
+def test_bleu_and_distinct_whose_resampled_differences_do_not_vary_get_the_sign_test_of_their_units(specs, clustered):
+    """BLEU 0 (no word matches) against 100 (every reply the reference), one reply repeated by each run: every
+    resample gives the same difference. Main: "too few documents" with 12 conversations of 5 turns."""
+    n = 60
+    keys = [f"conversation {i // 5}" for i in range(n)] if clustered else None
+    refs = [f"word{i} is the gold reply here" for i in range(n)]
+    runs = [scripted(specs, CHAT, name, {"bleu": [[reply(i), refs[i]] for i in range(n)], "distinct_1": [text] * n},
+                     keys, "conversation")
+            for name, reply, text in (("a", lambda i: "zzz", "yes"), ("b", lambda i: refs[i], "yes yes no"))]
+    entry = reported(specs, CHAT, runs)
+    units, word = (12, "conversation") if clustered else (n, "document")
+    for metric in ("bleu", "distinct_1"):
+        cell = entry["comparisons"]["b"][metric]
+        assert cell["test"] == (f"sign test of each {word}'s own {metric} (exact: the resampled differences do not "
+                                f"vary, {units} {word}s)"), cell["test"]
+        assert cell["p"] == pytest.approx(binomtest(units, units, 0.5).pvalue) and cell["units"] == units
+        assert cell["star"] is True  # 12 units all one way: p 0.0005, well below alpha after Holm
 
 
 # --- 4. power that agrees with the test

@@ -388,6 +388,10 @@ def test_an_export_and_a_build_give_the_same_scores(exported, recwarn):
     from_export = scoring.run(args(data_dir=None, references=str(full), per_example=True))
     from_build = scoring.run(args(per_example=True))
     assert from_export.pop("references") == str(full) and from_build.pop("references") == str(SAMPLE)
+    # the signatures name the references read (issue 37), and agree on the scorer
+    signatures = from_export.pop("qahub_signature"), from_build.pop("qahub_signature")
+    assert [s["dataset"] for s in signatures] == [full.name, SAMPLE.name] and signatures[0]["scorer"] == \
+        signatures[1]["scorer"]
     assert from_export == from_build and from_build["num_with_knowledge"] == 3
     without = scoring.run(args(data_dir=None, references=str(bare)))
     assert (without["knowledge_f1"], without["num_with_knowledge"], without["f1"]) == (None, 0, from_build["f1"])
@@ -544,10 +548,13 @@ def test_scoring_reads_an_asr_file_as_references(tmp_path):
     asr = scoring.run(legacy(predictions=str(path), references=str(SAMPLE / "TopicalChatASR/actual/test_freq_audio.json")))
     plain = scoring.run(legacy(predictions=str(path)))
     assert asr["num_examples"] == 2 and asr["config"] == "asr" and asr["num_with_knowledge"] == 2
-    per_file = ("config", "reference_turns", "turns_without_prediction")  # the ASR file holds fewer conversations
+    # the ASR file holds fewer conversations; the signature names the file read
+    per_file = ("config", "reference_turns", "turns_without_prediction", "qahub_signature")
     assert {k: v for k, v in asr.items() if k not in per_file} == {k: v for k, v in plain.items() if k not in per_file}
     assert asr["turns_without_prediction"] == asr["reference_turns"] - 2
-    assert scoring.run(args(predictions=str(path), config="asr")) == asr | {"references": str(SAMPLE)}
+    from_folder = scoring.run(args(predictions=str(path), config="asr"))
+    assert from_folder.pop("qahub_signature")["config"] == asr.pop("qahub_signature")["config"] == "asr"
+    assert from_folder == asr | {"references": str(SAMPLE)}
 
 
 def test_demo_json_runs_through_the_cli(tmp_path):

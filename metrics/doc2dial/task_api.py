@@ -198,6 +198,21 @@ def document_texts(location, load=_load_dataset):
     return dict(zip(rows["doc_id"], rows["doc_text"], strict=True))
 
 
+def grounding_configuration():
+    """The scorer's settings (the task's signature): DialDoc21's SQuAD v2 exact match and F1 of one span."""
+    return {"scorer": "squad_v2", "normalize": ["lower", "no-punctuation", "no-articles", "whitespace"], "scale": 100}
+
+
+def response_configuration():
+    """The scorer's settings: sacreBLEU's corpus BLEU as its signature records it, with sacreBLEU 1.4.3's
+    smoothing where no unigram matches (bleu_scoring.ZERO_MATCH_SIGNATURE)."""
+    import sacrebleu
+
+    bleu = sacrebleu.metrics.BLEU()
+    bleu.num_refs = 1
+    return {"bleu": bleu.get_signature().info, "zero_match": "sacrebleu-1.4.3-exp-smoothing"}
+
+
 # what the two tasks share: splits, demonstrations from train, a reply ending at a blank line, the domain
 # breakdown, the turn's id
 _COMMON = {"splits": ["validation", "train"], "fewshot_split": "train", "until": ["\n\n"],
@@ -219,6 +234,7 @@ TASKS = {
         binary=["exact", "unparseable"],  # exact: 0/100 per document
         # few-shot demonstrations never come from the document's own dialogue (qahub.harness.Demonstrations)
         cluster=grounding_dialogue,
+        configuration=grounding_configuration,  # SQuAD v2 scores
     ),
     "qahub_doc2dial_response": TaskSpec(
         **_COMMON,
@@ -234,6 +250,7 @@ TASKS = {
         oracle={"bleu": 100.0, "unparseable": 0.0},
         binary=["unparseable"],
         cluster=response_dialogue,
+        configuration=response_configuration,  # sacreBLEU's settings
     ),
 }
 

@@ -77,9 +77,24 @@ def similarity() -> Similarity:
 
 
 def configuration() -> dict:
-    """The Sudachi dictionary and synonyms the derivations task scores with."""
+    """The Sudachi dictionary and synonyms the derivations task scores with (``compute``'s keywords)."""
     tokenizer = similarity().tokenizer
     return {"dictionary": tokenizer.dictionary, "synonyms": tokenizer.synonyms.description}
+
+
+def derivations_configuration() -> dict:
+    """What the derivations task scores with (its signature's scorer settings): the official scorer with Sudachi
+    mode C (tokens.Tokenizer), ``configuration()``'s dictionary and synonyms, question_row's assignment solver."""
+    return {"scorer": "jemhopqa-official", "tokenizer": "sudachi", "mode": "C", **configuration(),
+            "solver": "assignment"}
+
+
+def answer_configuration() -> dict:
+    """What the answer task scores with: llm-jp-eval v1.3.0's exact_match and char_f1 (NFKC, fuzzywuzzy's
+    ratio by python-Levenshtein)."""
+    from importlib.metadata import version
+
+    return {"scorer": "llm-jp-eval-1.3.0", "normalize": "NFKC", "levenshtein": version("Levenshtein")}
 
 
 def score_answer(reply, doc) -> dict:
@@ -127,6 +142,7 @@ TASKS = {
         target=answer_target,
         max_gen_toks=64,
         score=score_answer,
+        configuration=answer_configuration,  # llm-jp-eval's scores
         metrics={"exact_match": ("mean", True), "char_f1": (mean, True), "unparseable": ("mean", False)},
         oracle={"exact_match": 1.0, "char_f1": 1.0, "unparseable": 0.0},
         binary=["exact_match", "unparseable"],
@@ -137,7 +153,7 @@ TASKS = {
         target=derivations_target,
         max_gen_toks=384,
         score=score_derivations,
-        configuration=configuration,  # the Sudachi dictionary and synonyms it scores with
+        configuration=derivations_configuration,  # Sudachi mode C, its dictionary and synonyms
         metrics={"a_em": ("mean", True), "a_score": ("mean", True), "e_f1": ("mean", True),
                  "r_f1": ("mean", True), "er_f1": ("mean", True), "unparseable": ("mean", False)},
         oracle={"a_em": 1.0, "a_score": 1.0, "e_f1": 1.0, "r_f1": 1.0, "er_f1": 1.0, "unparseable": 0.0},

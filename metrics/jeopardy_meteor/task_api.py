@@ -116,6 +116,21 @@ def resources():
     return {"tokenizer": scorer.tokenizer, "preprocessing": scorer.description, "threshold": THRESHOLD}
 
 
+def configuration(tokenizer=TOKENIZER, order="official", threshold=THRESHOLD):
+    """The scorer's settings (the task's signature; ``qahub evaluate`` passes its own options): the tokenizer in
+    use, pymorphy3 and NLTK versions, NLTK's METEOR parameters as meteor_score applies them, the order of
+    METEOR's arguments and the accuracy threshold."""
+    import inspect
+    from importlib.metadata import version
+
+    from nltk.translate.meteor_score import meteor_score
+
+    defaults = inspect.signature(meteor_score).parameters
+    return {"tokenizer": shared(tokenizer).tokenizer, "pymorphy3": version("pymorphy3"), "nltk": version("nltk"),
+            "meteor": {name: defaults[name].default for name in ("alpha", "beta", "gamma")},
+            "wordnet": "none", "order": order, "threshold": threshold}
+
+
 # the corpus these tasks run on (qahub.harness finds the tasks of every corpus by it)
 CORPUS = "jeopardy"
 
@@ -146,6 +161,7 @@ TASKS = {
         doc_id=lambda doc: doc.get("question_id"),
         # few-shot demonstrations never come from the question's own theme (qahub.harness.Demonstrations)
         cluster=theme,
+        configuration=configuration,  # tokenizer, METEOR parameters, threshold
     ),
 }
 

@@ -232,6 +232,12 @@ def _task_text(doc):
         return doc.get("instruction") or ""
 
 
+def configuration():
+    """The scorer's settings (the task's signature): the seed's strict letter reading and MERA's exact_match
+    (MERA-Evaluation/MERA at 62309eb); the judge, when there is one, is the signature's own field."""
+    return {"exact_match": "strict-letter", "exact_match_mera": "mera-62309eb"}
+
+
 # the corpus these tasks run on (qahub.harness finds the tasks of every corpus by it)
 CORPUS = "limur"
 
@@ -264,6 +270,7 @@ TASKS = {
                       reduce=best_grade, record=grader_record),
         doc_id=doc_id,  # the document's id: MERA's meta.id, unique within a split
         categories={"task_type": task_type, "context_type": context_type},
+        configuration=configuration,  # how each reply is read
     ),
 }
 

@@ -107,6 +107,16 @@ def conversation(doc):
     return doc["conversation_id"]
 
 
+def configuration():
+    """The scorer's settings (the task's signature): sacreBLEU's corpus BLEU as its signature records it, unigram
+    F1 of SQuAD-normalised words, distinct-n of lowercased 13a tokens."""
+    import sacrebleu
+
+    bleu = sacrebleu.metrics.BLEU()
+    bleu.num_refs = 1
+    return {"bleu": bleu.get_signature().info, "f1": "unigram,squad-normalize", "distinct": "13a,lowercase"}
+
+
 def _task(splits):
     return TaskSpec(
         configs=["conversations"],
@@ -121,6 +131,7 @@ def _task(splits):
         doc_id=doc_id,
         # few-shot demonstrations never come from the document's own cluster (qahub.harness.Demonstrations)
         cluster=conversation,
+        configuration=configuration,  # sacreBLEU's settings, F1 and distinct-n tokens
         metrics={
             "f1": ("mean", True),
             "knowledge_f1": (mean_or_zero, True),

@@ -18,7 +18,7 @@ import yaml
 
 import qahub
 from qahub.files import Guard, listed, staged, swap_in
-from qahub.planning import Demonstrations, plan_tasks, task_api, task_metrics
+from qahub.planning import TASK_VERSION, Demonstrations, plan_tasks, task_api, task_metrics
 from qahub.tasks import TaskSpec
 
 MARKER = "qahub_tasks.json"  # written in every generated folder: what it holds, and proof that qahub wrote it
@@ -194,11 +194,12 @@ def task_config(name: str, entry: dict, spec: TaskSpec, judge: bool) -> dict:
     if judge and spec.judge_filter:
         config["filter_list"] = judge_filters()
     # no num_fewshot: lm-eval ignores --num_fewshot for a task whose YAML sets it (0 when neither does)
-    config["metadata"] = {"version": 1.0}
+    config["metadata"] = {"version": TASK_VERSION}
+    # the signature's fields known when lm-eval loads the task (qahub.signature.LOGGED: among them the scorer's
+    # settings, TaskSpec.configuration): the results file keeps them in configs[task].metadata.signature
+    config["metadata"]["signature"] = Function("utils.signature")
     if judge and spec.judge_record:  # the judge lm-eval's run uses, read when lm-eval loads the task
         config["metadata"]["judge"] = Function("utils.judge_record")
-    if spec.configuration:  # what the scorer runs with here (e.g. which tokenizer dictionary)
-        config["metadata"]["scorer"] = spec.configuration()
     return config
 
 
@@ -235,9 +236,11 @@ def utils_py(name: str, entry: dict, spec: TaskSpec, judge: bool) -> str:
     lines += [f"aggregate_{m} = _task.aggregate[{m!r}]" for m in aggregates]
     if judge and spec.judge_filter:
         lines.append("judge_filter = _task.judge_filter")
-    if judge and spec.judge_record:  # the YAML's metadata: computed at each load (lm-eval keeps the module)
-        lines += ["", "", "def __getattr__(name):", '    if name == "judge_record":', "        return _task.judge_record()",
-                  "    raise AttributeError(name)"]
+    # the YAML's metadata: computed at each load (lm-eval keeps the module), from the data as it is then
+    lines += ["", "", "def __getattr__(name):", '    if name == "signature":', "        return _task.signature()"]
+    if judge and spec.judge_record:
+        lines += ['    if name == "judge_record":', "        return _task.judge_record()"]
+    lines.append("    raise AttributeError(name)")
     return "\n".join(lines) + "\n"
 
 

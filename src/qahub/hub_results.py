@@ -254,16 +254,23 @@ def notes_line(run, task, fact: Facts, entry: dict, settings: dict) -> str:
     cell = entry["scores"][run.name][main]
     level = f"{settings['confidence'] * 100:g}%"
     low, high = cell["ci"]
-    interval = (f"{level} CI [{_short(low)}, {_short(high)}] ({entry['intervals'].get(main, 'method not recorded')})"
-                if low is not None and high is not None else f"no {level} CI (too few documents)")
+    interval = (f"{level} CI [{_short(low)}, {_short(high)}] ({interval_method(cell, entry, main)})"
+                if low is not None and high is not None
+                else f"no {level} CI ({cell.get('no_interval') or 'no resample had a value'})")
     units = f"n={cell['n']} documents"
     cluster = entry.get("cluster") or {}
-    counted = (cluster.get("runs") or {}).get(run.name)
-    if cluster.get("field") and counted:
-        units += f" in {counted['clusters']} {cluster['field']}s"
+    counted = (cluster.get("runs") or {}).get(run.name) or {}
+    if cluster.get("field") and counted.get("clusters") is not None:  # None: resampled by document
+        units += f" in {counted['clusters']} {cluster['field']}" + ("" if counted["clusters"] == 1 else "s")
     shots = f"{fact.n_shot}-shot" if fact.n_shot is not None else "shots not recorded"
     harness = f"{run.harness} {harness_version(run)}".strip()
     return f"qahub {qahub.__version__}: {main} {_short(cell['value'])}, {interval}; {units}; {shots}; {harness}"
+
+
+def interval_method(cell: dict, entry: dict, metric: str) -> str:
+    """How a score's interval was made: the cell's own method where it has one (``build.flat_cell``), else its
+    metric's."""
+    return cell.get("method") or entry["intervals"].get(metric, "method not recorded")
 
 
 def _short(value) -> str:
@@ -322,7 +329,8 @@ def eee_record(run, facts: dict, data: dict, specs: dict, summary: dict) -> dict
             results.append({"evaluation_result_id": f"{task}/{metric}", "evaluation_name": task,
                             "source_data": source_data(task, fact, cell["n"]), "evaluation_timestamp": epoch,
                             "metric_config": config,
-                            "score_details": score_details(cell, data["tasks"][task], metric, data["settings"]),
+                            "score_details": score_details(cell, data["tasks"][task], metric, data["settings"],
+                                                           run.name),
                             **generation(run, task)})
         if fact.instances is None:
             summary["left_out"].append({"run": run.name, "task": task, "what": "EEE instance rows",
@@ -404,8 +412,8 @@ def source_data(task, fact: Facts, n: int) -> dict:
     return found
 
 
-def score_details(cell: dict, entry: dict, metric: str, settings: dict) -> dict:
-    method = entry["intervals"].get(metric, "not recorded")
+def score_details(cell: dict, entry: dict, metric: str, settings: dict, run: str) -> dict:
+    method = interval_method(cell, entry, metric)
     uncertainty = {"num_samples": int(cell["n"])}
     low, high = cell["ci"]
     if low is not None and high is not None:
@@ -414,8 +422,9 @@ def score_details(cell: dict, entry: dict, metric: str, settings: dict) -> dict:
     if "bootstrap" in method or "half-samples" in method:
         uncertainty["num_bootstrap_samples"] = int(settings["resamples"])
     cluster = entry.get("cluster") or {}
-    details = {"interval_method": method,
-               "resampled_by": cluster.get("field") or "document"}
+    counted = (cluster.get("runs") or {}).get(run) or {}
+    details = {"interval_method": method,  # a run of a clustered task may be resampled by document (no clusters)
+               "resampled_by": cluster.get("field") if counted.get("clusters") is not None else "document"}
     return {"score": cell["value"], "details": details, "uncertainty": uncertainty}
 
 

@@ -75,7 +75,9 @@ def build_task(corpus: str, name: str, dataset: str, config: str | None = None, 
         scorer=task_scorer(name, spec, by_id, functions.aggregate),
         config=GenerateConfig(stop_seqs=list(spec.until), max_tokens=spec.max_gen_toks,
                               temperature=0.0),
-        metadata={"qahub": {**entry, "lm_eval_task": name, "fewshot": fewshot, "judge": _judge_record(spec)}},
+        # signature: the fields known now (qahub.signature.LOGGED); inspect's log keeps its own version
+        metadata={"qahub": {**entry, "lm_eval_task": name, "fewshot": fewshot, "judge": _judge_record(spec),
+                            "signature": functions.signature()}},
     )
 
 

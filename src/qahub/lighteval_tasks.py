@@ -12,7 +12,8 @@ nor a turn of its conversation), its gold the task's target; generation stops at
 its token limit. lighteval's own few-shot sampling is kept out: its plain-text prompt joins a demonstration with
 " " and strips it, which is not the task's format. The ``|N`` of a task name is the number of demonstrations.
 The details (``--save-details``) hold each document's id, its position and hash as lm-eval logs them
-(``doc_id``, ``doc_hash``: ``qahub report`` reads them) and the document. One ``SampleLevelMetricGrouping`` gives
+(``doc_id``, ``doc_hash``: ``qahub report`` reads them), the document, and the task's signature fields
+(``qahub_signature``: lighteval's results keep no task metadata). One ``SampleLevelMetricGrouping`` gives
 every per-document value of the task (the lm-eval task's ``process_results``) and aggregates each as the lm-eval
 task does (corpus BLEU over every pair, distinct-n, sums, means). LIMUR's judge values are added when qahub's judge
 is configured (as for lm-eval: QAHUB_JUDGE_URL and QAHUB_JUDGE_MODEL, or LM_EVAL_JUDGE_API_BASE and
@@ -90,6 +91,8 @@ class Loaded:
         planning.refuse_closed(spec, self.docs, self.entry)
         self.shots = planning.task_docs(spec, self.functions, read[self.entry["fewshot_split"]])
         self._samples = {}
+        # lighteval's results keep no task metadata: each details row carries it (doc.specific)
+        self.signature = self.functions.signature(harness_version=_version("lighteval"))
 
     def samples(self, fewshot: int) -> list:
         """The ``planning.Prompt``s (id, input: the lm-eval context, target) with ``fewshot`` demonstrations, as
@@ -116,7 +119,17 @@ def make_doc(config, line: dict, task_name: str):
     return Doc(query=sample.input, choices=[sample.target], gold_index=0, task_name=task_name,
                specific={"qahub_id": sample.id, "qahub_doc": loaded.docs[index], "qahub_doc_id": index,
                          "qahub_doc_hash": doc_hash(loaded.docs[index]),
-                         "qahub_dataset": [entry["location"], entry["config"], entry["split"]]})
+                         "qahub_dataset": [entry["location"], entry["config"], entry["split"]],
+                         "qahub_signature": loaded.signature})
+
+
+def _version(package: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return None
 
 
 def doc_hash(doc) -> str:

@@ -124,6 +124,49 @@ def task_metrics(spec: TaskSpec, judge: bool) -> dict:
     return {**spec.metrics, **spec.judge_metrics} if judge else dict(spec.metrics)
 
 
+TASK_VERSION = 1.0  # the version of every qahub task (lm-eval's YAML metadata.version, the signature's task_version)
+
+
+def logged_signature(spec: TaskSpec, location: str, config: str | None, split: str | None,
+                     harness_version: str | None = None) -> dict:
+    """The signature fields a harness logs with a task when it is made (``qahub.signature.LOGGED``): qahub's and
+    the task's versions, the scorer's settings (``TaskSpec.configuration``), the dataset, config, split and
+    revision read, and the harness's version where the harness's own files do not keep it."""
+    from qahub import __version__, signature
+
+    found = {"qahub": __version__, "task_version": str(TASK_VERSION),
+             "scorer": signature.scorer_text(spec.configuration() if spec.configuration else None),
+             "dataset": dataset_name(location), "config": config, "split": split, "revision": revision(location),
+             "harness_version": harness_version}
+    return {key: value for key, value in found.items() if value is not None}
+
+
+def dataset_name(location: str) -> str:
+    """A Hub id as it is; a local export folder by its name (its path is the machine's, not the data's)."""
+    path = Path(str(location))
+    return path.name if path.is_dir() else str(location)
+
+
+def revision(location: str) -> str | None:
+    """A local export's revision: ``sha256:`` of its README and data files (each one's path and bytes), so that
+    a rebuilt export with other rows has another; None for a Hub id (the commit read is not known here)."""
+    import hashlib
+
+    from qahub.exports import DATA_FILES
+
+    folder = Path(str(location))
+    if not folder.is_dir():
+        return None
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and (p.name == "README.md" or
+                                                                        p.suffix in DATA_FILES)):
+        digest.update(path.relative_to(folder).as_posix().encode("utf-8") + b"\0")
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return "sha256:" + digest.hexdigest()[:16]
+
+
 def task_functions(corpus: str, name: str, location: str, judge: bool = False, config: str | None = None,
                    splits: tuple = ()) -> SimpleNamespace:
     """The functions of one task bound to one dataset location, which each harness hands its documents and
@@ -154,7 +197,9 @@ def task_functions(corpus: str, name: str, location: str, judge: bool = False, c
                            process_results=process_results, aggregate=aggregate, dataset=dataset,
                            judge_filter=spec.judge_filter,
                            judge_record=spec.judge_record if judge else None,
-                           cluster=spec.cluster)
+                           cluster=spec.cluster,
+                           signature=lambda harness_version=None: logged_signature(
+                               spec, location, config, splits[0] if splits else None, harness_version))
 
 
 def finite(aggregation):

@@ -18,6 +18,7 @@ from pathlib import Path
 from qahub.hub_results import check_repo_id, folder_name
 
 SPLIT = "scored"  # the split of each details config: the documents a run scored
+MARK = "Written by `qahub publish-results`"  # in the README of every details dataset it pushes
 REFUSED = {401: "not signed in, or the token is not valid", 403: "the token may not write there",
            404: "no such repo (or the token may not see it)"}
 
@@ -33,6 +34,7 @@ class Upload:
     create_pr: bool
     message: str
     files: dict = field(default_factory=dict)  # path in the repo -> bytes
+    owns: tuple = ()  # folders ("report/", ...) whose other files in the repo are an earlier push's: deleted
 
 
 def publish_results_command(args) -> int:
@@ -42,6 +44,8 @@ def publish_results_command(args) -> int:
             print(f"would {_what(upload)} {upload.repo_type} repo {upload.repo_id}:")
             for name, body in upload.files.items():
                 print(f"  {name} ({len(body)} bytes)")
+            if upload.owns:
+                print(f"  and delete any other file under {', '.join(upload.owns)} (an earlier push's)")
         print("dry run: nothing sent")
         return 0
     return 1 if send(uploads) else 0
@@ -134,7 +138,10 @@ def details_upload(report: Path, data: dict, repo_id: str) -> Upload:
                     configs.append({"config_name": f"{folder_name(run)}-{task}",
                                     "data_files": [{"split": SPLIT, "path": path}]})
     files = {"README.md": card(data, configs, repo_id).encode("utf-8"), **dict(sorted(files.items()))}
-    return Upload(repo_id, "dataset", False, "Add qahub evaluation details", files)
+    # the report's folder, and each run's: an earlier push of them left files this one may not have (a task no
+    # longer reported); other runs' folders and files outside these are never touched
+    owns = ("report/", *(f"{top}/{folder_name(run)}/" for top in ("eee", "data", "runs") for run in data["runs"]))
+    return Upload(repo_id, "dataset", False, "Add qahub evaluation details", files, owns)
 
 
 def run_files(report: Path, data: dict, run: str) -> dict:
@@ -208,7 +215,7 @@ def card(data: dict, configs: list, repo_id: str) -> str:
                            configs=configs or None)
     runs = ", ".join(data["runs"])
     return (f"---\n{meta.to_yaml()}\n---\n\n# qahub evaluation details\n\n"
-            f"Runs: {runs}. Written by `qahub publish-results` from a `qahub report`.\n\n"
+            f"Runs: {runs}. {MARK} from a `qahub report`.\n\n"
             "- `report/`: the report (report.json, report.md, report.html, figures): every score with its "
             f"{data['settings']['confidence'] * 100:g}% interval and paired comparisons.\n"
             "- `eee/<run>/`: Every Eval Ever records (schema 0.3.0); `score_details.uncertainty` holds each score's "
@@ -230,6 +237,7 @@ def send(uploads: list[Upload]) -> list[str]:
         try:
             if upload.repo_type == "dataset":
                 api.create_repo(upload.repo_id, repo_type="dataset", exist_ok=True)
+            operations += stale(api, upload)
             info = api.create_commit(upload.repo_id, operations, commit_message=upload.message,
                                      repo_type=upload.repo_type, create_pr=upload.create_pr)
         except Exception as err:  # noqa: BLE001 - the Hub's errors are many: one line each, without secrets
@@ -237,15 +245,37 @@ def send(uploads: list[Upload]) -> list[str]:
             print(f"qahub publish-results: {failures[-1]}", file=sys.stderr)
             continue
         where = f"pull request {info.pr_url}" if upload.create_pr else f"commit {info.commit_url}"
-        print(f"{upload.repo_type} repo {upload.repo_id}: {len(upload.files)} files, {where}")
+        deleted = len(operations) - len(upload.files)
+        gone = f", {deleted} earlier files deleted" if deleted else ""
+        print(f"{upload.repo_type} repo {upload.repo_id}: {len(upload.files)} files{gone}, {where}")
     return failures
+
+
+def stale(api, upload: Upload) -> list:
+    """A delete operation for each file of the repo's main branch under a folder the upload owns that the upload
+    does not hold (an earlier push's). A repo whose README qahub did not write is someone else's dataset: its
+    README would be replaced and its files under those folders deleted, so nothing is sent to it."""
+    from huggingface_hub import CommitOperationDelete
+
+    if not upload.owns:
+        return []
+    present = api.list_repo_files(upload.repo_id, repo_type=upload.repo_type)
+    if "README.md" in present:
+        card_path = api.hf_hub_download(upload.repo_id, "README.md", repo_type=upload.repo_type)
+        if MARK not in Path(card_path).read_text(encoding="utf-8", errors="replace"):
+            raise PublishResultsError("its README.md is not one qahub publish-results wrote (another dataset?); "
+                                      "nothing sent: give a new details dataset, or qahub's own")
+    return [CommitOperationDelete(path_in_repo=path) for path in sorted(present)
+            if path.startswith(upload.owns) and path not in upload.files]
 
 
 def refusal(upload: Upload, err: Exception) -> str:
     from qahub.publish import scrub
 
+    if isinstance(err, PublishResultsError):
+        return f"{upload.repo_type} repo {upload.repo_id}: {err}"
     status = getattr(getattr(err, "response", None), "status_code", None)
     if status in REFUSED:
         return f"{upload.repo_type} repo {upload.repo_id}: refused ({status}: {REFUSED[status]})"
-    first = " ".join(str(err).split())[:300]
-    return f"{upload.repo_type} repo {upload.repo_id}: failed ({type(err).__name__}: {scrub(first)})"
+    first = scrub(" ".join(str(err).split()))[:300]  # scrubbed whole: a token cut in two is no longer found
+    return f"{upload.repo_type} repo {upload.repo_id}: failed ({type(err).__name__}: {first})"

@@ -15,8 +15,10 @@ import contextlib
 import importlib
 import importlib.abc
 import sys
+from pathlib import Path
 
 from qahub.evaluate_cli import predictions
+from qahub.signature import Signature, judge_text, scorer_text
 
 
 class Adapter:
@@ -61,7 +63,12 @@ class Adapter:
             result = self.score(args, **inputs)
         except self.input_errors as err:
             raise self.scoring_error(err, args, where) from None
-        return self.result(result, args, where, matched, references)
+        with unimportable(*self.unimportable):  # the settings' modules are the score's, imported as it was
+            signature = self.signature(args, result, where, matched)
+        result = self.result(result, args, where, matched, references)
+        if isinstance(result, dict):  # "qahub_signature": a metric's own "signature" (sacreBLEU's) stays as it is
+            result["qahub_signature"] = signature.to_dict()
+        return result
 
     # the hooks
 
@@ -101,6 +108,33 @@ class Adapter:
     def result(self, result, args, where, matched, references) -> dict:
         """What ``qahub evaluate`` prints."""
         return result
+
+    def scorer_settings(self, args, result) -> dict | None:
+        """The scorer's settings this score was made with (the signature's ``scorer``)."""
+        return None
+
+    def judge_record(self, result) -> dict | None:
+        """The judge that gave a score of this result, when there is one (the signature's ``judge``)."""
+        return None
+
+    def signature(self, args, result, where, matched) -> Signature:
+        """The score's ``qahub.signature.Signature``: the metric, its scorer's settings, the references read
+        (a file or folder by its name; ``--config`` and ``--split`` as given) and how many were matched."""
+        from qahub import __version__
+
+        # the references given (Topical-Chat's: a Source), by the name of their file, folder or Hub id
+        given = where if hasattr(where, "location") else args
+        source = getattr(given, "location", None) or getattr(args, "references", None) or getattr(args, "data_dir", None)
+        config, split = (getattr(given, key, None) for key in ("config", "split"))
+        return Signature(qahub=__version__, metric=self.metric, scorer=scorer_text(self.scorer_settings(args, result)),
+                         dataset=Path(str(source)).name if source else None, config=_text(config), split=_text(split),
+                         harness="qahub evaluate", harness_version=__version__,
+                         judge=judge_text(self.judge_record(result)),
+                         documents=len(matched) if isinstance(matched, list | tuple) else None)
+
+
+def _text(value) -> str | None:
+    return None if value is None else str(value)
 
 
 class _Unimportable(importlib.abc.MetaPathFinder):

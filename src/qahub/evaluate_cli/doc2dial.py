@@ -84,6 +84,15 @@ class Doc2dial(Adapter):
         # a path that is not UTF-8 (a lone surrogate in argv) is shown escaped: the result must print as UTF-8
         return {"task": args.task, "references": where.encode("utf-8", "backslashreplace").decode("utf-8"), **result}
 
+    def scorer_settings(self, args, result):
+        """The task's scorer settings (task_api): SQuAD v2 with this command's no-answer settings, or sacreBLEU."""
+        from qahub.metrics.doc2dial import task_api
+
+        if args.task == "subtask2":
+            return task_api.response_configuration()
+        return {**task_api.grounding_configuration(), "no_answer_threshold": args.no_answer_threshold,
+                "no_answer_text": getattr(args, "no_answer_text", None)}
+
 
 def _records(read, references, args, source):
     """The prediction records, each with its id; the metric joins them to the references by id. A bare list of

@@ -94,6 +94,11 @@ class Jemhopqa(Adapter):
             args.per_question_rows = result.pop("per_question")
         return result
 
+    def scorer_settings(self, args, result):
+        """The official scorer's Sudachi mode C with the dictionary and synonyms it used, and the solver."""
+        return {"scorer": "jemhopqa-official", "tokenizer": "sudachi", "mode": "C", "dictionary": result["dictionary"],
+                "synonyms": result["synonyms"], "solver": args.solver}
+
 
 def write_outputs(args):
     """The --per-question file, after ``qahub evaluate`` has printed the scores (a failed write loses none)."""

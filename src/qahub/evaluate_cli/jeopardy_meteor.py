@@ -83,6 +83,12 @@ class JeopardyMeteor(Adapter):
             ]
         return result
 
+    def scorer_settings(self, args, result):
+        """The task's METEOR settings (task_api.configuration) with this command's tokenizer, order, threshold."""
+        from qahub.metrics.jeopardy_meteor import task_api
+
+        return task_api.configuration(args.tokenizer, args.order, args.threshold)
+
 
 PER_EXAMPLE = ("meteor_per_example", "correct", "abstained", "status", "answers")
 EXAMPLE_FIELDS = ("meteor", "correct", "abstained", "status", "answer")

@@ -87,6 +87,16 @@ class Limur(Adapter):
     def result(self, result, args, where, matched, references):
         return {"predictions": str(args.predictions), "references": where, **result}
 
+    def scorer_settings(self, args, result):
+        from qahub.metrics.limur import task_api
+
+        return task_api.configuration()
+
+    def judge_record(self, result):
+        """The judge that gave judge_score: its URL (without credentials), model, prompt and max tokens."""
+        judge = result.get("judge") or {}
+        return {key: judge.get(key) for key in ("url", "model", "prompt", "max_tokens")} if judge.get("computed") else None
+
 
 def add_judge_argument(parser, setting):
     """``--judge-<name>`` of one declared judge setting; its default is the metric's (variable, else default)."""

@@ -70,6 +70,11 @@ class TopicalChat(Adapter):
         return {"predictions": shown(args.predictions), "references": shown(where.location), "config": where.config,
                 "split": where.split, **result}
 
+    def scorer_settings(self, args, result):
+        from qahub.metrics.topical_chat import task_api
+
+        return task_api.configuration()
+
 
 def shown(path) -> str:
     """A path as printable text: bytes that are not UTF-8 in a file name shown as \\xNN escapes."""

@@ -56,6 +56,7 @@ def _write(arguments, out, specs, baseline, resamples, seed, confidence, progres
     settings = {"resamples": resamples, "seed": seed, "confidence": confidence, "baseline": baseline,
                 "intervals": "per metric (each task's intervals): Wilson for 0/1 metrics of unclustered documents, "
                              "half-samples for distinct-n, else the percentile bootstrap over documents or clusters; "
+                             "Clopper-Pearson over the effective sample size where every value is 0 or the scale; "
                              "none from fewer than 2 clusters or documents",
                 "power": POWER}
     tasks = task_names(runs)

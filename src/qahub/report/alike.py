@@ -1,10 +1,17 @@
 """Only like with like: which documents two runs of a task both scored, and what makes the pair not alike (other
-prompts, another number of shots), written in the task's report entry: ``caveats[run]`` (compared, marked, never
+prompts, another number of shots, another field of their signatures: ``qahub.signature.COMPARED``), written in the task's report entry: ``caveats[run]`` (compared, marked, never
 starred) and ``not_compared[run]`` (no comparison: no document in common, another dataset)."""
 
 from __future__ import annotations
 
 import numpy as np
+
+from qahub.signature import COMPARED, differences
+
+# the signature fields a caveat compares as they are: the shots are the runs' own (any harness, any age of run),
+# the prompts are compared on the paired documents below (a signature's prompts hash covers all the documents a
+# run scored), and a judge metric of another judge is not compared at all (judges.same_judge_only)
+SIGNED = tuple(name for name in COMPARED if name not in ("n_shot", "prompts", "judge"))
 
 
 def pairing(task, base, run, entry):
@@ -48,11 +55,14 @@ def pairing(task, base, run, entry):
 
 def caveats(b, r, base_index, run_index) -> list:
     """Why the runs ``b`` and ``r`` of a task are not like with like on the paired documents: another number of
-    shots; prompts sent another way (raw text, chat messages, a chat template); other prompts on a paired
-    document (each run's prompt hashes, when both hashed the same thing)."""
+    shots; each other field of ``SIGNED`` both runs' signatures record, with different values (another scorer,
+    revision, task version...); prompts sent another way (raw text, chat messages, a chat template); other
+    prompts on a paired document (each run's prompt hashes, when both hashed the same thing)."""
     found = []
     if r.n_shot != b.n_shot:
         found.append(f"different number of shots {b.n_shot}/{r.n_shot}")
+    for name in differences(b.signature, r.signature, SIGNED):
+        found.append(f"different {name.replace('_', ' ')} {getattr(b.signature, name)}/{getattr(r.signature, name)}")
     if b.prompt_format and r.prompt_format and b.prompt_format != r.prompt_format:
         found.append("different prompts (chat format)")
     elif b.prompts is not None and r.prompts is not None and b.prompt_hashed == r.prompt_hashed:

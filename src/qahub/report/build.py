@@ -7,20 +7,24 @@ import math
 import numpy as np
 
 from .alike import pairing
-from .judges import same_judge_only
+from .judges import JUDGE_METRICS, same_judge_only
+from .ranks import ranking
 from .runs import ReportError, numbers, task_metrics
 from .stats import (
     MIN_UNITS,
     Bleu,
     Clusters,
     Distinct,
+    Linear,
     Mean,
     Sum,
     bleu_statistics,
     bootstrap,
     bootstrap_p,
+    clopper_pearson,
     clustered_stderr,
     detectable,
+    effective_size,
     fewest_units,
     interval,
     mcnemar_p,
@@ -29,6 +33,7 @@ from .stats import (
     sacrebleu_p,
     sign_test_p,
     smallest_p,
+    unit_statistics,
     wilson,
 )
 
@@ -145,20 +150,20 @@ def task_report(task, spec, runs, baseline, settings) -> dict:
         for c in entry["comparisons"][name].values():  # a pair that is not like with like is never starred
             if c["no_star"] is None and entry["caveats"].get(name):
                 c["no_star"] = "not like with like: " + "; ".join(entry["caveats"][name])
+    entry["ranking"] = ranking(task, spec, runs, baseline, estimators, designs, draws, settings["confidence"],
+                               (entry, pairings))
     entry["leader"] = leader_test(task, spec, metrics, runs, baseline, estimators, designs, entry["cluster"]["field"],
-                                  settings)
+                                  settings, draws)
     return entry
 
 
-def leader_test(task, spec, metrics, runs, baseline, estimators, designs, field, settings):
+def leader_test(task, spec, metrics, runs, baseline, estimators, designs, field, settings, draws=None):
     """Whether the leader beats every run besides the baseline (its comparison with the baseline is among
     ``comparisons``): with three runs or more and a leader (the best main-metric value, no tie) other than the
     baseline, its paired test of the main metric with each other run, the same test as a comparison's,
     Holm-adjusted among themselves and starred as a comparison is: ``{"run": leader, "against": {run: cell}}``
     (a cell's delta is the run minus the leader), else None. "Best" is then the intersection of those claims,
     each at level alpha: no further adjustment is owed (the intersection-union test)."""
-    from statsmodels.stats.multitest import multipletests
-
     main, alpha = spec.headline, 1 - settings["confidence"]
     points = {run.name: estimators[run.name][main].point() for run in runs if main in estimators[run.name]}
     higher = {**spec.metrics, **spec.judge_metrics}[main].higher_is_better
@@ -175,16 +180,41 @@ def leader_test(task, spec, metrics, runs, baseline, estimators, designs, field,
             return None  # not compared, or not like with like: no best
         match = {main: matched(run.name, lead.name, pairs, estimators)[main]}
         clusters = _taken(designs.get(lead.name), pairs[0]) or _taken(designs[run.name], pairs[1])
-        draws = bootstrap(comparison_estimators(run.name, match), len(pairs[0]), settings["seed"],
-                          settings["resamples"], clusters)
-        against[run.name] = compare(run.name, metrics, match, len(pairs[0]), draws, settings, clusters, field)[main]
+        pair = reused(draws, estimators, designs, lead.name, run.name, main, match[main]) or bootstrap(
+            comparison_estimators(run.name, match), len(pairs[0]), settings["seed"], settings["resamples"], clusters)
+        against[run.name] = compare(run.name, metrics, match, len(pairs[0]), pair, settings, clusters, field)[main]
     tested = [c for c in against.values() if c["p"] is not None]
     if tested:
-        for c, p in zip(tested, multipletests([c["p"] for c in tested], method="holm")[1]):
+        for c, p in zip(tested, adjusted([c["p"] for c in tested], "holm")):
             c["p_holm"] = float(p)
     for c in against.values():
         c["star"] = c["p_holm"] is not None and c["p_holm"] < alpha and c["no_star"] is None
     return {"run": lead.name, "against": against}
+
+
+def reused(draws, estimators, designs, lead, name, m, match):
+    """The leader's and ``name``'s draws of ``m`` from the task's own pass, as the pair's ``bootstrap`` would draw
+    them, or None. The same: the pair is the two runs' own estimators (the same documents in the same order, every
+    one with a value), the runs resampled alike (the same clusters, numbered alike), and each estimator's draws
+    not a matrix product's of other columns beside it: one that is not linear is drawn by itself, and a linear
+    one's sums of whole numbers (BLEU's statistics, a 0/1 metric's values, Jeopardy's game score) are exact in any
+    order. Saves a resampling pass a run (BLEU's is long)."""
+    eb, er, _ = match
+    ours, theirs = designs.get(lead), designs.get(name)
+    if draws is None or eb is not estimators[lead].get(m) or er is not estimators[name].get(m) or \
+            (ours and ours.key) != (theirs and theirs.key):
+        return None
+    if not all(not isinstance(est, Linear) or est.halved or whole(est.x) for est in (eb, er)):
+        return None
+    own = (draws.get((lead, m, None, None)), draws.get((name, m, None, None)))
+    if own[0] is None or own[1] is None:
+        return None
+    return {("vs", name, m, "b"): own[0], ("vs", name, m, "r"): own[1]}
+
+
+def whole(x) -> bool:
+    """Every value a whole number small enough that any order of summing it is exact."""
+    return bool(np.all(np.mod(x, 1) == 0) and np.abs(x).sum() < 2 ** 40)
 
 
 def design(task_run):
@@ -205,7 +235,17 @@ def design(task_run):
 def unit_count(clusters, docs) -> int:
     """How many independent units the documents ``docs`` (indices) are: their clusters, or themselves."""
     docs = np.asarray(docs, dtype=np.int64)
-    return len(docs) if clusters is None else len(np.unique(clusters.ids[docs]))
+    if clusters is None:
+        return len(docs)
+    key = (clusters.key, docs.tobytes())  # every run's every category asks again: counted once
+    if key not in _UNITS:
+        if len(_UNITS) > 10_000:
+            _UNITS.clear()
+        _UNITS[key] = len(np.unique(clusters.ids[docs]))
+    return _UNITS[key]
+
+
+_UNITS = {}
 
 
 def _taken(clusters, index):
@@ -306,9 +346,17 @@ def bleu_note(metric) -> str:
 
 def scores(entry, runs, task, estimators, draws, confidence, metrics, designs=None):
     wilson_ones = {m for m, method in entry["intervals"].items() if method == WILSON}
+    flat = set()  # the metrics of which a cell got ``flat_cell``'s interval
 
     def made(m, est, value, key, n, units):
-        return cell(value, draws[key], n, confidence, (est, metrics[m].scale) if m in wilson_ones else None, units)
+        every = None if m in wilson_ones or units[0] < 2 else flat_value(est)
+        if every is None:
+            return cell(value, draws[key], n, confidence, (est, metrics[m].scale) if m in wilson_ones else None,
+                        units)
+        flat.add(m)
+        clustered = (designs or {}).get(key[0]) is not None
+        effect = entry["cluster"]["runs"][key[0]]["design_effect"].get(m)
+        return flat_cell(metrics[m], value, every, n, units, clustered, effect, confidence)
 
     for run in runs:
         tr, clusters = run.tasks[task], (designs or {}).get(run.name)
@@ -317,6 +365,8 @@ def scores(entry, runs, task, estimators, draws, confidence, metrics, designs=No
         entry["scores"][run.name] = {m: made(m, e, tr.values[m], (run.name, m, None, None), count(e, len(tr.keys)),
                                              score_units(e, every, clusters, word))
                                      for m, e in estimators[run.name].items()}
+        for m, c in entry["scores"][run.name].items():  # a breakdown cell's is its run's (its documents: its n)
+            c["signature"] = tr.signature.of_metric(m, m in JUDGE_METRICS).to_dict() if tr.signature else None
         for field, cats in category_index(tr).items():
             for cat, index in cats.items():
                 slot = entry["breakdown"].setdefault(field, {}).setdefault(cat, {}).setdefault(run.name, {})
@@ -324,6 +374,53 @@ def scores(entry, runs, task, estimators, draws, confidence, metrics, designs=No
                     part = e.take(index)
                     slot[m] = made(m, part, part.point(), (run.name, m, field, cat), count(part, len(index)),
                                    score_units(part, index, clusters, word))
+    for m in sorted(flat):
+        entry["intervals"][m] += f"; {flat_method(metrics[m], entry['cluster']['field'])}"
+
+
+FLAT = "Clopper-Pearson"  # the method of a cell whose values are all 0 or all the scale (``flat_cell``)
+
+
+def flat_value(est):
+    """The one value every document of a mean's (or sum's) cell has, else None: a cell a resample cannot vary."""
+    if not isinstance(est, Mean):
+        return None
+    values = est.x[est.x[:, 1] > 0, 0]
+    return float(values[0]) if len(values) and np.ptp(values) == 0 else None
+
+
+def flat_cell(metric, value, every, n, units, clustered, effect, confidence):
+    """The interval of a cell whose documents all have the value ``every``, where a percentile bootstrap gives
+    ``[every, every]``, a false certainty. At a bound of a mean in [0, scale] (0, or the scale), Clopper-Pearson's
+    exact interval of 0 (or all) successes in the cell's effective sample size (``effective_size``): exact for
+    any values in [0, scale], not only 0/1 (a mean mu makes each value 0 with probability at most 1 - mu/scale,
+    so n zeros have at most the probability they have in the 0/1 case), and, over the clusters, for n = the
+    clusters (each cluster's first document). Elsewhere (0.5 on every document, a sum, a mean of no known
+    range) nothing bounds the mean: no interval, and ``no_interval`` says why."""
+    found = {"value": _number(value), "ci": [None, None], "n": int(n)}
+    at_bound = metric.kind == "mean" and metric.bounded and every in (0.0, metric.scale)
+    if not at_bound:
+        found["no_interval"] = f"every value is {every:g} (no variance), a value no known range bounds: no interval"
+        return found
+    size = effective_size(n, units[0] if clustered else None, effect)
+    low, high = clopper_pearson(size if every else 0, size, confidence)
+    if not clustered:
+        how = f"n = {plural(n, 'document')}"
+    elif effect is None:
+        how = f"n = {plural(units[0], units[1])}, the conservative bound (no design effect: no variance)"
+    else:
+        how = f"n = {n} documents / design effect {effect:.2f}, between {plural(units[0], units[1])} and {n}"
+    found.update(ci=[metric.scale * low, metric.scale * high], n_effective=size,
+                 method=f"{FLAT}, every value {every:g} (no variance): {how}")
+    return found
+
+
+def flat_method(metric, field) -> str:
+    """What ``entry["intervals"]`` adds for a metric some of whose cells are ``flat_cell``'s."""
+    among = f"documents / the run's design effect, or its {field}s where that is not estimable" if field else \
+        "its documents"
+    return (f"{FLAT} where every value of a score is 0 or every one {metric.scale:g} (no variance: a resample "
+            f"cannot vary), n its effective sample size ({among}); no interval where every value is another one")
 
 
 def score_units(est, index, clusters, word):
@@ -453,8 +550,9 @@ def paired_test(metric, eb, er, db, dr, n, clusters=None, field=None, settings=N
     documents).
 
     McNemar's exact test for a 0/1 metric (every value 0 or its scale) of independent documents. A bootstrap
-    whose differences do not vary (the same difference on every document) says nothing: the exact sign test
-    over the documents (over the clusters where they are clustered) does. Fewer than ``FEW_CLUSTERS`` units
+    whose differences do not vary (the same difference on every document; for BLEU and distinct-n, in every
+    resample) says nothing: the exact sign test over the documents (over the clusters where they are clustered)
+    does (``unit_sign_test``). Fewer than ``FEW_CLUSTERS`` units
     that differ: the sign-flip permutation test of the per-unit summed differences (a paired bootstrap of few
     units cannot reach small p honestly); else the paired (cluster) bootstrap."""
     settings = settings or {}
@@ -479,24 +577,41 @@ def paired_test(metric, eb, er, db, dr, n, clusters=None, field=None, settings=N
         return f"paired bootstrap{over}", bootstrap_p(dr - db, delta, clusters), None, counted
     counted = (clusters.count, field) if clusters is not None else (n, "document")
     diffs = (dr - db)[np.isfinite(dr - db)]
-    if delta != 0 and (n < 2 or not len(diffs) or np.ptp(diffs) == 0):
-        return "too few documents (the resampled differences do not vary)", None, None, counted
+    if not len(diffs) or not math.isfinite(delta):
+        return f"no test: no resample gives both runs a {metric.name}", None, None, counted
+    if delta != 0 and np.ptp(diffs) <= 1e-12 * max(1.0, abs(delta)):  # the same difference in every resample
+        return unit_sign_test(metric, eb, er, n, clusters, field)
     if metric.kind == "bleu":
         return f"sacrebleu paired bootstrap{over}", sacrebleu_p(db, dr, eb.point(), er.point()), None, counted
     return f"paired bootstrap{over}", bootstrap_p(dr - db, delta, clusters), None, counted
+
+
+def unit_sign_test(metric, eb, er, n, clusters=None, field=None):
+    """The test of a BLEU or distinct-n whose resampled difference is the same in every resample (BLEU 0 against
+    100 on every document, one reply repeated in every document of each run): a bootstrap then has nothing to
+    measure, whatever the number of documents. The exact sign test of the units' own differences (each
+    cluster's, or document's, statistic of its documents alone) does, with the smallest p its units allow.
+    Returns ``paired_test``'s (test, p, exact, counted)."""
+    ids, count = (np.arange(n), n) if clusters is None else (clusters.ids, clusters.count)
+    per_unit = unit_statistics(er, ids, count) - unit_statistics(eb, ids, count)
+    per_unit = per_unit[np.isfinite(per_unit)]
+    word = "document" if clusters is None else field
+    differing = (int((per_unit != 0).sum()), "non-tied document" if clusters is None else f"differing {field}")
+    counted = (clusters.count, field) if clusters is not None else differing
+    test = (f"sign test of each {word}'s own {metric.name} (exact: the resampled differences do not vary, "
+            f"{plural(count, word)})")
+    return test, sign_test_p(per_unit), differing, counted
 
 
 def adjust(tasks: dict, alpha: float = 0.05):
     """Holm- and Benjamini-Hochberg-adjusted p of every comparison in the report (statsmodels
     ``multipletests``), then each cell's verdict: ``star`` where p_holm < ``alpha`` and nothing withholds it
     (``no_star`` kept only there), and no "underpowered" where the test rejected."""
-    from statsmodels.stats.multitest import multipletests
-
     every = [c for entry in tasks.values() for per_run in entry["comparisons"].values() for c in per_run.values()]
     cells = [c for c in every if c["p"] is not None]  # None: too few documents for a test
     if cells:
         for method, key in (("holm", "p_holm"), ("fdr_bh", "p_bh")):
-            for c, p in zip(cells, multipletests([c["p"] for c in cells], method=method)[1]):
+            for c, p in zip(cells, adjusted([c["p"] for c in cells], method)):
                 c[key] = float(p)
     for c in every:
         rejected = c["p_holm"] is not None and c["p_holm"] < alpha
@@ -504,6 +619,21 @@ def adjust(tasks: dict, alpha: float = 0.05):
         c["star"] = rejected and c["no_star"] is None
         if rejected:
             c["underpowered"] = None
+
+
+def adjusted(pvalues, method):
+    """statsmodels ``multipletests(pvalues, method=method)``'s adjusted p. Its Holm runs a full ``gc.collect()``,
+    which walks every object the report holds (the runs' items: a second or so each time at 100 runs); the
+    objects there are frozen out of the collector's sight meanwhile (``gc.freeze``), then given back."""
+    import gc
+
+    from statsmodels.stats.multitest import multipletests
+
+    gc.freeze()
+    try:
+        return multipletests(pvalues, method=method)[1]
+    finally:
+        gc.unfreeze()
 
 
 def best(entry, higher_is_better: bool, baseline: str):

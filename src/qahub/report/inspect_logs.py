@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from qahub.signature import run_signature
+
 from .runs import CHAT, RESULTS, TEMPLATE, ReportError, Run, TaskRun, cluster_name, prompt_hash, task_metrics
 
 SUFFIXES = (".eval", ".json")
@@ -113,7 +115,7 @@ def read_task(task: str, file: Path, spec) -> TaskRun:
     header = _header(file)
     metrics, fields = task_metrics(spec), list(spec.categories)
     reducer = epochs_reducer(header, task, file)
-    epochs, prompts, failed = {}, {}, 0  # sample id -> [(epoch, Score, metadata)]; sample id -> its prompt
+    epochs, prompts, targets, failed = {}, {}, {}, 0  # sample id -> [(epoch, Score, metadata)], its prompt, target
     try:
         for sample in read_eval_log_samples(str(file), all_samples_required=False, exclude_fields=SKIPPED_FIELDS):
             score = (sample.scores or {}).get(task)
@@ -124,6 +126,7 @@ def read_task(task: str, file: Path, spec) -> TaskRun:
                 raise ReportError(f"{file}: sample {sample.id} epoch {sample.epoch} has no {task} score")
             epochs.setdefault(sample.id, []).append((sample.epoch, score, sample.metadata))
             prompts.setdefault(sample.id, input_messages(sample.input))
+            targets.setdefault(sample.id, sample.target)
     except ReportError:
         raise
     except Exception as err:  # a damaged log: whatever inspect's reader raises
@@ -138,7 +141,8 @@ def read_task(task: str, file: Path, spec) -> TaskRun:
     items = {m: [values.get(m) for values, _ in per_doc] for m in present}
     categories = {f: [str(_category(meta, f, file)) for _, meta in per_doc] for f in fields}
     qahub = header.eval.metadata["qahub"]
-    clusters, notes = log_clusters(task, spec, qahub, order, [meta for _, meta in per_doc])
+    clusters, notes = log_clusters(task, spec, qahub, order, [meta for _, meta in per_doc],
+                                   [targets[i] for i in order])
     most = max(len(e) for e in epochs.values())
     if most > 1:
         notes.append(f"{most} epochs: each document's numbers are the {reducer[0]} over its epochs (inspect's "
@@ -147,11 +151,15 @@ def read_task(task: str, file: Path, spec) -> TaskRun:
     if failed:
         notes.append(f"{failed} sample(s) failed (an eval run with --no-fail-on-error): left out, as inspect's "
                      "metrics leave them out")
+    hashes = [prompt_hash(prompts[i]) for i in order]
+    signature = run_signature(task, qahub.get("signature"), harness="inspect", n_shot=qahub.get("fewshot"),
+                              harness_version=(header.eval.packages or {}).get("inspect_ai"), ids=list(order),
+                              prompts=hashes, prompt_kind="messages", judge=qahub.get("judge"))
     return TaskRun(task, str(file), _values(header, present, file, task), [(i, None) for i in order], items,
                    categories, None, qahub.get("fewshot"), header.eval.config.limit,
                    (qahub.get("location"), qahub.get("config"), qahub.get("split")), list(order), notes,
-                   clusters, cluster_name(spec.cluster), [prompt_hash(prompts[i]) for i in order],
-                   prompt_format(header), "messages", most, reducer[0])
+                   clusters, cluster_name(spec.cluster), hashes, prompt_format(header), "messages", most, reducer[0],
+                   signature)
 
 
 REDUCERS = "mean, median, mode, max, at_least_K, pass_at_K, pass_k_K"  # the ones a report applies
@@ -215,10 +223,10 @@ def prompt_format(header) -> str:
     return CHAT
 
 
-def log_clusters(task: str, spec, qahub: dict, order: list, metadata: list) -> tuple[list | None, list]:
+def log_clusters(task: str, spec, qahub: dict, order: list, metadata: list, targets: list) -> tuple[list | None, list]:
     """Each document's cluster as its sample records it; for a log whose samples record none (written before
-    qahub recorded them), recovered from the documents at the location the log names, else None; and the notes
-    saying so."""
+    qahub recorded them), recovered from the documents at the location the log names when they are the log's
+    (each id there, with the target the log holds for it), else None; and the notes saying so."""
     from qahub.inspect_tasks import CLUSTER
 
     if not spec.cluster:
@@ -228,15 +236,18 @@ def log_clusters(task: str, spec, qahub: dict, order: list, metadata: list) -> t
     name, location = cluster_name(spec.cluster), qahub.get("location")
     found, why = document_clusters(task, qahub)
     if found is not None and all(i in found for i in order):
-        return [found[i] for i in order], [f"its log records no {name} of its documents: recovered from the "
-                                           f"documents at {location}"]
+        other = next((i for i, target in zip(order, targets, strict=True) if found[i][1] != target), None)
+        if other is None:
+            return [found[i][0] for i in order], [f"its log records no {name} of its documents: recovered from "
+                                                  f"the documents at {location}"]
+        why = f"{location} holds other documents than the log's (document {other} has another target there)"
     why = why or f"{location} holds other documents than the log's"
     return None, [f"its log records no {name} of its documents, nor can they be recovered: {why}"]
 
 
 def document_clusters(task: str, qahub: dict) -> tuple[dict | None, str | None]:
-    """``{document id: cluster}`` of the task's documents at the log's location, config and split (the task
-    built again, as inspect built it), or None and why not."""
+    """``{document id: (cluster, target)}`` of the task's documents at the log's location, config and split (the
+    task built again, as inspect built it), or None and why not."""
     from qahub import tasks
     from qahub.inspect_tasks import CLUSTER, build_task
 
@@ -245,7 +256,7 @@ def document_clusters(task: str, qahub: dict) -> tuple[dict | None, str | None]:
         built = build_task(corpus, task, qahub.get("location"), qahub.get("config"), qahub.get("split"))
     except (ValueError, OSError, TypeError) as err:
         return None, " ".join(str(err).split())
-    return {sample.id: (sample.metadata or {}).get(CLUSTER) for sample in built.dataset}, None
+    return {sample.id: ((sample.metadata or {}).get(CLUSTER), sample.target) for sample in built.dataset}, None
 
 
 def _category(metadata: dict, field: str, file):

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from qahub import tasks
+from qahub.signature import run_signature
 
 from .runs import (
     CHAT,
@@ -116,9 +117,13 @@ def read_task(task: str, details: Path, results: dict, spec, results_name: str) 
     sent, how = prompts(docs, [response for _, _, response in rows], results)
     notes = [] if how else ["the details do not record whether lighteval applied a chat template (it does when "
                             "the tokenizer has one, unless the model config sets override_chat_template)"]
-    return TaskRun(task, str(details), values, keys, items, categories, version, int(key.rpartition("|")[2]),
-                   limit, tuple(specific[0]["qahub_dataset"]), ids, notes, clusters, cluster_name(spec.cluster),
-                   [prompt_hash(p) for p in sent], how, "messages" if how == CHAT else "text")
+    n_shot, hashes, kind = int(key.rpartition("|")[2]), [prompt_hash(p) for p in sent], "messages" if how == CHAT else "text"
+    # lighteval's results keep no task metadata: qahub's task puts its signature fields in each row's doc.specific
+    signature = run_signature(task, specific[0].get("qahub_signature"), harness="lighteval", n_shot=n_shot, ids=ids,
+                              prompts=hashes, prompt_kind=kind)
+    return TaskRun(task, str(details), values, keys, items, categories, version, n_shot, limit,
+                   tuple(specific[0]["qahub_dataset"]), ids, notes, clusters, cluster_name(spec.cluster), hashes, how,
+                   kind, signature=signature)
 
 
 def _logs_input(schema) -> bool:

@@ -10,6 +10,7 @@ import operator
 from pathlib import Path
 
 from qahub import tasks
+from qahub.signature import run_signature
 
 from .runs import (
     RAW,
@@ -128,10 +129,15 @@ def read_task(task: str, samples: Path, results: dict, spec, results_name: str) 
     config = task_entry(results, "configs", task, results_name)
     dataset = (config.get("dataset_path"), config.get("dataset_name"),
                config.get("test_split") or config.get("validation_split"))
-    return TaskRun(task, str(samples), values, keys, items, cats, (results.get("versions") or {}).get(task),
-                   (results.get("n-shot") or {}).get(task), (results.get("config") or {}).get("limit"), dataset, ids,
-                   [], clusters, cluster_name(cluster), prompts,
-                   TEMPLATE if results.get("chat_template_sha") or results.get("chat_template") else RAW, "text")
+    version, n_shot = (results.get("versions") or {}).get(task), (results.get("n-shot") or {}).get(task)
+    metadata = config.get("metadata") if isinstance(config.get("metadata"), dict) else {}
+    signature = run_signature(task, metadata.get("signature"), harness="lm-eval", n_shot=n_shot, ids=ids,
+                              harness_version=results.get("lm_eval_version"), prompts=prompts, prompt_kind="text",
+                              judge=metadata.get("judge"), task_version=version)
+    return TaskRun(task, str(samples), values, keys, items, cats, version, n_shot,
+                   (results.get("config") or {}).get("limit"), dataset, ids, [], clusters, cluster_name(cluster),
+                   prompts, TEMPLATE if results.get("chat_template_sha") or results.get("chat_template") else RAW,
+                   "text", signature=signature)
 
 
 def sent_prompt(arguments):

@@ -13,6 +13,8 @@ UNPARSEABLE_FLAG = 0.2  # a run whose share of unreadable replies is above this 
 # its score then says more about the reply format than about the answers
 NOISE = 1e-9  # a number closer to 0 than this is floating-point noise (1.388e-17 from summed zeros): shown as 0
 LABEL = 24  # the summary's column heads are at most this many characters (the full name is in the legend)
+LEADERBOARD = 20  # more runs than this: the leaderboard view (runs in ranking order with their ranks, breakdowns
+# with runs as rows, one ranked figure a task); the numbers are the same, report.json holds all of them
 
 
 @dataclass(frozen=True)
@@ -185,13 +187,19 @@ def summary_blocks(data) -> list:
     reasons = {}
     header = ["run", *(Cell((short_label(task), entry["main_metric"]), title=f"{task}: {entry['main_metric']}")
                        for task, entry in tasks.items())]
+    many = len(data["runs"]) > LEADERBOARD
+    names = leaderboard_order(data) if many else list(data["runs"])
     rows = [[run_cell(name, data["runs"][name], base)] +
-            [summary_cell(name, task, entry, base, alpha, reasons) for task, entry in tasks.items()]
-            for name in data["runs"]]
+            [summary_cell(name, task, entry, base, alpha, reasons, ranked=many) for task, entry in tasks.items()]
+            for name in names]
     out = [("table", header, rows, "summary"),
            ("p", "Columns: " + "; ".join(f"{short_label(task)} = {task} ({entry['main_metric']})"
                                          for task, entry in tasks.items()) + "."),
            ("p", marks_legend(rows, base, alpha))]
+    if many:
+        out.append(("p", f"{len(names)} runs: the leaderboard view. Rows in order of each run's mean rank over the "
+                         "tasks it is ranked on (an order for reading, not a test); in each cell its rank on the task "
+                         "and the confidence set of that rank (each task's ranking says how it is made)."))
     if reasons:
         out.append(("p", " ".join(f"{mark} {name}, {_tasks_text(labels, len(tasks))}: {why}."
                                   for (mark, name, why), labels in reasons.items())))
@@ -207,14 +215,35 @@ def run_cell(name, run, base) -> Cell:
                 title=f"{name}: {run.get('path', '')}")
 
 
-def summary_cell(name, task, entry, base, alpha, reasons) -> Cell:
-    """A run's main score on a task, with the marks the legend explains; the reasons behind † and ≠ go to
-    ``reasons`` (``{(mark, run, reason): [task labels]}``)."""
+def leaderboard_order(data) -> list:
+    """The runs by their mean rank over the tasks' rankings (the runs ranked nowhere last, as given)."""
+    ranks = {}
+    for entry in data["tasks"].values():
+        for name, r in ((entry.get("ranking") or {}).get("runs") or {}).items():
+            ranks.setdefault(name, []).append(r["rank"])
+    order = list(data["runs"])
+    return sorted(order, key=lambda name: (name not in ranks, sum(ranks.get(name, [0])) / len(ranks.get(name, [0])),
+                                           order.index(name)))
+
+
+def rank_text(r) -> str:
+    """``3 [1–7]``: a run's rank and its confidence set."""
+    low, high = r["ci"]
+    return f"{r['rank']} [{low}–{high}]"
+
+
+def summary_cell(name, task, entry, base, alpha, reasons, ranked=False) -> Cell:
+    """A run's main score on a task, with the marks the legend explains (and with ``ranked``, its rank on the task
+    and the rank's confidence set); the reasons behind † and ≠ go to ``reasons`` (``{(mark, run, reason): [task
+    labels]}``)."""
     main, label = entry["main_metric"], short_label(task)
     scores = entry["scores"].get(name, {})
     if main not in scores:
         return Cell(("–",), title=f"{name} did not run {task}")
     parts, title = [score_text(scores[main])], [f"{task}: {main} of {name}"]
+    rank = ((entry.get("ranking") or {}).get("runs") or {}).get(name)
+    if ranked and rank:
+        parts.append(f"rank {rank_text(rank)}")
     c = entry["comparisons"].get(name, {}).get(main)
     best = entry.get("best", best_of_two(entry, base, alpha)) == name
     if c is not None:
@@ -274,6 +303,7 @@ def marks_legend(rows, base, alpha) -> str:
             ("†", f"p_holm < {alpha:.2g} but no star (the reason below)"),
             ("underpowered", "the difference is below the minimum detectable one (see the task)"),
             ("best", "beats every other run of the task significantly"),
+            ("rank", f"the run's rank on the task [its {1 - alpha:.0%} confidence set of ranks]"),
             ("unparseable", f"more than {UNPARSEABLE_FLAG:.0%} of the run's replies could not be read: the score "
                             "says more about the reply format than about the answers"),
             ("≠", "compared with a caveat (not like with like: the reason below), never starred"),
@@ -315,13 +345,19 @@ def task_blocks(task, entry, settings, figures):
     out.append(("table", ["run", *metrics, "unparseable", "n"], rows))
     if entry.get("intervals"):
         out.append(("p", "Intervals: " + "; ".join(f"{m}: {how}" for m, how in entry["intervals"].items())))
+    out += ranking_blocks(task, entry)
     out += [("img", name) for name in figures.get(task, [])[:1]]
     main = entry["main_metric"]
+    many = len(entry["scores"]) > LEADERBOARD
     for field, cats in entry["breakdown"].items():
         out.append(("h", 3, f"{task} by {field} ({main}; unparseable)"))
         names = list(entry["scores"])
-        rows = [[cat] + [_cat_text(per_run.get(name), main) for name in names] for cat, per_run in cats.items()]
-        out.append(("table", [field, *names], rows))
+        if many:  # runs as rows: a column a category
+            rows = [[name] + [_cat_text(per_run.get(name), main) for per_run in cats.values()] for name in names]
+            out.append(("table", ["run", *cats], rows))
+        else:
+            rows = [[cat] + [_cat_text(per_run.get(name), main) for name in names] for cat, per_run in cats.items()]
+            out.append(("table", [field, *names], rows))
         out += [("img", name) for name in figures.get(task, []) if name.endswith(f"_{field}.png")]
     if any(entry["comparisons"].values()):
         out.append(("h", 3, f"{task}: paired comparisons with {settings['baseline']}"))
@@ -332,10 +368,28 @@ def task_blocks(task, entry, settings, figures):
                  units_text(c, unit), c["test"]]
                 for name, per in entry["comparisons"].items() for m, c in per.items()]
         out.append(("table", ["run", "metric", "delta [CI]", "p", "p_holm", "p_bh", "MDE", "n", "test"], rows))
-        out += [("p", f"{name}, {m}: {c['underpowered']}") for name, per in entry["comparisons"].items()
-                for m, c in per.items() if c.get("underpowered")]
+        if not many:  # many runs: the table's MDE column says "(underpowered)"
+            out += [("p", f"{name}, {m}: {c['underpowered']}") for name, per in entry["comparisons"].items()
+                    for m, c in per.items() if c.get("underpowered")]
         out += [("p", f"† {name}, {m}: {no_star(c, alpha)}") for name, per in entry["comparisons"].items()
                 for m, c in per.items() if no_star(c, alpha)]
+    return out
+
+
+def ranking_blocks(task, entry) -> list:
+    """The task's ranking (``entry["ranking"]``): a row per run ranked, best first, and the runs not ranked with
+    why; nothing where there is no ranking (fewer than three runs)."""
+    r = entry.get("ranking")
+    if not r:
+        return []
+    main, out = r["metric"], [("h", 3, f"{task}: ranking on {r['metric']}")]
+    if r["runs"]:
+        rows = [[rank_text(rank), name, score_text(entry["scores"][name].get(main))] for name, rank in r["runs"].items()]
+        out.append(("table", ["rank [set]", "run", main], rows))
+    out.append(("p", f"Ranking: {r.get('note') or 'rank 1 the best; [set]: ' + r['method']}."))
+    if r["not_ranked"]:
+        out.append(("p", f"Not ranked with {r['reference']} (the runs ranked together share its documents and "
+                         "resamples): " + "; ".join(f"{name} ({why})" for name, why in r["not_ranked"].items())))
     return out
 
 
@@ -429,6 +483,8 @@ def task_figures(task, entry, baseline=None, limits=None) -> dict:
     main = entry["main_metric"]
     limits = metric_range(task, main) if limits is None else limits
     cells = {run: scores[main] for run, scores in entry["scores"].items() if main in scores}
+    if len(entry["scores"]) > LEADERBOARD:  # one figure, runs as rows, by score: a legend of 100 runs is unreadable
+        return {f"{task}.png": _ladder(f"{task}: {main}", cells, baseline, limits)}
     images = {f"{task}.png": _forest(f"{task}: {main}", ["all"], {run: [c] for run, c in cells.items()}, baseline,
                                      limits)}
     for field, cats in entry["breakdown"].items():
@@ -478,6 +534,54 @@ def _forest(title, labels, series, baseline, limits=(None, None)) -> bytes:
         # fixed margins: tight_layout is slow
         fig.subplots_adjust(left=label_in / width_in, right=1 - legend / width_in, top=1 - 0.5 / height_in,
                             bottom=bottom / height_in)
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", metadata={"Software": None})
+    plt.close(fig)
+    return buffer.getvalue()
+
+
+ROW = 0.2  # inches a run's row takes in the leaderboard figure (20 px: one line of its 15 px name)
+
+
+def _ladder(title, cells, baseline, limits=(None, None)) -> bytes:
+    """Every run's score and interval as a row, best on top (by value), its name beside it; the baseline in black
+    with its interval shaded down the figure. Intervals beyond the metric's range are cut at it, as ``_draw`` does."""
+    import matplotlib.pyplot as plt
+
+    shown = sorted(((c["value"], run, c["ci"]) for run, c in cells.items() if c and c["value"] is not None),
+                   key=lambda item: -item[0])
+    label_in = 0.4 + 0.085 * max([min(len(str(run)), 2 * NAME) for _, run, _ in shown] or [0])
+    width_in, height_in = 12.5, max(2.4, 1.2 + ROW * len(shown))
+    low_limit, high_limit = limits
+    with plt.rc_context({"text.parse_math": False, "font.size": FONT}):
+        fig, ax = plt.subplots(figsize=(width_in, height_in), dpi=100)
+        colors = ["black" if run == baseline else "C0" for _, run, _ in shown]
+        lines, ends, cut = [], [], False  # one call for every line, one for every dot: 100 calls each are slow
+        for y, (_, run, (low, high)) in enumerate(shown):
+            if low is not None and high is not None:
+                a = max(low, low_limit) if low_limit is not None else low
+                b = min(high, high_limit) if high_limit is not None else high
+                cut = cut or a - low > NOISE or high - b > NOISE
+                lines.append((y, a, b, colors[y]))
+                ends += [a, b]
+                if run == baseline:
+                    ax.axvspan(a, b, color="black", alpha=0.08, linewidth=0)
+        if lines:
+            ys, lows, highs, line_colors = zip(*lines)
+            ax.hlines(ys, lows, highs, colors=line_colors, linewidth=1.5)
+        ax.scatter([v for v, _, _ in shown], range(len(shown)), color=colors, s=16, zorder=3)
+        ax.set_xlim(*axis_span([v for v, _, _ in shown] + ends, limits))
+        ax.set_ylim(len(shown) - 0.5, -0.5)
+        names = [(run if len(str(run)) <= 2 * NAME else str(run)[:2 * NAME - 1] + "…") +
+                 (" (baseline)" if run == baseline else "") for _, run, _ in shown]
+        ax.set_yticks(range(len(shown)), names)
+        ax.grid(axis="x", linewidth=0.3)
+        ax.set_title(title, fontsize=FONT + 2)
+        if cut:
+            fig.text(0.01, 0.1 / height_in, f"an interval reaching beyond the metric's range ({number(low_limit)} to "
+                     f"{number(high_limit)}) is cut at it", fontsize=FONT, color="#b00000")
+        fig.subplots_adjust(left=min(0.45, (label_in + 1.2) / width_in), right=0.97, top=1 - 0.5 / height_in,
+                            bottom=(0.55 + 0.3 * cut) / height_in)
         buffer = io.BytesIO()
         fig.savefig(buffer, format="png", metadata={"Software": None})
     plt.close(fig)

@@ -14,6 +14,7 @@ from typing import ClassVar
 import numpy as np
 
 from qahub import tasks
+from qahub.signature import Signature
 
 try:  # the report extra's JSON parser: the samples files are most of a report's time
     from orjson import loads as _fast_loads
@@ -39,6 +40,7 @@ class Metric:
     order: int = 0  # distinct-n's n
     score: object = None  # BLEU: the task's function of summed sacreBLEU statistics (None: sacrebleu's BLEU())
     scale: float = 1.0  # a binary metric's value of a right document (doc2dial's exact: 100)
+    bounded: bool = False  # every per-document value lies in [0, scale] (0/1, or the task declares its oracle)
 
 
 @dataclass
@@ -64,6 +66,7 @@ class TaskRun:
     prompt_hashed: str = None  # what ``prompts`` hash: "text" (the prompt as sent) or "messages" (role + content)
     epochs: int = 1  # inspect: the epochs each document ran
     reducer: str = None  # inspect: the epochs reducer that made each document's numbers (inspect's log name)
+    signature: Signature = None  # the task's signature as the run recorded it (``Signature.of_metric``: a metric's)
 
 
 @dataclass
@@ -133,7 +136,8 @@ def task_metrics(spec) -> dict:
         oracle = spec.oracle.get(name)
         scale = oracle if isinstance(oracle, int | float) and oracle > 0 else 1.0
         metrics[name] = Metric(name, kind, name in spec.binary, int(how[-1]) if kind == "distinct" else 0,
-                               spec.bleu_of_statistics if kind == "bleu" else None, float(scale))
+                               spec.bleu_of_statistics if kind == "bleu" else None, float(scale),
+                               name in spec.binary or scale == oracle)
     return metrics
 
 

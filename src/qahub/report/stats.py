@@ -78,8 +78,15 @@ class Clusters:
         return None if len(numbers) == len(ids) else cls(ids)
 
     def take(self, index):
-        """The clusters of the documents ``index`` (renumbered), or None when each is then alone."""
-        return Clusters.of(self.ids[index].tolist())
+        """The clusters of the documents ``index`` (renumbered in order of first appearance, as ``of`` numbers
+        them), or None when each is then alone."""
+        ids = self.ids[index]
+        _, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
+        if len(first) == len(ids):
+            return None
+        number = np.empty(len(first), dtype=np.int64)
+        number[np.argsort(first)] = np.arange(len(first))
+        return Clusters(number[inverse.reshape(-1)])
 
     def sums(self, x):
         """Per-cluster column sums of ``x`` (documents x k)."""
@@ -107,6 +114,38 @@ def wilson(successes: int, n: int, confidence: float) -> list:
 
     low, high = proportion_confint(successes, n, alpha=1 - confidence, method="wilson")
     return [float(low), float(high)]
+
+
+def clopper_pearson(successes: float, n: float, confidence: float) -> list:
+    """Clopper-Pearson's exact interval of a proportion (statsmodels ``proportion_confint(method="beta")``;
+    Clopper & Pearson, Biometrika 26(4), 1934). ``n`` may be an effective sample size (not an integer)."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    low, high = proportion_confint(successes, n, alpha=1 - confidence, method="beta")
+    return [float(low), float(high)]
+
+
+def effective_size(documents: int, clusters: int | None, effect: float | None) -> float:
+    """Kish's effective sample size of ``documents`` in ``clusters`` (None: not clustered): documents / design
+    effect (L. Kish, Survey Sampling, 1965, section 8.2), kept between the clusters (every document of a cluster
+    alike: the conservative bound) and the documents; the clusters where the design effect is not estimable
+    (``effect`` None: the values do not vary)."""
+    if clusters is None:
+        return float(documents)
+    if effect is None or not np.isfinite(effect) or effect <= 0:
+        return float(clusters)
+    return float(min(documents, max(clusters, documents / effect)))
+
+
+def unit_statistics(est, ids, count: int) -> np.ndarray:
+    """The statistic of each unit's documents alone (``ids``: each document's unit, 0 .. ``count`` - 1): the
+    estimator applied to 0/1 rows as a resample's, a unit a row, a few rows at a time."""
+    ids = np.asarray(ids)
+    size, found = max(1, CELLS // max(len(ids), 1)), []
+    for start in range(0, count, size):
+        units = np.arange(start, min(count, start + size))
+        found.append(np.asarray(est((ids[None, :] == units[:, None]).astype(float)), dtype=float))
+    return np.concatenate(found) if found else np.zeros(0)
 
 
 POWER = 0.8  # the power the minimum detectable difference is given at
