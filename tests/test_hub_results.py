@@ -306,21 +306,22 @@ def test_a_re_push_deletes_the_earlier_push_s_files_in_the_folders_it_owns_only(
     that are not this report's. Main: the old ones stayed beside the new."""
     out, _ = hub_report
     earlier = {"data/half/qahub_dropped.parquet": b"old", "eee/half/0000-old.json": b"{}",
-               "report/figures/dropped.png": b"png"}
+               "report/figures/dropped.png": b"png", "runs/half/results_2000-01-01T00-00-00.json": b"{}"}
     others = {"data/someone/qahub_limur.parquet": b"theirs", "eee/someone/1111.json": b"{}", "notes.md": b"mine",
+              "runs/someone/results_2000-01-01T00-00-00.json": b"{}",
               "reporting/z.txt": b"not report/", "data/half-2/x.parquet": b"not data/half/"}
     card = b"# qahub evaluation details\n\nRuns: half. Written by `qahub publish-results` from a `qahub report`.\n"
     repo = hub.add_repo("dataset", "org/details", {"README.md": card, **earlier, **others})
     dry = publish(hub, out, "--model", "half=org/model-a", "--details", "org/details", "--dry-run", tmp=tmp_path)
-    assert "  and delete any other file under report/, eee/half/, eee/oracle/, data/half/, data/oracle/ (an " \
-           "earlier push's)" in dry.stdout and hub.requests == []
+    assert "  and delete any other file under report/, eee/half/, eee/oracle/, data/half/, data/oracle/, " \
+           "runs/half/, runs/oracle/ (an earlier push's)" in dry.stdout and hub.requests == []
     done = publish(hub, out, "--model", "half=org/model-a", "--details", "org/details", tmp=tmp_path)
     assert done.returncode == 0, done.stderr
     files = repo.branches["main"]
     assert not set(earlier) & set(files) and sorted(path for _, path in repo.deleted) == sorted(earlier)
     assert {path: files[path] for path in others} == others  # never a file of a folder it does not own
     assert "data/half/qahub_limur.parquet" in files and "report/report.json" in files and files["README.md"] != card
-    assert "dataset repo org/details: " in done.stdout and ", 3 earlier files deleted, commit " in done.stdout
+    assert "dataset repo org/details: " in done.stdout and ", 4 earlier files deleted, commit " in done.stdout
 
 
 def test_a_failure_message_is_scrubbed_before_it_is_cut_so_no_piece_of_the_token_is_printed(monkeypatch):

@@ -7,6 +7,7 @@ so the report of the published runs is compared with the report of the same runs
 import copy
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -27,6 +28,8 @@ TOKEN = "hf_qahubReportHubTestToken0123456789"
 ORG = "qa-lab"
 LM_EVAL_REPO = f"{ORG}/lm-eval-results"  # lm-eval's default details_repo_name
 LIGHTEVAL_REPO = f"{ORG}/details_scripted"  # lighteval's details_<model> (the Scripted model's name)
+QAHUB_REPO = f"{ORG}/qahub-details"  # qahub publish-results --details of the local report of the same runs
+MODEL_REPO = f"{ORG}/half"
 TASKS = ["qahub_jemhopqa", "qahub_limur", "qahub_topical_chat_freq"]
 OTHER = "other_arithmetic"  # not a qahub task: the half run has it too, the report skips it, nothing downloads it
 FEWSHOT = 2
@@ -116,7 +119,8 @@ def hub_env(hub, home: Path, token=TOKEN, **more) -> dict:
 
 @pytest.fixture(scope="module")
 def hub():
-    double = HubDouble({TOKEN: {LM_EVAL_REPO, LIGHTEVAL_REPO}})
+    double = HubDouble({TOKEN: {LM_EVAL_REPO, LIGHTEVAL_REPO, QAHUB_REPO}})
+    double.add_repo("model", MODEL_REPO, {"README.md": b"# half\n"})  # publish-results' pull request goes there
     yield double
     double.close()
 
@@ -152,16 +156,43 @@ def comparable(data: dict) -> dict:
     """report.json less where each run was read from."""
     data = copy.deepcopy(data)
     for run in data["runs"].values():
-        for key in ("path", "results_file", "results_files", "source"):
+        for key in ("path", "results_file", "results_files", "source", "files"):
             run.pop(key)
     return data
 
 
+def local_runs(published: Path) -> list:
+    lm_eval = published / "lm-eval"
+    return [str(lm_eval / f"{ORG}__half"), str(lm_eval / f"{ORG}__oracle"), str(published / "lighteval")]
+
+
 @pytest.fixture(scope="module")
 def local_report(published, tmp_path_factory):
-    lm_eval = published / "lm-eval"
-    return report(tmp_path_factory.mktemp("local") / "out",
-                  [str(lm_eval / f"{ORG}__half"), str(lm_eval / f"{ORG}__oracle"), str(published / "lighteval")])
+    return report(tmp_path_factory.mktemp("local") / "out", local_runs(published))
+
+
+def publish(hub, home: Path, *argv):
+    return qahub("publish-results", *map(str, argv), env=hub_env(hub, home))
+
+
+@pytest.fixture(scope="module")
+def qahub_details(hub, published, tmp_path_factory):
+    """A report of the local runs (--hub-dataset: what publish-results needs) published with --details to
+    QAHUB_REPO, then the report of hf://datasets/QAHUB_REPO, online and offline (and the requests the double
+    received during the offline call); ``(online, offline, requests, home, published report)``."""
+    root = tmp_path_factory.mktemp("qahub-details")
+    out = root / "published"
+    done = qahub("report", *local_runs(published), "--out", str(out), "--resamples", "20", "--jobs", "1",
+                 "--hub-dataset", "jemhopqa=qa-lab/jemhopqa", "--hub-dataset", "limur=qa-lab/limur",
+                 "--hub-dataset", "topical_chat=qa-lab/topical-chat", env={**os.environ, "MPLBACKEND": "Agg"})
+    assert done.returncode == 0, done.stderr[-4000:]
+    done = publish(hub, root / "push-home", out, "--model", f"{ORG}/half={MODEL_REPO}", "--details", QAHUB_REPO)
+    assert done.returncode == 0, done.stderr[-4000:]
+    runs = [f"hf://datasets/{QAHUB_REPO}"]
+    online = report(root / "online", runs, hub_env(hub, root / "home"))
+    before = len(hub.requests)
+    offline = report(root / "offline", runs, hub_env(hub, root / "home", HF_HUB_OFFLINE="1"))
+    return online, offline, hub.requests[before:], root / "home", out
 
 
 @pytest.fixture(scope="module")
@@ -309,12 +340,58 @@ def test_a_malformed_address_is_one_line(text):
         hub_runs.parse_address(text)
 
 
-def test_a_qahub_details_dataset_is_refused_with_what_it_lacks(tmp_path):
-    """The layout ``qahub publish-results --details`` pushes (publish_results.details_upload)."""
+def test_a_qahub_details_dataset_without_the_runs_files_is_refused(tmp_path):
+    """The layout an earlier ``qahub publish-results --details`` pushed: the report and its Parquet, no runs/."""
     (tmp_path / "report").mkdir()
     (tmp_path / "report" / "report.json").write_text("{}", encoding="utf-8")
     (tmp_path / "data" / "half").mkdir(parents=True)
     (tmp_path / "data" / "half" / "qahub_limur.parquet").write_bytes(b"PAR1")
-    with pytest.raises(ReportError, match="not the items of BLEU or distinct-n, the documents' fields"):
+    with pytest.raises(ReportError, match=f"^{tmp_path}: a qahub details dataset without the runs' own files "):
         hub_runs.read_local(None, tmp_path, {})
     assert hub_runs.is_snapshot(tmp_path)
+
+
+# --- a qahub details dataset (qahub publish-results --details) read back
+
+
+def test_a_qahub_details_dataset_reports_as_the_runs_it_was_published_from(hub, local_report, qahub_details):
+    online, offline, requests, home, _ = qahub_details
+    assert list(online["runs"]) == [f"{ORG}/half", f"{ORG}/oracle", "scripted"]  # the published report's names
+    assert comparable(online) == comparable(local_report)
+    assert comparable(offline) == comparable(local_report) and not requests  # from the cache alone
+    sources = {name: run["path"] for name, run in online["runs"].items()}
+    assert sources[f"{ORG}/half"].startswith(f"hf://datasets/{QAHUB_REPO}/runs/{ORG}__half@"), sources
+    pushed = set(hub.repos[("dataset", QAHUB_REPO)].branches["main"])
+    runs = {p for p in pushed if p.startswith("runs/")}
+    # each harness's layout: lm-eval's results and samples side by side, lighteval's <date>/details_*.parquet
+    assert len([p for p in runs if p.startswith(f"runs/{ORG}__oracle/results_")]) == 2, sorted(runs)
+    assert any(p.startswith(f"runs/{ORG}__half/samples_{TASKS[1]}_") for p in runs)
+    assert not any(OTHER in p for p in runs)  # the report skipped it: its samples are not pushed
+    assert any(re.fullmatch(r"runs/scripted/[^/]+/details_qahub_limur\|2_[^/]+\.parquet", p) for p in runs)
+    assert _cached(home, QAHUB_REPO) == runs | {"report/report.json"}  # not data/, eee/ nor the README
+
+
+def test_publishing_refuses_a_run_whose_files_changed_or_went_and_dry_run_lists_them(hub, qahub_details, tmp_path):
+    out = qahub_details[4]
+    model = ("--model", f"{ORG}/half={MODEL_REPO}")
+    done = publish(hub, tmp_path / "home", out, *model, "--details", QAHUB_REPO, "--dry-run")
+    assert done.returncode == 0, done.stderr
+    assert re.search(rf"^  runs/{ORG}__oracle/samples_{TASKS[0]}_[^ ]+\.jsonl \(\d+ bytes\)$", done.stdout, re.M)
+    data = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    requests = len(hub.requests)
+    for change, said in (("changed", "changed since the report"), ("gone", "cannot be read")):
+        folder = shutil.copytree(out, tmp_path / change)
+        edited = copy.deepcopy(data)
+        files = edited["runs"]["scripted"]["files"]
+        path = next(p for p in files if p.endswith(".parquet"))
+        if change == "changed":
+            files[path]["sha256"] = "0" * 64
+        else:
+            files[path.replace("details_", "gone_")] = files.pop(path)
+            path = path.replace("details_", "gone_")
+        (folder / "report.json").write_text(json.dumps(edited), encoding="utf-8")
+        for dry in ([], ["--dry-run"]):
+            done = publish(hub, tmp_path / "home", folder, *model, "--details", QAHUB_REPO, *dry)
+            assert done.returncode == 1 and "Traceback" not in done.stderr
+            assert done.stderr.count("\n") == 1 and f"{path}: run scripted's file {said}" in done.stderr, done.stderr
+    assert len(hub.requests) == requests  # nothing sent

@@ -249,3 +249,44 @@ def test_inspect_logs_give_the_every_eval_ever_rows_lm_eval_runs_give(runs, tmp_
         rows[harness] = {(r["evaluation_result_id"], r["sample_id"]): (r["evaluation"]["score"], r["output"]["raw"])
                          for r in found}
     assert rows["inspect"] == rows["lm-eval"] and len(rows["inspect"]) > 50
+
+
+def test_inspect_logs_published_with_details_report_as_read_from_disk(runs, tmp_path):
+    """``qahub publish-results --details`` pushes the logs to ``runs/<run>/`` on the Hub double, and ``qahub report
+    hf://datasets/...`` reads them with this reader (subprocesses: huggingface_hub reads HF_ENDPOINT at import)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from hub_double import HubDouble
+
+    token, repo = "hf_inspectDetailsToken0123", "org/inspect-details"
+    hub = HubDouble({token: {repo, "org/model"}})
+    hub.add_repo("model", "org/model", {"README.md": b"# m\n"})
+    env = {**os.environ, "HF_ENDPOINT": hub.url, "HF_TOKEN": token, "HF_HOME": str(tmp_path / "home"),
+           "HF_HUB_DISABLE_XET": "1", "MPLBACKEND": "Agg"}
+
+    def qahub(*argv):
+        done = subprocess.run([sys.executable, "-m", "qahub.cli", "--quiet", *map(str, argv)], capture_output=True,
+                              text=True, env=env)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return json.loads((argv[argv.index("--out") + 1] / "report.json").read_text(encoding="utf-8")) \
+            if "--out" in argv else None
+
+    try:
+        local = qahub("report", f"half={runs['inspect', 'half']}", "--resamples", "20", "--jobs", "1",
+                      "--hub-dataset", "limur=org/limur", "--out", tmp_path / "local")
+        qahub("publish-results", tmp_path / "local", "--model", "half=org/model", "--details", repo)
+        logs = {p for p in hub.repos["dataset", repo].branches["main"] if p.startswith("runs/")}
+        assert logs == {f"runs/half/{Path(p).name}" for p in local["runs"]["half"]["files"]}
+        read = qahub("report", f"hf://datasets/{repo}", "--resamples", "20", "--jobs", "1",
+                     "--hub-dataset", "limur=org/limur", "--out", tmp_path / "read")
+    finally:
+        hub.close()
+    assert read["runs"]["half"]["path"].startswith(f"hf://datasets/{repo}/runs/half@")
+    for data in (local, read):
+        for key in ("path", "results_file", "results_files", "source", "files"):
+            data["runs"]["half"].pop(key)
+    assert read["tasks"] == local["tasks"] and read["runs"] == local["runs"] and read["skipped"] == local["skipped"]

@@ -1,7 +1,7 @@
 """``qahub publish-results REPORT --model RUN=ORG/MODEL ... [--details ORG/NAME] [--dry-run] [--no-pr]``: a
 report's ``.eval_results`` entries to each model repo (a pull request each, or a commit to main with ``--no-pr``),
-and with ``--details`` a dataset of the Every Eval Ever records, the report and the scored documents (Parquet,
-one config per run and task).
+and with ``--details`` a dataset of the Every Eval Ever records, the report, the scored documents (Parquet,
+one config per run and task) and each run's own harness files (``runs/<run>/``, which ``qahub report`` reads).
 
 The token comes from huggingface_hub's usual sources and is never printed; a push the Hub refuses (401, 403,
 404) is one line naming the repo, and the other repos are still tried.
@@ -128,6 +128,7 @@ def details_upload(report: Path, data: dict, repo_id: str) -> Upload:
     for png in sorted((report / "figures").glob("*.png")):
         files[f"report/figures/{png.name}"] = png.read_bytes()
     for run in data["runs"]:
+        files.update(run_files(report, data, run))
         for name in data["hub"]["eee"].get(run, []):
             files[name] = (report / name).read_bytes()
             if name.endswith("_samples.jsonl"):
@@ -139,8 +140,39 @@ def details_upload(report: Path, data: dict, repo_id: str) -> Upload:
     files = {"README.md": card(data, configs, repo_id).encode("utf-8"), **dict(sorted(files.items()))}
     # the report's folder, and each run's: an earlier push of them left files this one may not have (a task no
     # longer reported); other runs' folders and files outside these are never touched
-    owns = ("report/", *(f"{top}/{folder_name(run)}/" for top in ("eee", "data") for run in data["runs"]))
+    owns = ("report/", *(f"{top}/{folder_name(run)}/" for top in ("eee", "data", "runs") for run in data["runs"]))
     return Upload(repo_id, "dataset", False, "Add qahub evaluation details", files, owns)
+
+
+def run_files(report: Path, data: dict, run: str) -> dict:
+    """``{runs/<run>/<name>: bytes}``: the files the report read ``run`` from (report.json's ``files``), laid out
+    as the harness lays out what it pushes: lm-eval's results and samples side by side, lighteval's results beside
+    ``<date>/details_<task>|<shots>_<date>.parquet``, inspect's logs; ``qahub report hf://datasets/...`` reads
+    them again. A file gone or changed since the report (its size and SHA-256) is refused, naming it."""
+    import hashlib
+
+    entry = data["runs"][run]
+    if "files" not in entry:
+        raise PublishResultsError(f"{report}: report.json does not record the files run {run} was read from "
+                                  "(written by an earlier qahub); write the report again")
+    files = {}
+    for path, seen in entry["files"].items():
+        file = Path(path)
+        try:
+            body = file.read_bytes()
+        except OSError as err:
+            raise PublishResultsError(f"{path}: run {run}'s file cannot be read ({err.strerror or err}); it is "
+                                      "gone since the report: publish the run as reported, or report it again") from None
+        if len(body) != seen["bytes"] or hashlib.sha256(body).hexdigest() != seen["sha256"]:
+            raise PublishResultsError(f"{path}: run {run}'s file changed since the report ({seen['bytes']} bytes "
+                                      f"then, {len(body)} now, or another SHA-256); write the report again")
+        inside = f"{file.parent.name}/{file.name}" if entry.get("harness") == "lighteval" and \
+            file.suffix == ".parquet" else file.name  # lighteval's details: in their <date>/ folder
+        files[f"runs/{folder_name(run)}/{inside}"] = body
+    if len(files) < len(entry["files"]):
+        raise PublishResultsError(f"{report}: run {run} was read from two files of one name "
+                                  f"({', '.join(entry['files'])}); they cannot share runs/{folder_name(run)}/")
+    return files
 
 
 def scored_tables(samples: Path) -> dict:
@@ -189,7 +221,9 @@ def card(data: dict, configs: list, repo_id: str) -> str:
             "- `eee/<run>/`: Every Eval Ever records (schema 0.3.0); `score_details.uncertainty` holds each score's "
             "interval and its method.\n"
             f"- `data/<run>/<task>.parquet`: the documents each run scored (config `<run>-<task>`, split "
-            f"`{SPLIT}`), one column per metric.\n")
+            f"`{SPLIT}`), one column per metric.\n"
+            "- `runs/<run>/`: the harness's own files the report read the run from (lm-eval's results and samples, "
+            "lighteval's results and details, inspect's logs); `qahub report hf://datasets/ORG/NAME` reads them.\n")
 
 
 def send(uploads: list[Upload]) -> list[str]:

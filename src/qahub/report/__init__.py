@@ -68,6 +68,7 @@ def _write(arguments, out, specs, baseline, resamples, seed, confidence, progres
         data, images = report_data(runs, skipped, specs, settings, bar, count)
     for run in runs:  # every results file a task was read from (two lm_eval calls into one --output_path: two)
         data["runs"][run.name]["results_files"] = run.results_files or [run.results_file]
+        data["runs"][run.name]["files"] = read_from(run)
     extra = {}
     if hub_datasets is not None:
         from qahub.hub_results import hub_files
@@ -75,6 +76,22 @@ def _write(arguments, out, specs, baseline, resamples, seed, confidence, progres
         extra = hub_files(data, runs, specs, hub_datasets)
     write_folder(out, {"schema": SCHEMA, **data}, images, extra)
     return data
+
+
+def read_from(run) -> dict:
+    """``{path: {"bytes": size, "sha256": hex}}`` of every file the report read ``run`` from: its results files
+    and each reported task's samples (lm-eval), details (lighteval) or log (inspect); ``qahub publish-results
+    --details`` pushes them, after checking they are still these files."""
+    import hashlib
+
+    paths = [Path(p) for p in run.results_files or [run.results_file]] + [Path(p) for p in run.samples.values()]
+    found = {}
+    for path in dict.fromkeys(paths):
+        if path.is_file():  # inspect's results_file is its log folder: the logs are its samples
+            with open(path, "rb") as handle:
+                found[str(path)] = {"bytes": path.stat().st_size,
+                                    "sha256": hashlib.file_digest(handle, "sha256").hexdigest()}
+    return found
 
 
 def check_out(out: Path, runs: list, overwrite: bool):

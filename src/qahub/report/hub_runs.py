@@ -2,20 +2,23 @@
 huggingface_hub's own ``hf://datasets/ORG/NAME@REV[/PATH]``), or a local snapshot of such a repo (a folder of the
 Hub cache, ``.../datasets--ORG--NAME/snapshots/<commit>``, or an ``hf download --local-dir`` folder).
 
-Two layouts are read, each with its harness's reader:
+Three layouts are read, each with its harness's reader:
 
 - an lm-eval details repo (``lm_eval --hf_hub_log_args push_samples_to_hub=True,...``): per model a folder
   ``<org>__<model>/`` holding ``results_<date>.json`` and ``samples_<task>_<date>.jsonl`` (lm-eval also pushes a
   copy of the results alone to ``<org>/<model>/``, which is skipped). Each model folder is one run, named by its
   model as a local run is; ``PATH`` picks one folder (needed to give the run a ``NAME=``);
 - a lighteval details repo (``lighteval ... --push-to-hub``, ``<org>/details_<model>``): ``results_<date>.json``
-  and ``<date>/details_<task>|<shots>_<date>.parquet`` at its root: one run.
+  and ``<date>/details_<task>|<shots>_<date>.parquet`` at its root: one run;
+- a qahub details dataset (``qahub publish-results --details``): ``report/report.json`` and per run
+  ``runs/<run>/`` the files the report read it from, laid out as above (lm-eval, lighteval) or inspect's logs: one
+  run each, named as in the published report; ``PATH`` ``runs/<run>`` picks one.
 
 Only the results files of the folders read and the samples or details of the qahub tasks asked for (each from the
 newest results file holding it, as for a local run) are downloaded (``snapshot_download`` with exact
 ``allow_patterns``); the tree listing and the files stay in the Hub cache, so a second read works offline
-(``HF_HUB_OFFLINE=1``). A qahub details dataset (``qahub publish-results --details``) is refused with the reason: it
-holds each document's scores, not what a report reads again (see ``QAHUB_DETAILS``)."""
+(``HF_HUB_OFFLINE=1``). Of a qahub details dataset only ``report/report.json`` and the ``runs/`` files the report
+reads are downloaded, never its ``data/`` Parquet or Every Eval Ever records."""
 
 from __future__ import annotations
 
@@ -27,17 +30,15 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote
 
-from . import lighteval_runs, lm_eval_runs
-from .runs import RESULTS, ReportError, newest_holding
+from . import inspect_logs, lighteval_runs, lm_eval_runs
+from .runs import RESULTS, ReportError, load_json, newest_holding
 
 PREFIX = "hf://"
 DATASETS = "hf://datasets/"
 SAMPLES = re.compile(r"^samples_.+\.jsonl$")
 DETAILS = re.compile(r"^[^/]+/details_.+\.parquet$")  # lighteval's <date>/details_<task>|<shots>_<date>.parquet
-QAHUB_DETAILS = ("a qahub details dataset (qahub publish-results --details) holds, per document, the task's "
-                 "document id, the reply and the scores of the mean and sum metrics only: not the items of BLEU or "
-                 "distinct-n, the documents' fields the categories and clusters come from, nor lm-eval's doc_id and "
-                 "doc_hash; report the lm-eval or lighteval runs it was made from, or their details repos")
+QAHUB_REPORT = "report/report.json"  # a qahub details dataset (qahub publish-results --details): its report
+QAHUB_RUNS = "runs"  # and beside it runs/<run>/: the harness files the report read each run from
 
 
 @dataclass(frozen=True)
@@ -215,8 +216,13 @@ def read_snapshot(name: str | None, snapshot: Snapshot, path: str, specs: dict) 
     files = [f[len(inside):] for f in snapshot.files if f.startswith(inside)]
     if not files:
         raise ReportError(f"{snapshot.label}: no folder {path!r} in the repo")
-    if "report/report.json" in files and any(f.startswith("data/") for f in files):
-        raise ReportError(f"{snapshot.label}: {QAHUB_DETAILS}")
+    if QAHUB_REPORT in snapshot.files:
+        return qahub_runs(name, snapshot, path, specs)
+    return harness_runs(name, snapshot, path, files, specs)
+
+
+def harness_runs(name: str | None, snapshot: Snapshot, path: str, files: list, specs: dict) -> list:
+    """The runs of an lm-eval or lighteval details repo's folder ``path`` (``files``: its files, relative to it)."""
     if any(RESULTS.match(f) for f in files) and any(DETAILS.match(f) for f in files):
         return [_lighteval(name, snapshot, path, files, specs)]
     folders = model_folders(files)
@@ -228,6 +234,65 @@ def read_snapshot(name: str | None, snapshot: Snapshot, path: str, specs: dict) 
         raise ReportError(f"{name}={snapshot.label}: holds {len(folders)} models ({', '.join(folders)}); name one "
                           "run by giving its folder: hf://datasets/ORG/NAME/FOLDER")
     return [_lm_eval(name, snapshot, _join(path, folder), files, folder, specs) for folder in folders]
+
+
+def qahub_runs(name: str | None, snapshot: Snapshot, path: str, specs: dict) -> list:
+    """A qahub details dataset: each ``runs/<run>/`` folder (``path``: one of them, or "" all) read by its
+    harness's reader, under the run's name and model in the published report."""
+    from qahub.hub_results import folder_name
+
+    folders = sorted({f.split("/")[1] for f in snapshot.files if f.startswith(f"{QAHUB_RUNS}/") and f.count("/") > 1})
+    if not folders:
+        raise ReportError(f"{snapshot.label}: a qahub details dataset without the runs' own files ({QAHUB_RUNS}/<run>/"
+                          "), pushed by an earlier qahub publish-results --details; publish the report again")
+    if path:
+        if path.split("/")[0] != QAHUB_RUNS or path.count("/") != 1:
+            raise ReportError(f"{snapshot.label}: {path!r} is not a run's folder of a qahub details dataset "
+                              f"({QAHUB_RUNS}/<run>, one of {', '.join(folders)})")
+        folders = [path.split("/")[1]]
+    if name and len(folders) > 1:
+        raise ReportError(f"{name}={snapshot.label}: holds {len(folders)} runs ({', '.join(folders)}); name one run "
+                          f"by giving its folder: hf://datasets/ORG/NAME/{QAHUB_RUNS}/RUN")
+    snapshot.fetch([QAHUB_REPORT])
+    data = load_json(snapshot.root / QAHUB_REPORT)
+    published = data.get("runs") if isinstance(data, dict) else None
+    if not isinstance(published, dict) or not all(isinstance(e, dict) for e in published.values()):
+        raise ReportError(f"{snapshot.label}: {QAHUB_REPORT} is not a qahub report (no \"runs\" object of objects)")
+    runs = {folder_name(run): (run, entry.get("model")) for run, entry in published.items()}
+    found = []
+    for folder in folders:
+        run_name, model = runs.get(folder, (folder, None))
+        found.append(_published_run(name or run_name, snapshot, _join(QAHUB_RUNS, folder), model, specs))
+    return found
+
+
+def _published_run(name, snapshot, folder, model, specs):
+    """One ``runs/<run>/`` folder: inspect's logs, or an lm-eval or lighteval run laid out as they push one."""
+    files = [f[len(folder) + 1:] for f in snapshot.files if f.startswith(f"{folder}/")]
+    if not files:
+        raise ReportError(f"{snapshot.label}: no folder {folder!r} in the repo")
+    if all(PurePosixPath(f).suffix in inspect_logs.SUFFIXES and not RESULTS.match(f) for f in files):
+        snapshot.fetch([_join(folder, f) for f in files])
+        run, left = _inspect_logs(name, snapshot, folder, files, specs), []
+    else:
+        ((run, left),) = harness_runs(name, snapshot, folder, files, specs)
+    run.model = str(model) if model else run.model  # as the report read it (lighteval's may come from a folder)
+    return run, left
+
+
+def _inspect_logs(name, snapshot, folder, files, specs):
+    """The inspect logs of ``runs/<run>/`` as one run: each log read by itself (inspect lists a folder's regular
+    files only, and the Hub cache's are links), one model, one log per task, as for a local log folder."""
+    logs = [inspect_logs.read_run(name, snapshot.root / folder / f, specs)[0] for f in sorted(files)]
+    run = logs[0]
+    for log in logs[1:]:
+        if log.model != run.model or set(log.samples) & set(run.samples):
+            raise ReportError(f"{snapshot.where(folder)}: holds logs of two models or two logs of one task "
+                              f"({', '.join(sorted(files))}); publish one run's logs per folder")
+        run.samples.update(log.samples)
+    run.samples = dict(sorted(run.samples.items()))
+    run.path, run.results_file = snapshot.where(folder), str(snapshot.root / folder)  # as a local log folder's
+    return run
 
 
 def model_folders(files: list) -> list:
