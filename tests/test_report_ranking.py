@@ -60,9 +60,10 @@ def _prompts_changed(folder, task):
 
 @pytest.fixture(scope="module")
 def ranked(tmp_path_factory):
-    """Five synthetic lm-eval runs of every task (60 documents; one of 50, one with other prompts on doc2dial)."""
+    """Five synthetic lm-eval runs of every task (200 documents: 10 Topical-Chat conversations, the fewest units
+    ranked; one of 180, one with other prompts on doc2dial)."""
     root = tmp_path_factory.mktemp("ranked")
-    for i, (name, docs) in enumerate((("base", 60), ("low", 60), ("mid", 60), ("high", 60), ("limited", 50))):
+    for i, (name, docs) in enumerate((("base", 200), ("low", 200), ("mid", 200), ("high", 200), ("limited", 180))):
         bench_report.write_run(root / name, name, i, docs, skill=0.1 + 0.2 * i)
     _prompts_changed(root / "mid", "qahub_doc2dial_grounding")
     arguments = [f"{name}={root / name}" for name in ("base", "low", "mid", "high", "limited")]
@@ -92,3 +93,15 @@ def test_the_ranking_is_on_both_pages(ranked, tmp_path):
     assert "### qahub_limur: ranking on exact_match" in text
     assert "| rank [set] | run | exact_match |" in text
     assert "Not ranked with base" in text and "limited (other documents than base" in text
+
+
+def test_too_few_clusters_give_no_ranking_and_say_why(tmp_path):
+    """60 documents: 3 Topical-Chat conversations, whose resamples cannot tell runs apart (the star rule's
+    MIN_UNITS); the unclustered LIMUR's 60 documents are ranked."""
+    for i, name in enumerate(("a", "b", "c")):
+        bench_report.write_run(tmp_path / name, name, i, 60, skill=0.1 + 0.3 * i)
+    data = write_report([f"{name}={tmp_path / name}" for name in "abc"], tmp_path / "out", resamples=200,
+                        progress=False, jobs=1)
+    few = data["tasks"]["qahub_topical_chat_freq"]["ranking"]
+    assert few["runs"] == {} and few["note"] == "3 conversations: too few to rank (at least 10)"
+    assert len(data["tasks"]["qahub_limur"]["ranking"]["runs"]) == 3

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from .alike import pairing
+from .stats import MIN_UNITS, plural
 
 METHOD = ("marginal 95 % confidence set of each run's rank (Mogstad, Romano, Shaikh & Wilhelm, Review of "
           "Economic Studies 2024: single-step, two-sided, as R's csranks), the score differences' joint "
@@ -52,6 +53,10 @@ def ranking(task, spec, runs, baseline, estimators, designs, draws, confidence, 
     if len(ranked) < MIN_RANKED or not np.isfinite(values).all():
         found["note"] = f"fewer than {MIN_RANKED} runs with a {main} value ranked together: no ranking"
         return found
+    units = unit_word(reference.tasks[task], designs.get(reference.name))
+    if units[0] < MIN_UNITS:  # the star rule's: a handful of units is no evidence that one run is above another
+        found["note"] = f"{plural(*units)}: too few to rank (at least {MIN_UNITS})"
+        return found
     higher = {**spec.metrics, **spec.judge_metrics}[main].higher_is_better
     sign = 1.0 if higher else -1.0
     draws = np.column_stack([draws[(name, main, None, None)] for name in ranked])
@@ -83,6 +88,13 @@ def unlike(task, reference, run, main, estimators, designs, scratch, known=None)
     if (ours and ours.key) != (theirs and theirs.key):
         return f"resampled otherwise than {reference.name} (its documents' clusters differ)"
     return None
+
+
+def unit_word(task_run, clusters) -> tuple[int, str]:
+    """(count, word) of the independent units the ranked runs' documents are: their clusters, or themselves."""
+    if clusters is None:
+        return len(task_run.keys), "document"
+    return clusters.count, task_run.cluster_name
 
 
 def point_ranks(values) -> np.ndarray:
