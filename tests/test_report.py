@@ -96,10 +96,22 @@ def test_every_qahub_task_is_reported_with_lm_eval_s_own_numbers(report, runs, p
             for metric, cell in scores.items():
                 assert cell["value"] == results[task][f"{metric},none"], (task, metric)
                 lo, hi = cell["ci"]
-                assert lo <= hi and cell["n"] > 0
+                assert cell["n"] > 0 and (lo <= hi if lo is not None else cell["no_interval"])
     # the half-right run's intervals are not a point where its documents differ
     assert data["tasks"]["qahub_limur"]["scores"]["half"]["exact_match"]["ci"][0] < \
         data["tasks"]["qahub_limur"]["scores"]["half"]["exact_match"]["ci"][1]
+
+
+def test_a_bleu_whose_resamples_cannot_vary_has_no_interval_not_a_point(report):
+    """The oracle's doc2dial BLEU is 100 on every resample of its dialogues: [100, 100] would be a false
+    certainty; a cell with documents that differ keeps its interval."""
+    _, data, _ = report
+    entry = data["tasks"]["qahub_doc2dial_response"]
+    oracle, half = entry["scores"]["oracle"]["bleu"], entry["scores"]["half"]["bleu"]
+    assert oracle["value"] == pytest.approx(100) and oracle["ci"] == [None, None]
+    assert oracle["no_interval"] == "every resample gives 100 (no variance): no interval"
+    assert "no interval where every resample gives the same value" in entry["intervals"]["bleu"]
+    assert half["ci"][0] < half["ci"][1]
 
 
 def test_breakdowns_are_the_mean_over_the_logged_documents_of_each_category(report, runs):

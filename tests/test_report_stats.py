@@ -86,7 +86,9 @@ def test_three_conversations_are_tested_by_the_exact_sign_flip_test_and_never_st
     assert cell["p"] == pytest.approx(np.mean([t >= abs(sums.sum()) - 1e-12 for t in totals])) == 0.25
     assert cell["mde"] is None and cell["underpowered"].startswith("underpowered: no difference can be significant")
     assert not any(c["star"] for c in entry["comparisons"]["b"].values())
-    assert all(c["ci"][0] is not None for c in entry["scores"]["a"].values())  # intervals are given
+    assert entry["scores"]["a"]["f1"]["ci"][0] is not None  # 3 clusters: intervals are given
+    for m in ("bleu", "distinct_1"):  # the scripted replies' BLEU (0) and distinct-1 are the same in every resample
+        assert entry["scores"]["a"][m]["no_interval"].startswith("every resample gives"), m
 
 
 def test_fewer_than_min_units_clusters_give_p_but_no_star_and_say_why(specs):

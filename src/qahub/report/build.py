@@ -347,9 +347,15 @@ def bleu_note(metric) -> str:
 def scores(entry, runs, task, estimators, draws, confidence, metrics, designs=None):
     wilson_ones = {m for m, method in entry["intervals"].items() if method == WILSON}
     flat = set()  # the metrics of which a cell got ``flat_cell``'s interval
+    still = set()  # the metrics of which a cell's resamples did not vary (BLEU, distinct-n): no interval
 
     def made(m, est, value, key, n, units):
         every = None if m in wilson_ones or units[0] < 2 else flat_value(est)
+        if every is None and m not in wilson_ones and units[0] >= 2 and not isinstance(est, Mean) \
+                and does_not_vary(draws[key]):  # BLEU or distinct-n: no [v, v] of resamples that cannot vary
+            still.add(m)
+            return {"value": _number(value), "ci": [None, None], "n": int(n),
+                    "no_interval": f"every resample gives {value:.4g} (no variance): no interval"}
         if every is None:
             return cell(value, draws[key], n, confidence, (est, metrics[m].scale) if m in wilson_ones else None,
                         units)
@@ -376,6 +382,15 @@ def scores(entry, runs, task, estimators, draws, confidence, metrics, designs=No
                                    score_units(part, index, clusters, word))
     for m in sorted(flat):
         entry["intervals"][m] += f"; {flat_method(metrics[m], entry['cluster']['field'])}"
+    for m in sorted(still):
+        entry["intervals"][m] += "; no interval where every resample gives the same value"
+
+
+def does_not_vary(draws) -> bool:
+    """Whether the finite resampled values are all one value (up to rounding: distinct-n's are centred)."""
+    draws = np.asarray(draws, dtype=float)
+    draws = draws[np.isfinite(draws)]
+    return len(draws) > 0 and np.ptp(draws) <= 1e-9 * max(1.0, float(np.abs(draws).max()))
 
 
 FLAT = "Clopper-Pearson"  # the method of a cell whose values are all 0 or all the scale (``flat_cell``)

@@ -344,7 +344,7 @@ def task_blocks(task, entry, settings, figures):
             for name, scores in entry["scores"].items()]
     out.append(("table", ["run", *metrics, "unparseable", "n"], rows))
     if entry.get("intervals"):
-        out.append(("p", "Intervals: " + "; ".join(f"{m}: {how}" for m, how in entry["intervals"].items())))
+        out.append(("p", "Intervals: " + interval_methods(entry["intervals"])))
     out += ranking_blocks(task, entry)
     out += [("img", name) for name in figures.get(task, [])[:1]]
     main = entry["main_metric"]
@@ -374,6 +374,14 @@ def task_blocks(task, entry, settings, figures):
         out += [("p", f"† {name}, {m}: {no_star(c, alpha)}") for name, per in entry["comparisons"].items()
                 for m, c in per.items() if no_star(c, alpha)]
     return out
+
+
+def interval_methods(methods: dict) -> str:
+    """``exact, f1: how; bleu: how``: the metrics whose intervals are made alike named together, each method once."""
+    grouped = {}
+    for m, how in methods.items():
+        grouped.setdefault(how, []).append(m)
+    return "; ".join(f"{', '.join(names)}: {how}" for how, names in grouped.items())
 
 
 def ranking_blocks(task, entry) -> list:
