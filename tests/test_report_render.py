@@ -207,21 +207,27 @@ def test_a_comparison_table_shows_units_the_star_and_why_not():
     assert row["chat-format"][4] == "0.001 †"
 
 
+@pytest.fixture
+def drawn(monkeypatch):
+    """The figures saved while the test runs, kept to measure (each savefig still writes)."""
+    import matplotlib.figure
+
+    found, save = [], matplotlib.figure.Figure.savefig
+
+    def saving(figure, *args, **kwargs):
+        save(figure, *args, **kwargs)
+        found.append(figure)
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", saving)
+    return found
+
+
 def _texts(figure):
     return [t for t in figure.findobj(lambda a: hasattr(a, "get_fontsize") and hasattr(a, "get_text"))
             if t.get_text().strip()]
 
 
-def test_figures_are_readable_at_1400_px_with_an_axis_from_the_data_and_cut_intervals_said(monkeypatch):
-    import matplotlib.figure
-
-    drawn, save = [], matplotlib.figure.Figure.savefig
-
-    def saving(figure, *args, **kwargs):
-        save(figure, *args, **kwargs)
-        drawn.append(figure)
-
-    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", saving)
+def test_figures_are_readable_at_1400_px_with_an_axis_from_the_data_and_cut_intervals_said(drawn):
     entry = {"main_metric": "m", "breakdown": {}, "scores": {
         "a": {"m": _cell(0.0, 0.0, 0.0)}, "b": {"m": _cell(0.0, 0.0, 0.0)}}}
     render.task_figures("t", entry, "a", limits=(0.0, 1.0))
@@ -259,16 +265,21 @@ def test_the_summary_fits_a_1400_px_window_without_a_horizontal_scrollbar(tmp_pa
     for data in (hostile_data(), hostile_data(runs=16)):
         for run in list(data["runs"])[6:]:
             data["runs"][run]["model"] = "x" * 90  # an unbroken model name
-        html = page(blocks(data, {}), {}).replace(
-            "</body>", "<script>document.body.setAttribute('data-width', "
-                       "document.documentElement.scrollWidth)</script></body>")
-        (tmp_path / "p.html").write_text(html, encoding="utf-8")
-        done = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                               "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                               f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1400,900", "--dump-dom",
-                               (tmp_path / "p.html").as_uri()], capture_output=True, text=True, timeout=120)
-        width = int(re.search(r'data-width="(\d+)"', done.stdout).group(1))
+        width = scroll_width(data, tmp_path)
         assert width <= 1400, width
+
+
+def scroll_width(data, folder) -> int:
+    """The page's scroll width in a 1,400 px Chromium window (a script writes it into the page)."""
+    html = page(blocks(data, {}), {}).replace(
+        "</body>", "<script>document.body.setAttribute('data-width', "
+                   "document.documentElement.scrollWidth)</script></body>")
+    (folder / "p.html").write_text(html, encoding="utf-8")
+    done = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                           f"--user-data-dir={folder / 'profile'}", "--window-size=1400,900", "--dump-dom",
+                           (folder / "p.html").as_uri()], capture_output=True, text=True, timeout=120)
+    return int(re.search(r'data-width="(\d+)"', done.stdout).group(1))
 
 
 def test_the_first_screen_cells_are_built_from_a_copy_and_leave_the_data_as_it_was():
@@ -307,16 +318,7 @@ def test_a_leaderboard_of_100_runs_is_in_rank_order_with_runs_as_rows_and_a_smal
     assert len(html.encode()) < 2_000_000
 
 
-def test_a_leaderboard_s_figure_is_one_ranked_figure_readable_at_1400_px(monkeypatch):
-    import matplotlib.figure
-
-    drawn, save = [], matplotlib.figure.Figure.savefig
-
-    def saving(figure, *args, **kwargs):
-        save(figure, *args, **kwargs)
-        drawn.append(figure)
-
-    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", saving)
+def test_a_leaderboard_s_figure_is_one_ranked_figure_readable_at_1400_px(drawn):
     data = leaderboard_data()
     entry = data["tasks"]["qahub_limur"]
     entry["breakdown"] = {"task_type": {c: {name: {"exact_match": _cell(0.5, 0.3, 0.7)} for name in data["runs"]}
@@ -336,13 +338,4 @@ ROW_PX = 25
 
 @pytest.mark.skipif(CHROMIUM is None, reason="needs a Chromium (apt-get install chromium) to lay the page out")
 def test_a_leaderboard_of_100_runs_fits_a_1400_px_window(tmp_path):
-    data = leaderboard_data()
-    html = page(blocks(data, {}), {}).replace(
-        "</body>", "<script>document.body.setAttribute('data-width', "
-                   "document.documentElement.scrollWidth)</script></body>")
-    (tmp_path / "p.html").write_text(html, encoding="utf-8")
-    done = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                           "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                           f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1400,900", "--dump-dom",
-                           (tmp_path / "p.html").as_uri()], capture_output=True, text=True, timeout=120)
-    assert int(re.search(r'data-width="(\d+)"', done.stdout).group(1)) <= 1400
+    assert scroll_width(leaderboard_data(), tmp_path) <= 1400
