@@ -118,9 +118,13 @@ def test_eee_records_validate_against_the_released_0_3_0_schemas(hub_report, eee
             for metric, cell in entry["scores"][run].items():
                 got = results[f"{task}/{metric}"]["score_details"]
                 assert got["score"] == cell["value"]
-                ci = got["uncertainty"]["confidence_interval"]
                 method = cell.get("method", entry["intervals"][metric])  # a cell's own (Clopper-Pearson), or its metric's
-                assert [ci["lower"], ci["upper"]] == cell["ci"] and ci["method"] == method
+                if cell["ci"] == [None, None]:  # the oracle's BLEU: every resample 100, and no interval says why
+                    assert "confidence_interval" not in got["uncertainty"]
+                    assert got["details"]["no_interval"] == cell["no_interval"]
+                else:
+                    ci = got["uncertainty"]["confidence_interval"]
+                    assert [ci["lower"], ci["upper"]] == cell["ci"] and ci["method"] == method
                 assert got["uncertainty"]["num_samples"] == cell["n"]
                 resampled = "method" not in cell and "Wilson" not in method  # neither Wilson's nor the cell's own
                 assert ("num_bootstrap_samples" in got["uncertainty"]) == resampled
@@ -302,26 +306,27 @@ def test_a_damaged_samples_file_is_one_line_naming_it_and_nothing_is_sent(hub_re
 
 
 def test_a_re_push_deletes_the_earlier_push_s_files_in_the_folders_it_owns_only(hub_report, hub, tmp_path):
-    """The details dataset holds an earlier push of the same runs (a task since dropped, an old figure) and files
-    that are not this report's. Main: the old ones stayed beside the new."""
+    """The details dataset holds an earlier push (a task since dropped, an old figure, a run no longer reported)
+    and files of its owner outside qahub's folders. Main: the old ones stayed beside the new, and a run of an
+    earlier report kept its data/ while the README's configs no longer named it."""
     out, _ = hub_report
     earlier = {"data/half/qahub_dropped.parquet": b"old", "eee/half/0000-old.json": b"{}",
-               "report/figures/dropped.png": b"png", "runs/half/results_2000-01-01T00-00-00.json": b"{}"}
-    others = {"data/someone/qahub_limur.parquet": b"theirs", "eee/someone/1111.json": b"{}", "notes.md": b"mine",
-              "runs/someone/results_2000-01-01T00-00-00.json": b"{}",
-              "reporting/z.txt": b"not report/", "data/half-2/x.parquet": b"not data/half/"}
+               "report/figures/dropped.png": b"png", "runs/half/results_2000-01-01T00-00-00.json": b"{}",
+               "data/someone/qahub_limur.parquet": b"theirs", "eee/someone/1111.json": b"{}",
+               "runs/someone/results_2000-01-01T00-00-00.json": b"{}", "data/half-2/x.parquet": b"not data/half/"}
+    others = {"notes.md": b"mine", "reporting/z.txt": b"not report/"}
     card = b"# qahub evaluation details\n\nRuns: half. Written by `qahub publish-results` from a `qahub report`.\n"
     repo = hub.add_repo("dataset", "org/details", {"README.md": card, **earlier, **others})
     dry = publish(hub, out, "--model", "half=org/model-a", "--details", "org/details", "--dry-run", tmp=tmp_path)
-    assert "  and delete any other file under report/, eee/half/, eee/oracle/, data/half/, data/oracle/, " \
-           "runs/half/, runs/oracle/ (an earlier push's)" in dry.stdout and hub.requests == []
+    assert "  and delete any other file under report/, eee/, data/, runs/ (an earlier push's: a details dataset " \
+           "holds one report)" in dry.stdout and hub.requests == []
     done = publish(hub, out, "--model", "half=org/model-a", "--details", "org/details", tmp=tmp_path)
     assert done.returncode == 0, done.stderr
     files = repo.branches["main"]
     assert not set(earlier) & set(files) and sorted(path for _, path in repo.deleted) == sorted(earlier)
-    assert {path: files[path] for path in others} == others  # never a file of a folder it does not own
+    assert {path: files[path] for path in others} == others  # never a file outside qahub's folders
     assert "data/half/qahub_limur.parquet" in files and "report/report.json" in files and files["README.md"] != card
-    assert "dataset repo org/details: " in done.stdout and ", 4 earlier files deleted, commit " in done.stdout
+    assert "dataset repo org/details: " in done.stdout and ", 8 earlier files deleted, commit " in done.stdout
 
 
 def test_a_failure_message_is_scrubbed_before_it_is_cut_so_no_piece_of_the_token_is_printed(monkeypatch):

@@ -425,6 +425,8 @@ def score_details(cell: dict, entry: dict, metric: str, settings: dict, run: str
     counted = (cluster.get("runs") or {}).get(run) or {}
     details = {"interval_method": method,  # a run of a clustered task may be resampled by document (no clusters)
                "resampled_by": cluster.get("field") if counted.get("clusters") is not None else "document"}
+    if cell.get("no_interval"):  # the schema has no field for why a score has no interval: a detail says it
+        details["no_interval"] = cell["no_interval"]
     return {"score": cell["value"], "details": details, "uncertainty": uncertainty}
 
 

@@ -45,7 +45,8 @@ def publish_results_command(args) -> int:
             for name, body in upload.files.items():
                 print(f"  {name} ({len(body)} bytes)")
             if upload.owns:
-                print(f"  and delete any other file under {', '.join(upload.owns)} (an earlier push's)")
+                print(f"  and delete any other file under {', '.join(upload.owns)} (an earlier push's: a details "
+                      "dataset holds one report)")
         print("dry run: nothing sent")
         return 0
     return 1 if send(uploads) else 0
@@ -138,9 +139,10 @@ def details_upload(report: Path, data: dict, repo_id: str) -> Upload:
                     configs.append({"config_name": f"{folder_name(run)}-{task}",
                                     "data_files": [{"split": SPLIT, "path": path}]})
     files = {"README.md": card(data, configs, repo_id).encode("utf-8"), **dict(sorted(files.items()))}
-    # the report's folder, and each run's: an earlier push of them left files this one may not have (a task no
-    # longer reported); other runs' folders and files outside these are never touched
-    owns = ("report/", *(f"{top}/{folder_name(run)}/" for top in ("eee", "data", "runs") for run in data["runs"]))
+    # a details dataset holds one report: qahub's four folders are this push's whole (an earlier push's runs left
+    # there would be data/ configs the README no longer names and runs/ the report.json read back does not list);
+    # files outside them (the owner's own) are never touched
+    owns = ("report/", "eee/", "data/", "runs/")
     return Upload(repo_id, "dataset", False, "Add qahub evaluation details", files, owns)
 
 
