@@ -145,6 +145,8 @@ def test_epoch_means_are_not_counted_right_by_mcnemar_nor_given_wilson_intervals
     # 0.5 on every document: no resample varies, and no bound holds the mean (main: [0.5, 0.5], a false certainty)
     a = entry["scores"]["a"]["exact_match"]
     assert a["ci"] == [None, None] and a["no_interval"].startswith("every value is 0.5 (no variance)")
+    # +0.5 on every document: every resample's difference is 0.5 (main: [0.5, 0.5], a false certainty)
+    assert cell["ci"] == [None, None] and cell["no_interval"].startswith("every resample gives the same difference")
 
 
 def test_epoch_means_that_vary_get_the_paired_test_on_the_means(specs):

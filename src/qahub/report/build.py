@@ -502,6 +502,10 @@ def compare(name, metrics, matches, n_pairs, draws, settings, clusters=None, fie
             test, p, exact, (count, word) = paired_test(metrics[m], eb, er, db, dr, n, design, field, settings)
             se = paired_stderr(eb, er, diffs, design)
             c.update(ci=interval(diffs, settings["confidence"]), test=test, p=p)
+            # every resample the same difference d != 0 (every document differs alike): [d, d] would be a false
+            # certainty; identical scores on every resample (the same replies) keep [0, 0], which is exact
+            if delta != 0 and does_not_vary(diffs):
+                c.update(ci=[None, None], no_interval="every resample gives the same difference: no interval")
             if p is not None and count < MIN_UNITS:
                 c["no_star"] = f"{plural(count, word)}: too few for a star (at least {MIN_UNITS})"
             mde, c["mde_note"], c["underpowered"] = power(delta, se, alpha, exact, n, design, field,
