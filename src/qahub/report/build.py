@@ -386,6 +386,14 @@ def scores(entry, runs, task, estimators, draws, confidence, metrics, designs=No
         entry["intervals"][m] += "; no interval where every resample gives the same value"
 
 
+def same_difference(diffs, delta) -> bool:
+    """Whether every finite resampled difference is the nonzero ``delta`` (up to rounding): the paired test and
+    the comparison's interval decide it alike."""
+    diffs = np.asarray(diffs, dtype=float)
+    diffs = diffs[np.isfinite(diffs)]
+    return delta != 0 and len(diffs) > 0 and np.ptp(diffs) <= 1e-12 * max(1.0, abs(delta))
+
+
 def does_not_vary(draws) -> bool:
     """Whether the finite resampled values are all one value (up to rounding: distinct-n's are centred)."""
     draws = np.asarray(draws, dtype=float)
@@ -504,7 +512,7 @@ def compare(name, metrics, matches, n_pairs, draws, settings, clusters=None, fie
             c.update(ci=interval(diffs, settings["confidence"]), test=test, p=p)
             # every resample the same difference d != 0 (every document differs alike): [d, d] would be a false
             # certainty; identical scores on every resample (the same replies) keep [0, 0], which is exact
-            if delta != 0 and does_not_vary(diffs):
+            if same_difference(diffs, delta):
                 c.update(ci=[None, None], no_interval="every resample gives the same difference: no interval")
             if p is not None and count < MIN_UNITS:
                 c["no_star"] = f"{plural(count, word)}: too few for a star (at least {MIN_UNITS})"
@@ -598,7 +606,7 @@ def paired_test(metric, eb, er, db, dr, n, clusters=None, field=None, settings=N
     diffs = (dr - db)[np.isfinite(dr - db)]
     if not len(diffs) or not math.isfinite(delta):
         return f"no test: no resample gives both runs a {metric.name}", None, None, counted
-    if delta != 0 and np.ptp(diffs) <= 1e-12 * max(1.0, abs(delta)):  # the same difference in every resample
+    if same_difference(diffs, delta):
         return unit_sign_test(metric, eb, er, n, clusters, field)
     if metric.kind == "bleu":
         return f"sacrebleu paired bootstrap{over}", sacrebleu_p(db, dr, eb.point(), er.point()), None, counted
