@@ -18,14 +18,19 @@ say "creating .venv with $("${PYTHON:-python3}" --version)"
 "${PYTHON:-python3}" -m venv .venv
 . .venv/bin/activate
 say "installing uv"
-python -m pip install -qq "uv==0.13.9"
+python -m pip install -qq "$(grep '^uv==' requirements.lock)"
 torch_source=(--torch-backend cpu)
 if [ -d /opt/wheels ] && grep '^torch==' requirements.lock |
     uv pip install -q --dry-run --offline --no-deps --find-links /opt/wheels -r - 2>/dev/null; then
     torch_source=(--find-links /opt/wheels)
 fi
 say "installing requirements.lock (torch from: ${torch_source[*]})"
-uv pip sync --no-progress "${torch_source[@]}" requirements.lock
+uv pip sync --no-progress "${torch_source[@]}" requirements.lock || {
+    say "requirements.lock was not installed: $(grep -o '^torch==.*' requirements.lock) comes from" \
+        "/opt/wheels or PyTorch's CPU index: where neither serves this Python, use one that has it (on this" \
+        "machine's image: PYTHON=python3.11 bash install.sh)"
+    exit 1
+}
 say "installing qahub (editable, --no-deps)"
 uv pip install -q --no-progress --no-deps --no-build-isolation -e .
 # the Every Eval Ever 0.3.0 schemas the suite validates `qahub report --hub-dataset`'s records against, read from

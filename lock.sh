@@ -9,10 +9,11 @@
 # elsewhere install.sh takes it from PyTorch's CPU index. PyPI's Linux torch is the CUDA build (several GB more).
 set -euo pipefail
 cd "$(dirname "$0")"
-# uv, pinned like everything else (a few seconds from PyPI), in a venv of its own unless it is installed already
+# uv at the lock's own version (a few seconds from PyPI), in a venv of its own unless it is on the PATH already
 if ! command -v uv >/dev/null; then
     tools="${QAHUB_TOOLS_VENV:-$HOME/.cache/qahub/uv-venv}"
-    [ -x "$tools/bin/uv" ] || { python3 -m venv "$tools" && "$tools/bin/python" -m pip install -qq "uv==0.13.9"; }
+    [ -x "$tools/bin/uv" ] || python3 -m venv "$tools"
+    "$tools/bin/python" -m pip install -qq "$(grep '^uv==' requirements.lock)"
     PATH="$tools/bin:$PATH"
 fi
 find_links=()
@@ -21,4 +22,4 @@ find_links=()
 # project itself is installed editable by install.sh
 uv pip compile pyproject.toml --extra test --universal --python-version 3.11 \
     --constraint torch-cpu.txt "${find_links[@]}" --no-emit-package qahub \
-    --custom-compile-command "bash lock.sh" -o requirements.lock "$@"
+    --custom-compile-command "bash lock.sh" -o requirements.lock "$@" >/dev/null
