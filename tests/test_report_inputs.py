@@ -6,6 +6,7 @@ circle among the readers."""
 import ast
 import json
 import shutil
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ from test_report_inspect import inspect_run  # noqa: E402
 
 from qahub import cli, inspect_tasks, pick_docs  # noqa: E402
 from qahub.report import ReportError, write_report  # noqa: E402
+from qahub.report import inspect_logs as inspect_reader  # noqa: E402
 
 RESAMPLES = 50
 LIMUR = "qahub_limur"
@@ -193,6 +195,39 @@ def test_a_reducer_the_report_cannot_apply_refuses_the_task_naming_it(limur_task
         report(tmp_path, {"two": tmp_path / "logs"})
     message = str(err.value)
     assert "\n" not in message and "epochs reducer 'qahub_test_last' cannot be applied" in message
+
+
+# --- issue 44: inspect's reader's errors are the log's, qahub's own are not
+
+
+def _limur_log(folder, tmp_path):
+    """A copy of the folder's qahub_limur log in its own folder."""
+    log = next(f for f in folder.iterdir() if read_eval_log(str(f), header_only=True).eval.task.endswith("limur"))
+    (tmp_path / "one").mkdir()
+    return Path(shutil.copy(log, tmp_path / "one" / log.name))
+
+
+def test_a_log_whose_samples_are_damaged_is_one_line_keeping_the_reader_s_error(inspect_logs, tmp_path):
+    log = _limur_log(inspect_logs, tmp_path)
+    whole = zipfile.ZipFile(log).infolist()
+    members = {info.filename: zipfile.ZipFile(log).read(info) for info in whole}
+    with zipfile.ZipFile(log, "w") as damaged:  # every sample's JSON cut short; the header still reads
+        for name, data in members.items():
+            damaged.writestr(name, data[:20] if name.startswith("samples/") else data)
+    with pytest.raises(ReportError) as err:
+        report(tmp_path, {"a": log})
+    message = str(err.value)
+    assert message.startswith(f"{log}: its samples cannot be read (") and "\n" not in message
+    assert err.value.__cause__ is not None and not isinstance(err.value.__cause__, ReportError)
+
+
+def test_a_bug_in_qahub_while_reading_a_log_is_not_blamed_on_the_log(inspect_logs, tmp_path, monkeypatch):
+    def broken(value):
+        raise TypeError("a bug in qahub")
+
+    monkeypatch.setattr(inspect_reader, "input_messages", broken)
+    with pytest.raises(TypeError, match="a bug in qahub"):
+        report(tmp_path, {"a": _limur_log(inspect_logs, tmp_path)})
 
 
 # --- item 3: clusters of an old inspect log

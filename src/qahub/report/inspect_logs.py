@@ -15,6 +15,8 @@ them) gets its clusters from the documents at the location the log names, when t
 from __future__ import annotations
 
 import re
+import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -110,27 +112,10 @@ def _check_finished(header, file):
 
 
 def read_task(task: str, file: Path, spec) -> TaskRun:
-    from inspect_ai.log import read_eval_log_samples
-
     header = _header(file)
     metrics, fields = task_metrics(spec), list(spec.categories)
     reducer = epochs_reducer(header, task, file)
-    epochs, prompts, targets, failed = {}, {}, {}, 0  # sample id -> [(epoch, Score, metadata)], its prompt, target
-    try:
-        for sample in read_eval_log_samples(str(file), all_samples_required=False, exclude_fields=SKIPPED_FIELDS):
-            score = (sample.scores or {}).get(task)
-            if score is None and sample.error:  # --no-fail-on-error: inspect leaves it out of every metric
-                failed += 1
-                continue
-            if score is None:
-                raise ReportError(f"{file}: sample {sample.id} epoch {sample.epoch} has no {task} score")
-            epochs.setdefault(sample.id, []).append((sample.epoch, score, sample.metadata))
-            prompts.setdefault(sample.id, input_messages(sample.input))
-            targets.setdefault(sample.id, sample.target)
-    except ReportError:
-        raise
-    except Exception as err:  # a damaged log: whatever inspect's reader raises
-        raise ReportError(f"{file}: its samples cannot be read ({type(err).__name__}: {err})") from None
+    epochs, prompts, targets, failed = _scored_samples(task, file)
     order = [i for i in (header.eval.dataset.sample_ids or []) if i in epochs] or list(epochs)
     if not order:
         raise ReportError(f"{file}: no samples")
@@ -144,13 +129,7 @@ def read_task(task: str, file: Path, spec) -> TaskRun:
     clusters, notes = log_clusters(task, spec, qahub, order, [meta for _, meta in per_doc],
                                    [targets[i] for i in order])
     most = max(len(e) for e in epochs.values())
-    if most > 1:
-        notes.append(f"{most} epochs: each document's numbers are the {reducer[0]} over its epochs (inspect's "
-                     "epochs reducer), any other value (a BLEU pair, a distinct-n reply) its first epoch's, as "
-                     "inspect reduces them")
-    if failed:
-        notes.append(f"{failed} sample(s) failed (an eval run with --no-fail-on-error): left out, as inspect's "
-                     "metrics leave them out")
+    notes += _epoch_notes(most, reducer[0], failed)
     hashes = [prompt_hash(prompts[i]) for i in order]
     signature = run_signature(task, qahub.get("signature"), harness="inspect", n_shot=qahub.get("fewshot"),
                               harness_version=(header.eval.packages or {}).get("inspect_ai"), ids=list(order),
@@ -160,6 +139,58 @@ def read_task(task: str, file: Path, spec) -> TaskRun:
                    (qahub.get("location"), qahub.get("config"), qahub.get("split")), list(order), notes,
                    clusters, cluster_name(spec.cluster), hashes, prompt_format(header), "messages", most, reducer[0],
                    signature)
+
+
+def _scored_samples(task: str, file: Path) -> tuple[dict, dict, dict, int]:
+    """``(epochs, prompts, targets, failed)``: each sample id's ``[(epoch, Score, metadata)]``, its prompt and
+    target, and the number of samples that failed without a score."""
+    epochs, prompts, targets, failed = {}, {}, {}, 0
+    for sample in _samples(file):
+        score = (sample.scores or {}).get(task)
+        if score is None and sample.error:  # --no-fail-on-error: inspect leaves it out of every metric
+            failed += 1
+            continue
+        if score is None:
+            raise ReportError(f"{file}: sample {sample.id} epoch {sample.epoch} has no {task} score")
+        epochs.setdefault(sample.id, []).append((sample.epoch, score, sample.metadata))
+        prompts.setdefault(sample.id, input_messages(sample.input))
+        targets.setdefault(sample.id, sample.target)
+    return epochs, prompts, targets, failed
+
+
+# what inspect's sample reader raises on a damaged log: its zip reader, its JSON parsers (ijson's JSONError, the
+# standard library's ValueError), pydantic's validation (a ValueError), the file system
+READER_ERRORS = (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile, zlib.error)
+
+
+def _samples(file: Path):
+    """The log's samples, streamed by inspect's reader. Only the reader's own errors become a ReportError naming
+    the file, with the reader's error kept as its cause; what the caller's code raises is not caught here."""
+    from ijson import JSONError
+    from inspect_ai.log import read_eval_log_samples
+
+    samples = read_eval_log_samples(str(file), all_samples_required=False, exclude_fields=SKIPPED_FIELDS)
+    while True:
+        try:
+            sample = next(samples)
+        except StopIteration:
+            return
+        except (*READER_ERRORS, JSONError) as err:
+            raise ReportError(f"{file}: its samples cannot be read ({type(err).__name__}: "
+                              f"{' '.join(str(err).split())})") from err
+        yield sample
+
+
+def _epoch_notes(most: int, reducer: str, failed: int) -> list[str]:
+    notes = []
+    if most > 1:
+        notes.append(f"{most} epochs: each document's numbers are the {reducer} over its epochs (inspect's "
+                     "epochs reducer), any other value (a BLEU pair, a distinct-n reply) its first epoch's, as "
+                     "inspect reduces them")
+    if failed:
+        notes.append(f"{failed} sample(s) failed (an eval run with --no-fail-on-error): left out, as inspect's "
+                     "metrics leave them out")
+    return notes
 
 
 REDUCERS = "mean, median, mode, max, at_least_K, pass_at_K, pass_k_K"  # the ones a report applies
