@@ -96,6 +96,42 @@ def test_two_metrics_declaring_one_corpus_are_named_and_neither_is_registered(ex
             "CORPUS = 'jemhopqa'; neither is registered") in out
 
 
+def _quiz_metric(extra, task_api):
+    (extra / "metrics" / "quiz").mkdir()
+    (extra / "metrics" / "quiz" / "quiz.py").write_text("", encoding="utf-8")
+    (extra / "metrics" / "quiz" / "task_api.py").write_text(task_api, encoding="utf-8")
+
+
+def test_declarations_are_read_as_python_reads_them_annotated_or_not(extra):
+    """``CORPUS: str = "quiz"`` declares the corpus as ``CORPUS = "quiz"`` does (a regex on the text missed it),
+    an annotated ``TRAINING_TEXTS`` its training config, and a builder's base may be spelled ``datasets.X``."""
+    loader = LOADER.replace("class Quiz(RowsBuilder):", "class Quiz(\n    datasets.ArrowBasedBuilder,\n):")
+    (extra / "loaders" / "quiz.py").write_text(loader, encoding="utf-8")
+    _quiz_metric(extra, TASK_API.replace('CORPUS = "quiz"', 'CORPUS: str = "quiz"')
+                 + "TRAINING_TEXTS: dict = {}\n")
+    assert "quiz" in registry.corpus_names() and tasks.left_out() == ()
+    assert registry.training_configs("quiz") == ["sft"]
+    assert tasks.scan().builders["quiz"] == ["Quiz"]
+
+
+def test_the_builder_class_is_the_one_the_scan_named(extra):
+    """registry takes the class the scan found, by name: one scanner decides what a builder is."""
+    (extra / "loaders" / "quiz.py").write_text(LOADER + "\n\nclass Second(RowsBuilder):\n    pass\n",
+                                               encoding="utf-8")
+    _quiz_metric(extra, TASK_API)
+    with pytest.raises(RuntimeError, match=r"quiz.py: expected one dataset builder class, found 2 \(Quiz, Second\)"):
+        registry.builder_class("quiz")
+
+
+def test_a_task_api_broken_below_its_declaration_still_names_its_corpus(tmp_path):
+    api = tmp_path / "task_api.py"
+    api.write_text('CORPUS: str = "quiz"\nTRAINING_TEXTS = {}\n\ndef broken(:\n    pass\nCONVERSATION = 1\n',
+                   encoding="utf-8")
+    assert tasks._declared_corpus(api) == "quiz" and list(tasks.declared(api)) == ["CORPUS", "TRAINING_TEXTS"]
+    api.write_text("def broken(:\n", encoding="utf-8")
+    assert tasks._declared_corpus(api) is None and tasks.declared(api) == {}
+
+
 def test_a_complete_tree_lists_no_footer(capsys):
     tasks.clear()
     _, out = _listed(capsys)

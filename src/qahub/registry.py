@@ -8,9 +8,7 @@ command line, ``src/qahub/evaluate_cli/<metric>.py``).
 from __future__ import annotations
 
 import importlib
-import inspect
 import json
-import re
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -38,27 +36,22 @@ def builder_module(corpus: str):
 
 
 def builder_class(corpus: str) -> type[datasets.DatasetBuilder]:
-    import datasets
-
+    """The loader's builder class: the one ``qahub.tasks``' scan found in its module."""
     module = builder_module(corpus)
-    classes = [
-        obj
-        for obj in vars(module).values()
-        if inspect.isclass(obj) and issubclass(obj, datasets.DatasetBuilder) and obj.__module__ == module.__name__
-    ]
-    if len(classes) != 1:
-        raise RuntimeError(f"{module.__file__}: expected one dataset builder class, found {len(classes)}")
-    return classes[0]
+    names = tasks.scan().builders[corpus]
+    if len(names) != 1:
+        raise RuntimeError(f"{module.__file__}: expected one dataset builder class, found {len(names)} "
+                           f"({', '.join(names)})")
+    return getattr(module, names[0])
 
 
 def config_names(corpus: str) -> list[str]:
     return [config.name for config in builder_class(corpus).BUILDER_CONFIGS]
 
 
-# what a corpus's task_api declares for the configs qahub.training makes of its exports (read as text, as
-# qahub.tasks reads CORPUS: no task_api is imported to list them)
-TRAINING_DECLARATIONS = (("sft", re.compile(r"^TRAINING_TEXTS\s*=", re.M)),
-                         ("messages", re.compile(r"^CONVERSATION\s*=", re.M)))
+# what a corpus's task_api declares for the configs qahub.training makes of its exports (read by qahub.tasks'
+# scanner, as it reads CORPUS: no task_api is imported to list them)
+TRAINING_DECLARATIONS = (("sft", "TRAINING_TEXTS"), ("messages", "CONVERSATION"))
 
 
 def training_configs(corpus: str) -> list[str]:
@@ -66,12 +59,8 @@ def training_configs(corpus: str) -> list[str]:
     ``TRAINING_TEXTS``, ``messages`` when it also declares a ``CONVERSATION``."""
     if corpus not in corpus_names():
         return []
-    path = metric_dirs()[tasks.scan().metric_of[corpus]] / "task_api.py"
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return []
-    found = [config for config, declared in TRAINING_DECLARATIONS if declared.search(text)]
+    names = tasks.declared(metric_dirs()[tasks.scan().metric_of[corpus]] / "task_api.py")
+    found = [config for config, name in TRAINING_DECLARATIONS if name in names]
     return found if "sft" in found else []
 
 

@@ -4,7 +4,9 @@ A corpus ``NAME`` is registered when all three of its declarations are there: a 
 ``loaders/NAME.py``, a metric directory ``metrics/METRIC/METRIC.py``, and in it ``task_api.py`` declaring
 ``CORPUS = "NAME"`` (and its ``TASKS``). Any other module there (a backup copy, a corpus whose metric is not
 written yet, a metric whose corpus is gone) is not registered: ``left_out()`` says why, one line per file, and
-``qahub list`` prints those lines. The scan reads the files as text and imports none of them; a corpus's
+``qahub list`` prints those lines. The scan reads the files with ``ast`` and imports none of them (a builder
+class is a top-level class with a base named ``...Builder``; a declaration is a top-level ``NAME = ...`` or
+``NAME: type = ...``; ``registry`` takes the class the scan named and reads training declarations here); a corpus's
 ``task_api`` is imported only when its tasks are asked for, and one that does not import leaves out that corpus
 alone (``importable`` warns once, naming the file). Each ``TASKS`` entry is a ``TaskSpec`` (the type is
 ``metrics/_shared/task_spec.py``, linked into each metric directory; re-exported here).
@@ -23,7 +25,6 @@ import functools
 import importlib
 import logging
 import pkgutil
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,12 +33,10 @@ from qahub.metrics._shared.task_spec import Grader, Metric, TaskSpec, is_task_sp
 
 # the task declaration's type, re-exported: `from qahub.tasks import TaskSpec`
 __all__ = ["Grader", "Metric", "TaskSpec", "TaskError", "all_tasks", "clashes", "clear", "corpora", "corpus_names",
-           "declared_tasks", "importable", "is_task_spec", "left_out", "metric_dirs", "scan", "task_api",
-           "task_corpora"]
+           "declared", "declared_tasks", "importable", "is_task_spec", "left_out", "metric_dirs", "scan",
+           "task_api", "task_corpora"]
 
 logger = logging.getLogger(__name__)
-BUILDER = re.compile(r"^class\s+\w+\s*\(([^)]*)\)\s*:", re.M)  # a top-level class and its bases
-CORPUS = re.compile(r"""^CORPUS\s*=\s*(["'])(\w+)\1""", re.M)  # a top-level CORPUS = "name"
 
 
 class TaskError(ValueError):
@@ -48,6 +47,7 @@ class TaskError(ValueError):
 class Found:
     metric_of: dict  # {corpus: metric} of every registered corpus
     metric_dirs: dict  # {metric: directory} of every registered corpus's metric
+    builders: dict  # {corpus: [builder class names]} of every loader module with one
     left_out: tuple  # one line per module that is not part of a registered corpus
 
 
@@ -73,27 +73,26 @@ def scan() -> Found:
                             f"{corpus}.py with a dataset builder class")
         else:
             metric_of[corpus] = metric_names[0]
-    for corpus, path in builders.items():
+    for corpus, (path, _) in builders.items():
         if corpus not in declared:
             left_out.append(f"{path}: not registered: no metric's task_api.py declares CORPUS = {corpus!r} "
                             "(a corpus is its loader, its metric and its tasks)")
     return Found(dict(sorted(metric_of.items())), {metric_of[c]: dirs[metric_of[c]] for c in sorted(metric_of)},
-                 tuple(left_out))
+                 {corpus: names for corpus, (_, names) in builders.items()}, tuple(left_out))
 
 
 def _loaders() -> tuple[dict, list]:
-    """``{name: path}`` of every module of ``loaders`` that declares a dataset builder class, and one line for
-    each one that does not."""
+    """``{name: (path, [builder class names])}`` of every module of ``loaders`` that declares a dataset builder
+    class, and one line for each one that does not."""
     found, left_out = {}, []
     for module in pkgutil.iter_modules(loaders.__path__):
         if module.name.startswith("_"):
             continue
         folder = Path(module.module_finder.path)
         path = folder / module.name / "__init__.py" if module.ispkg else folder / f"{module.name}.py"
-        text = _text(path)
-        if any(base.strip().split(".")[-1].endswith("Builder")
-               for bases in BUILDER.findall(text) for base in bases.split(",")):
-            found[module.name] = path
+        names = builder_classes(path)
+        if names:
+            found[module.name] = (path, names)
         else:
             left_out.append(f"{path}: not registered: no dataset builder class (class NAME(RowsBuilder))")
     return dict(sorted(found.items())), left_out
@@ -110,10 +109,41 @@ def _metric_dirs() -> dict:
 
 
 def _declared_corpus(path: Path) -> str | None:
-    """The ``CORPUS = "..."`` line of a task_api, read as text (a task_api that does not even parse still names
-    its corpus, so that only that corpus is left out)."""
-    found = CORPUS.search(_text(path))
-    return found.group(2) if found else None
+    """The ``CORPUS = "..."`` (or ``CORPUS: str = "..."``) of a task_api."""
+    value = declared(path).get("CORPUS")
+    return value.value if isinstance(value, ast.Constant) and isinstance(value.value, str) else None
+
+
+def builder_classes(path: Path) -> list[str]:
+    """The names of the module's top-level dataset builder classes: those with a base named ``...Builder``
+    (``RowsBuilder``, ``datasets.GeneratorBasedBuilder``)."""
+    return [node.name for node in _statements(path) if isinstance(node, ast.ClassDef)
+            and any(ast.unparse(base).split("[")[0].split(".")[-1].endswith("Builder") for base in node.bases)]
+
+
+def declared(path: Path) -> dict:
+    """``{name: value}`` of the module's top-level ``NAME = value`` and ``NAME: type = value`` (value None when
+    only annotated), as ``ast`` nodes."""
+    found = {}
+    for node in _statements(path):
+        if isinstance(node, ast.Assign):
+            found.update((target.id, node.value) for target in node.targets if isinstance(target, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            found[node.target.id] = node.value
+    return found
+
+
+def _statements(path: Path) -> list:
+    """The module's top-level statements; of a file that does not parse, those before its syntax error (a
+    task_api broken further down still names its corpus, so that only that corpus is left out, saying why)."""
+    lines = _text(path).splitlines()
+    while True:
+        try:
+            return ast.parse("\n".join(lines)).body
+        except (SyntaxError, ValueError) as err:
+            if not lines:
+                return []
+            lines = lines[:min(len(lines), getattr(err, "lineno", None) or len(lines)) - 1]
 
 
 def _text(path: Path) -> str:
