@@ -9,7 +9,8 @@ import sys
 
 import datasets
 import pyarrow as pa
-from qahub.metrics._shared.gc_pause import gc_paused
+
+from qahub.gc_pause import gc_paused
 
 # see RowsBuilder.__init__
 _patched_for_streaming = True

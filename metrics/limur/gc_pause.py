@@ -1,1 +1,1 @@
-../_shared/gc_pause.py
+../../src/qahub/gc_pause.py

@@ -27,7 +27,7 @@ def write_report(arguments, out, baseline=None, resamples=1000, seed=12345, conf
                  progress=True, jobs=None, hub_datasets=None) -> dict:
     """``hub_datasets``: None, or ``{corpus: qahub.hub_results.HubDataset}`` (may be empty) to also write each
     run's ``eval_results/`` and ``eee/`` files (``qahub.hub_results``)."""
-    from qahub.metrics._shared.gc_pause import gc_paused
+    from qahub.gc_pause import gc_paused
 
     if resamples < 1:
         raise ReportError(f"--resamples {resamples}: must be at least 1")

@@ -1,7 +1,9 @@
 """The cyclic garbage collector paused, for code that makes many objects at once.
 
-Kept once here and linked into the metric directories that use it (as ``direct_metric.py`` is); the installed
-package's loaders and report import it as ``qahub.metrics._shared.gc_pause``.
+Kept once here, in the core: the loaders and the report import it as ``qahub.gc_pause``; a metric directory that
+uses it links this file (``metrics/limur/gc_pause.py -> ../../src/qahub/gc_pause.py``) and imports it as
+``.gc_pause``, so that the directory still loads without qahub (evaluate copies the linked file's text). It
+imports only the standard library.
 """
 
 import contextlib
