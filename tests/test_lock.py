@@ -5,9 +5,9 @@ longer asks for. Read offline: nothing is resolved here."""
 
 import copy
 import re
-import tomllib
 from pathlib import Path
 
+import tomllib
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
