@@ -237,6 +237,19 @@ def test_cli_demo_builds_and_loads_every_sample(tmp_path, capsys):
     assert cli.main(["--quiet", "demo", "--out", str(tmp_path / "demo"), "--overwrite"]) == 0
 
 
+def test_demo_prints_no_progress_bar_of_datasets_and_leaves_them_as_it_found_them(tmp_path, capsys):
+    """`qahub demo` without --quiet: doc2dial, the first corpus, printed 12 "Generating ... split" bars (its
+    builds' and loads'), before its first `qahub evaluate --quiet` turned them off for the other corpora."""
+    import datasets
+
+    datasets.enable_progress_bars()  # as in a fresh process
+    assert cli.main(["demo", "--out", str(tmp_path / "demo")]) == 0
+    captured = capsys.readouterr()
+    assert "Generating" not in captured.err and "examples/s" not in captured.err
+    assert "== doc2dial: building every config" in captured.out
+    assert not datasets.are_progress_bars_disabled()
+
+
 def test_overwrite_refuses_a_readme_and_parquet_folder_that_is_not_this_corpus_export(tmp_path):
     folder = tmp_path / "proj"
     (folder / "results").mkdir(parents=True)

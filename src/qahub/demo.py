@@ -23,6 +23,19 @@ MARKER = "qahub_demo.json"  # written first in every demo folder: proof that the
 
 
 def run_demo(out: Path, overwrite: bool, evaluate, explain=str) -> int:
+    """The demo, with `datasets`' progress bars off: its own lines say what is built and loaded (the bars of
+    the first corpus's builds and loads were printed, those of the others not, as its first `qahub evaluate
+    --quiet` turned them off for the rest of the process)."""
+    were_disabled = datasets.are_progress_bars_disabled()
+    datasets.disable_progress_bars()
+    try:
+        return _run_demo(out, overwrite, evaluate, explain)
+    finally:
+        if not were_disabled:
+            datasets.enable_progress_bars()
+
+
+def _run_demo(out: Path, overwrite: bool, evaluate, explain) -> int:
     _check_out(out, overwrite)
     out.mkdir(parents=True, exist_ok=True)
     marker = {"written_by": "qahub demo", "corpora": list(registry.corpus_names())}
