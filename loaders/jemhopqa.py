@@ -1,12 +1,9 @@
 """JEMHopQA: Japanese Explainable Multi-hop Question Answering."""
 
-import re
-
 import datasets
 from qahub.dataset_cards import citation
 
-from qahub.readers import is_str_list, read_json, record_error
-
+from ._jemhopqa_files import FILES, TYPES, read_rows
 from ._rows import RowsBuilder
 from ._sources import Source, SourceConfig
 
@@ -19,18 +16,12 @@ evaluate internal reasoning: given a question, a system produces an answer and d
 _COMMIT = "fed5024f4f39f02727e699cb7ccb67935a779a5a"
 _BASE_URL = f"https://raw.githubusercontent.com/aiishii/JEMHopQA/{_COMMIT}"
 
-# upstream file of each split, per version
-_FILES = {
-    "v1.0": {"train": "corpus/train.json", "validation": "corpus/dev.json"},
-    "v1.1": {"train": "corpus_ver1.1/train_ver1.1.json", "validation": "corpus_ver1.1/dev_ver1.1.json"},
-    "v1.2": {"train": "corpus_ver1.2/train_ver1.2.json", "validation": "corpus_ver1.2/dev_ver1.2.json"},
-}
 
 SOURCE = Source(
     corpus="jemhopqa", description=_DESCRIPTION, citation=citation("jemhopqa"),
     homepage="https://github.com/aiishii/JEMHopQA", license="cc-by-sa-4.0",
     base_url=_BASE_URL,
-    files=_FILES,
+    files=FILES,
     sha256={
         "corpus/train.json": "c64392b4087299bcfaa02fe2584128b5dc50fe5ea83e1bd600cadfc984669e65",
         "corpus/dev.json": "2f3b8a518ca3051fc002f343ba3c26f6f3be902464061b43c30c5a1d37a9269a",
@@ -40,10 +31,6 @@ SOURCE = Source(
         "corpus_ver1.2/dev_ver1.2.json": "f7b3a5b86f7f16ef230c1b4f4307c467dbc4bd5f3eb4b8b35f8397ce06820b38",
     },
 )
-
-_TYPES = ["compositional", "comparison"]
-_SURROGATE = re.compile("[\ud800-\udfff]")
-_KEYS = ("qid", "type", "question", "answer", "derivations", "page_ids", "time_dependent")
 
 
 class Jemhopqa(RowsBuilder):
@@ -65,7 +52,7 @@ class Jemhopqa(RowsBuilder):
         features = datasets.Features(
             {
                 "qid": datasets.Value("string"),
-                "type": datasets.ClassLabel(names=_TYPES),
+                "type": datasets.ClassLabel(names=TYPES),
                 "question": datasets.Value("string"),
                 "answer": datasets.Value("string"),
                 "derivations": datasets.List(
@@ -86,76 +73,7 @@ class Jemhopqa(RowsBuilder):
         return [datasets.SplitGenerator(name=split, gen_kwargs={"filepath": paths[split]}) for split in paths]
 
     def _generate_examples(self, filepath):
-        for index, record in enumerate(_read_records(filepath)):
-            yield index, _parse_record(filepath, index, record)
-
-
-
-def _read_records(filepath):
-    records = read_json(filepath)
-    if not isinstance(records, list):
-        raise record_error(filepath, "-", f"expected a JSON list of questions, got {type(records).__name__}")
-    if not records:
-        raise record_error(filepath, "-", "no questions (an empty list)")
-    return records
-
-
-def _parse_record(filepath, index, record):
-    if not isinstance(record, dict):
-        raise record_error(filepath, index, f"expected an object, got {type(record).__name__}")
-    where = f"{index} (qid {record.get('qid')!r})"
-    missing = [key for key in _KEYS if key not in record]
-    if missing:
-        raise record_error(filepath, where, f"missing key(s) {', '.join(missing)}")
-    # each message is formatted only on failure: a repr of every record would be most of the build's time
-    for key in ("qid", "question", "answer"):
-        if not isinstance(record[key], str):
-            raise record_error(filepath, where, f"{key!r} must be a string, got {record[key]!r}")
-    if record["type"] not in _TYPES:
-        raise record_error(filepath, where, f"unknown type {record['type']!r} (expected one of {_TYPES})")
-    if not isinstance(record["time_dependent"], bool):
-        raise record_error(filepath, where, f"'time_dependent' must be true or false, got {record['time_dependent']!r}")
-    if not is_str_list(record["page_ids"]):
-        raise record_error(filepath, where, f"'page_ids' must be a list of strings, got {record['page_ids']!r}")
-    row = {
-        "qid": record["qid"],
-        "type": _TYPES.index(record["type"]),
-        "question": record["question"],
-        "answer": record["answer"],
-        "derivations": [_parse_step(filepath, where, step) for step in _derivation_list(filepath, where, record)],
-        "page_ids": record["page_ids"],
-        "time_dependent": record["time_dependent"],
-    }
-    _check_texts(filepath, where, row)
-    return row
-
-
-def _check_texts(filepath, where, row):
-    """Lone surrogates (JSON allows "\\ud800") are not Unicode text: Arrow cannot store them."""
-    texts = [row["qid"], row["question"], row["answer"], *row["page_ids"]]
-    for step in row["derivations"]:
-        texts += [step["subject"], step["relation"], *step["objects"]]
-    if not _SURROGATE.search("".join(texts)):
-        return
-    text = next(text for text in texts if _SURROGATE.search(text))
-    raise record_error(filepath, where, f"{text[:60]!r} holds a lone surrogate (not valid Unicode)")
-
-
-def _derivation_list(filepath, where, record):
-    steps = record["derivations"]
-    if not isinstance(steps, list):
-        raise record_error(filepath, where, f"'derivations' must be a list, got {steps!r}")
-    return steps
-
-
-def _parse_step(filepath, where, step):
-    ok = isinstance(step, list) and len(step) == 3 and isinstance(step[0], str) and isinstance(step[1], str)
-    if not ok:
-        raise record_error(filepath, where, f"derivation step {step!r} must be [subject, relation, [objects...]]")
-    if not is_str_list(step[2]):
-        raise record_error(filepath, where, f"objects of derivation step {step!r} must be a list of strings")
-    return {"subject": step[0], "relation": step[1], "objects": step[2]}
-
+        yield from enumerate(read_rows(filepath))
 
 
 def to_upstream_derivations(derivations):

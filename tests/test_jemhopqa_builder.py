@@ -5,6 +5,7 @@ import datasets
 import hostile
 import pytest
 from qahub.loaders import jemhopqa
+from qahub.loaders._jemhopqa_files import parse_record
 from qahub.loaders._sources import SourceUnavailableError
 
 import qahub
@@ -67,7 +68,7 @@ def test_qahub_load_returns_the_builders_datasetdict(tmp_path):
 
 def test_to_upstream_derivations_round_trips_the_sample():
     upstream = _dev_records()
-    rows = [jemhopqa._parse_record("f", i, r) for i, r in enumerate(upstream)]
+    rows = [parse_record("f", i, r) for i, r in enumerate(upstream)]
     assert [jemhopqa.to_upstream_derivations(r["derivations"]) for r in rows] == [r["derivations"] for r in upstream]
 
 

@@ -1164,3 +1164,56 @@ def test_oracle_top_on_the_real_data(task_api, relpath):
 PREDICTION_CASE = dict(
     corpus="jemhopqa", metric=["jemhopqa", "--synonyms", "none"], config="v1.2", split="validation", reply="reply",
     items=lambda row: [({"qid": row["qid"]}, f"回答: {row['answer']}")], gold="answer")
+
+
+# --- issue 44: `--data-dir` reads the upstream files without `datasets`
+
+
+def test_data_dir_rows_are_the_builder_s_rows_read_without_datasets(tmp_path):
+    """The builder's own row reader (loaders/_jemhopqa_files.py), called for one file: the rows ``qahub.load``
+    gives, for every config and split of the sample."""
+    for config, splits in registry.catalog()["jemhopqa"]["configs"].items():
+        if config in ("sft", "messages"):  # training configs: made of an export, not read from upstream files
+            continue
+        built = qahub.load("jemhopqa", config, data_dir=SAMPLE, cache_dir=str(tmp_path / "cache"))
+        for split in splits:
+            rows, where = cli.load_references(None, str(SAMPLE), config, split)
+            assert rows == built[split].to_list(), (config, split)
+            assert where == f"jemhopqa {config}/{split} built from {SAMPLE}"
+
+
+def test_data_dir_errors_name_the_file_the_config_or_the_split(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"corpus_ver1.2/dev_ver1.2.json: source file not found"):
+        cli.load_references(None, str(tmp_path), "v1.2", "validation")
+    with pytest.raises(ValueError, match=r"^jemhopqa has no config 'v9' \(configs: v1.0, v1.1, v1.2\)$"):
+        cli.load_references(None, str(SAMPLE), "v9", "validation")
+    with pytest.raises(ValueError, match=r"config v1.2 has no split 'test' \(splits: train, validation\)"):
+        cli.load_references(None, str(SAMPLE), "v1.2", "test")
+    damaged = tmp_path / "data" / "corpus_ver1.2"
+    damaged.mkdir(parents=True)
+    (damaged / "dev_ver1.2.json").write_text('[{"qid": 1}]', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"dev_ver1.2.json.*0.*missing key"):
+        cli.load_references(None, str(tmp_path / "data"), "v1.2", "validation")
+
+
+SCORE_AND_LIST_MODULES = """
+import contextlib, io, json, sys
+from qahub import cli
+with contextlib.redirect_stdout(io.StringIO()) as out:
+    code = cli.main(["--quiet", "evaluate", "jemhopqa", *sys.argv[1:]])
+scores = json.loads(out.getvalue())
+print(json.dumps([code, scores["a"], sorted({name.split(".")[0] for name in sys.modules})]))
+"""
+
+
+def test_scoring_from_a_data_dir_imports_neither_datasets_nor_pandas_nor_pyarrow():
+    """`qahub evaluate jemhopqa --data-dir` in a fresh process: the scores, and none of datasets, pandas,
+    pyarrow, fsspec or huggingface_hub imported (scipy is: the derivations' exact assignment is its
+    linear_sum_assignment)."""
+    done = subprocess.run([sys.executable, "-c", SCORE_AND_LIST_MODULES, "--predictions", str(SAMPLE / "predictions.json"),
+                           "--data-dir", str(SAMPLE), "--config", "v1.2", "--dictionary", "core", "--synonyms", "none"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    code, answer, modules = json.loads(done.stdout.splitlines()[-1])
+    assert code == 0 and answer == scores_of(cli_args())["a"]
+    assert not {"datasets", "pandas", "pyarrow", "fsspec", "huggingface_hub"} & set(modules)

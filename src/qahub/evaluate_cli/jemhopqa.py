@@ -6,9 +6,10 @@ the official TSV form (columns ``qid, predicted_answer, predicted_derivations``;
 replies by qid (``{qid: reply}``, records ``{qid, reply}``; read by the metric's reply parser) or records ``{qid,
 answer, derivations}``, all read by ``predictions.py``; a bare list of replies only with ``--by-position``.
 
-References are dataset rows: an export loaded with ``datasets.load_dataset`` (``--references``), or the corpus
-built by its builder (``--data-dir``, or ``--config`` alone to download); an upstream file path given to
-``--references`` is built from its folder. This module reads only prediction files.
+References are dataset rows: an export loaded with ``datasets.load_dataset`` (``--references``), the rows of a
+local copy of the upstream files read by the builder's own row reader, without `datasets` (``--data-dir``, or an
+upstream file given to ``--references``), or the corpus built by its builder (``--config`` alone, downloading).
+This module reads only prediction files.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pathlib import Path
 from qahub import registry
 from qahub.evaluate_cli import predictions
 from qahub.evaluate_cli.adapter import Adapter
-from qahub.exports import built_rows, export_rows
+from qahub.exports import built_rows, check_split, export_rows
 from qahub.files import write_output
 from qahub.metrics.jemhopqa.records import JemhopqaInputError
 
@@ -236,35 +237,52 @@ def _tsv_derivations(where, qid, cell: str) -> list:
 
 
 def load_references(location, data_dir, config, split, mirror_url=None):
-    """(reference rows, their name): an export loaded with ``datasets.load_dataset`` (folder or Hub id), or
-    the corpus built from ``data_dir`` (or downloaded, with ``config`` alone); an upstream file given as
-    ``location`` is built from its folder."""
+    """(reference rows, their name): an export loaded with ``datasets.load_dataset`` (folder or Hub id), the
+    upstream file of ``config``/``split`` in ``data_dir`` (or downloaded and built, with ``config`` alone); an
+    upstream file given as ``location`` is read from its folder. A local upstream file is read by the builder's
+    own row reader (``loaders/_jemhopqa_files.py``), without `datasets`."""
     if location and Path(location).is_file():
-        return built_rows("jemhopqa", *_upstream_file(Path(location), config, split)), location
+        return _local_rows(*_upstream_file(Path(location), config, split)), location
     split = split or "validation"
     if location:
         return export_rows(location, config, split, corpus="jemhopqa"), f"{location} ({split})"
     if not (data_dir or config):
         raise ValueError("give the references: --references FOLDER_OR_HUB_ID (an export), --data-dir DIR "
                          "(the upstream files) or --config CONFIG (built by downloading)")
-    config = config or registry.default_config("jemhopqa")
-    rows = built_rows("jemhopqa", config, split, data_dir, mirror_url=mirror_url)
+    config = config or registry.catalog()["jemhopqa"]["default"]
+    if data_dir:
+        rows = _local_rows(config, split, data_dir)
+    else:
+        rows = built_rows("jemhopqa", config, split, data_dir, mirror_url=mirror_url)
     return rows, f"jemhopqa {config}/{split}" + (f" built from {data_dir}" if data_dir else "")
+
+
+def _local_rows(config, split, data_dir) -> list[dict]:
+    """The rows of ``config``'s ``split`` in a local copy of the upstream files, as the builder yields them."""
+    from qahub.loaders._jemhopqa_files import FILES, local_file, read_rows
+
+    if config not in FILES:
+        raise ValueError(f"jemhopqa has no config {config!r} (configs: {', '.join(FILES)})")
+    check_split("jemhopqa", config, split, f"jemhopqa: config {config} has no split {split!r} (splits: {{found}})")
+    folder = Path(data_dir).expanduser()
+    if not folder.is_dir():
+        raise FileNotFoundError(f"--data-dir {data_dir}: no such folder")
+    return list(read_rows(local_file(folder, config, split)))
 
 
 def _upstream_file(path: Path, config, split):
     """(config, split, data folder) of an upstream file such as ``DIR/corpus_ver1.2/dev_ver1.2.json``."""
-    from qahub.loaders.jemhopqa import SOURCE
+    from qahub.loaders._jemhopqa_files import FILES
 
     resolved = path.resolve().as_posix()
-    for file_config, by_split in SOURCE.files.items():
+    for file_config, by_split in FILES.items():
         for file_split, relpath in by_split.items():
             if resolved.endswith("/" + relpath):
                 if (config or file_config, split or file_split) != (file_config, file_split):
                     raise ValueError(f"--references {path} is the {file_config} {file_split} file, but --config "
                                      f"{config} --split {split} were asked for")
                 return file_config, file_split, resolved[: -len(relpath) - 1]
-    layout = ", ".join(relpath for by_split in SOURCE.files.values() for relpath in by_split.values())
+    layout = ", ".join(relpath for by_split in FILES.values() for relpath in by_split.values())
     raise ValueError(f"--references {path}: a file is read only where the upstream layout places it ({layout}, "
                      "in a data folder); give an export folder or Hub id, or --data-dir")
 
