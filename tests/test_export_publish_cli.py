@@ -243,11 +243,14 @@ def test_demo_prints_no_progress_bar_of_datasets_and_leaves_them_as_it_found_the
     import datasets
 
     datasets.enable_progress_bars()  # as in a fresh process
-    assert cli.main(["demo", "--out", str(tmp_path / "demo")]) == 0
-    captured = capsys.readouterr()
-    assert "Generating" not in captured.err and "examples/s" not in captured.err
-    assert "== doc2dial: building every config" in captured.out
-    assert not datasets.are_progress_bars_disabled()
+    try:
+        assert cli.main(["demo", "--out", str(tmp_path / "demo")]) == 0
+        captured = capsys.readouterr()
+        assert "Generating" not in captured.err and "examples/s" not in captured.err
+        assert "== doc2dial: building every config" in captured.out
+        assert not datasets.are_progress_bars_disabled()
+    finally:
+        datasets.disable_progress_bars()  # as conftest.py keeps them for the suite
 
 
 def test_overwrite_refuses_a_readme_and_parquet_folder_that_is_not_this_corpus_export(tmp_path):
