@@ -16,10 +16,11 @@ if ! command -v uv >/dev/null; then
     "$tools/bin/python" -m pip install -qq "$(grep '^uv==' requirements.lock)"
     PATH="$tools/bin:$PATH"
 fi
-find_links=()
-[ -d /opt/wheels ] && find_links=(--find-links /opt/wheels)
+# torch==2.13.0+cpu is on no PyPI page: this machine image's /opt/wheels holds it, else PyTorch's CPU index does
+torch_source=(--torch-backend cpu)
+[ -d /opt/wheels ] && torch_source=(--find-links /opt/wheels)
 # --universal: one file with markers where Python 3.11 and 3.12 need different releases; --no-emit-package: the
 # project itself is installed editable by install.sh
 uv pip compile pyproject.toml --extra test --universal --python-version 3.11 \
-    --constraint torch-cpu.txt "${find_links[@]}" --no-emit-package qahub \
+    --constraint torch-cpu.txt "${torch_source[@]}" --no-emit-package qahub \
     --custom-compile-command "bash lock.sh" -o requirements.lock "$@" >/dev/null
