@@ -32,9 +32,9 @@ from qahub import loaders, metrics
 from qahub.metrics._shared.task_spec import Grader, Metric, TaskSpec, is_task_spec
 
 # the task declaration's type, re-exported: `from qahub.tasks import TaskSpec`
-__all__ = ["Grader", "Metric", "TaskSpec", "TaskError", "all_tasks", "clashes", "clear", "corpora", "corpus_names",
-           "declared", "declared_tasks", "importable", "is_task_spec", "left_out", "metric_dirs", "scan",
-           "task_api", "task_corpora"]
+__all__ = ["Grader", "Metric", "TaskSpec", "TaskError", "all_tasks", "builder_classes", "clashes", "clear",
+           "corpora", "corpus_names", "declared", "declared_tasks", "importable", "is_task_spec", "left_out",
+           "metric_dirs", "scan", "task_api", "task_corpora"]
 
 logger = logging.getLogger(__name__)
 
