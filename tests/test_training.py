@@ -16,7 +16,7 @@ from huggingface_hub import DatasetCard
 
 from qahub import cli, harness, planning, registry, training
 from qahub.decontaminate import Checker, EvaluationIndex, Texts, ngrams, words
-from qahub.export import export
+from qahub.export import ExportError, export
 from qahub.testing import shared_data
 
 CORPORA = registry.corpus_names()
@@ -455,3 +455,64 @@ def test_a_dev_question_planted_with_full_width_digits_and_letters_is_dropped(tm
     counts = DatasetCard.load(out / "README.md").data.to_dict()["qahub_decontamination"]["sft"]["train"]
     assert counts["exact"] == tasks and counts["rows"] == len(rows)
     assert f"jemhopqa/sft/train: {len(rows)} rows of {(clean + 1) * tasks} training documents" in capsys.readouterr().out
+
+
+# --- issue 42 item 18: an empty split loads
+
+
+def test_an_empty_training_split_is_left_out_of_the_export_and_the_build_says_why(tmp_path, capsys):
+    """Every training conversation is an evaluated one: ``sft`` and ``messages`` have no train row. They were
+    written as Parquet that datasets could not load ("BatchSize must be greater than 0"); datasets cannot load an
+    empty split at all ("Instruction 'train' corresponds to no data"), so each is left out of the folder and the
+    card, and the build says so in one line each; the builder config asked beside them loads."""
+    files = shutil.copytree(registry.samples_dir("topical_chat"), tmp_path / "files")
+    for kind in ("conversations", "reading_sets/pre-build", "reading_sets/post-build"):
+        test = json.loads((files / kind / "test_freq.json").read_text(encoding="utf-8"))
+        (files / kind / "train.json").write_text(json.dumps({f"t_copy-{k}": v for k, v in test.items()}),
+                                                 encoding="utf-8")
+    out = tmp_path / "out"
+    assert cli.main(["build", "topical_chat", "--data-dir", str(files), "--out", str(out), "--config",
+                     "conversations", "--config", "sft", "--config", "messages"]) == 0
+    printed = capsys.readouterr().out
+    assert "topical_chat/sft/train: 0 rows of" in printed
+    for config in ("sft", "messages"):
+        assert (f"topical_chat/{config}/train: left out of the export and its card: it has no row (datasets cannot "
+                f"load an empty split); so is the {config} config, which has no other split") in printed
+        assert not (out / config).exists()
+    assert datasets.get_dataset_config_names(str(out)) == ["conversations"]
+    card = DatasetCard.load(out / "README.md")
+    missing = card.data.to_dict()["qahub_partial"]["missing"]  # reading_sets and asr were not asked for
+    assert {entry["config"] for entry in missing} == {"reading_sets", "asr"}  # sft and messages were made
+    assert "Left out of the configs above, having no row" in card.text
+    for split in registry.splits("topical_chat", "conversations"):
+        assert len(datasets.load_dataset(str(out), "conversations", split=split)) > 0
+
+
+def test_a_training_config_with_no_row_at_all_is_refused_in_one_line(tmp_path):
+    files = shutil.copytree(registry.samples_dir("topical_chat"), tmp_path / "files")
+    for kind in ("conversations", "reading_sets/pre-build", "reading_sets/post-build"):
+        test = json.loads((files / kind / "test_freq.json").read_text(encoding="utf-8"))
+        (files / kind / "train.json").write_text(json.dumps({f"t_copy-{k}": v for k, v in test.items()}),
+                                                 encoding="utf-8")
+    with pytest.raises(ExportError, match=r"topical_chat: nothing to export: every split built has no row "
+                                          r"\(sft/train\)"):
+        export("topical_chat", tmp_path / "out", configs=["sft"], data_dir=files)
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_a_shard_with_an_empty_row_group_fails_the_exports_own_load_check(tmp_path):
+    """The export's own check reads every shard's row groups and loads every split it writes."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from qahub.export import check_loads
+
+    features = training.features("sft")
+    (tmp_path / "sft").mkdir()
+    shard = tmp_path / "sft" / "train-00000-of-00001.parquet"
+    pq.write_table(pa.Table.from_pylist([], schema=features.arrow_schema), shard)
+    info = datasets.DatasetInfo(features=features, config_name="sft")
+    info.splits = datasets.SplitDict(dataset_name="sft")
+    info.splits.add(datasets.SplitInfo(name="train", num_examples=0, dataset_name="sft"))
+    with pytest.raises(ExportError, match="train-00000-of-00001.parquet: holds an empty row group"):
+        check_loads(tmp_path, {"sft": info})

@@ -40,12 +40,19 @@ def build(args) -> int:
 
 
 def _say_training(report):
-    """What decontamination dropped from each training config (the card states the same counts)."""
+    """What decontamination dropped from each training config (the card states the same counts), and each split
+    left out for having no row."""
     for config, splits in report.training.items():
         for split, c in splits.items():
             print(f"{report.corpus}/{config}/{split}: {c['rows']:,} rows of {c['documents']:,} training documents; "
                   f"dropped as overlapping an evaluated document: {c['exact']:,} exact, {c['ngram']:,} n-gram; "
                   f"{c['duplicates']:,} duplicates")
+    written = {entry.config for entry in report.configs}
+    for empty in report.empty:
+        config = empty.partition("/")[0]
+        whole = "" if config in written else f"; so is the {config} config, which has no other split"
+        print(f"{report.corpus}/{empty}: left out of the export and its card: it has no row (datasets cannot load "
+              f"an empty split){whole}")
 
 
 def _say_sample(report):
