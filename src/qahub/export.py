@@ -203,24 +203,30 @@ def leave_out_empty(corpus: str, staging: Path, infos: dict, report: ExportRepor
 
 
 def check_loads(folder: Path, infos: dict):
-    """Load every split of every config written as a user will (``datasets.load_dataset``, streaming its first
-    row) and check each shard's row groups: none empty (``datasets`` fails on one: "BatchSize must be greater
-    than 0"), their rows the split's."""
-    import pyarrow.parquet as pq
-
+    """Check each shard's row groups (none empty: ``datasets`` fails on one, "BatchSize must be greater than 0";
+    their rows the split's), then load every split of every config written as a user will
+    (``datasets.load_dataset``, streaming its first row) with its features."""
     for config, info in infos.items():
         for split, expected in info.splits.items():
-            shards = sorted((folder / config).glob(f"{split}-*.parquet"))
-            metas = [pq.read_metadata(shard) for shard in shards]
-            for shard, meta in zip(shards, metas):
-                if any(not meta.row_group(i).num_rows for i in range(meta.num_row_groups)):
-                    raise ExportError(f"{shard}: holds an empty row group, which datasets cannot read")
-            if sum(meta.num_rows for meta in metas) != expected.num_examples:
-                raise ExportError(f"{folder / config}: the {split} shards hold {sum(m.num_rows for m in metas)} "
-                                  f"rows, not the {expected.num_examples} built")
-            loaded = datasets.load_dataset(str(folder), config, split=split, streaming=True)
-            if next(iter(loaded), None) is None or loaded.features != info.features:
+            _check_shards(folder / config, split, expected.num_examples)
+        loaded = datasets.load_dataset(str(folder), config, streaming=True)  # every split: resolved once
+        for split in info.splits:
+            rows = loaded.get(split)
+            if rows is None or next(iter(rows), None) is None or rows.features != info.features:
                 raise ExportError(f"{folder / config}: its {split} split does not load with its features")
+
+
+def _check_shards(folder: Path, split: str, expected: int):
+    import pyarrow.parquet as pq
+
+    shards = sorted(folder.glob(f"{split}-*.parquet"))
+    metas = [pq.read_metadata(shard) for shard in shards]
+    for shard, meta in zip(shards, metas):
+        if any(not meta.row_group(i).num_rows for i in range(meta.num_row_groups)):
+            raise ExportError(f"{shard}: holds an empty row group, which datasets cannot read")
+    if sum(meta.num_rows for meta in metas) != expected:
+        raise ExportError(f"{folder}: the {split} shards hold {sum(m.num_rows for m in metas)} rows, not the "
+                          f"{expected} built")
 
 
 def _split_bytes(folder: Path, split: str) -> int:
