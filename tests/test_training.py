@@ -16,7 +16,7 @@ from huggingface_hub import DatasetCard
 
 from qahub import cli, harness, planning, registry, training
 from qahub.decontaminate import Checker, EvaluationIndex, Texts, ngrams, words
-from qahub.export import export
+from qahub.export import ExportError, export
 from qahub.testing import shared_data
 
 CORPORA = registry.corpus_names()
@@ -330,3 +330,189 @@ def test_on_the_real_jemhopqa_the_card_and_the_readme_say_the_counts_the_build_p
     assert f"| sft | train | {c['documents']:,} | {c['rows']:,} | {c['exact']:,} | {c['ngram']:,} |" in card.text
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert f"the real JEMHopQA keeps {c['rows']:,} of {c['documents']:,}" in readme
+
+
+# --- issue 42 item 17: normalised text, n-grams across turns
+
+
+def test_text_is_nfkc_normalised_and_case_and_yo_folded():
+    assert words("２００１年にＣＤを出した") == words("2001年にCDを出した") == ["2001年にcdを出した"]
+    assert words("ЁЛКА, ёж и Еж") == ["елка", "еж", "и", "еж"]
+    assert words("е\u0308лка") == ["елка"]  # ё written as е and a combining diaeresis, composed by NFKC first
+
+
+def test_a_russian_question_written_with_e_for_yo_is_the_same_question():
+    index = EvaluationIndex()
+    long = "Этот полководец ещё в юности прочёл всё, что нашёл о походах Александра, и решил идти его путём"
+    index.add(_texts("Кто написал «Ёжика в тумане»?", "Козлов"))
+    index.add(_texts(long, "Суворов"))
+    check = Checker(index)
+    assert check.why(_texts("кто написал ежика в тумане", "Козлов")) == "exact"
+    assert check.why(_texts("Вопрос: " + long.replace("ё", "е").upper(), "другой ответ")) == "ngram"
+
+
+FIFTEEN = "the rover found frozen water under the red dust near the south pole of mars today"
+
+
+def test_a_reply_split_across_two_turns_shares_its_13_grams():
+    """A 15-word evaluated reply: each half, a turn of its own, is shorter than 13 words, but the run of both is
+    not."""
+    index = EvaluationIndex()
+    index.add(Texts(("Hello! Do you follow space news?",), FIFTEEN, dialogue=True))
+    check = Checker(index)
+    halves = FIFTEEN.split()
+    split = Texts(("Hi!", "Hey, how are you?", " ".join(halves[:8])), " ".join(halves[8:]), dialogue=True)
+    assert check.why(split) == "ngram"
+    assert check.why(Texts(("Hi!", " ".join(halves[:8])), "Something else entirely.", dialogue=True)) is None
+    # a turn of more than n - 1 words ends the run that reaches into the next turn
+    assert check.why(Texts((" ".join(halves[:8]), "a b c d e f g h i j k l m"), " ".join(halves[8:]),
+                           dialogue=True)) is None
+
+
+def _conversation(turns, config="A"):
+    """A Topical-Chat conversation record of ``turns`` ([(agent, message)])."""
+    return {"article_url": "https://www.example.com/a", "config": config, "conversation_rating": {"agent_1": "Good",
+            "agent_2": "Good"}, "content": [
+        {"message": message, "agent": agent, "sentiment": "Neutral", "knowledge_source": ["Personal Knowledge"],
+         "turn_rating": "Good"} for agent, message in turns]}
+
+
+def _add(path, records: dict):
+    path.write_text(json.dumps({**json.loads(path.read_text(encoding="utf-8")), **records}), encoding="utf-8")
+
+
+def _planted_topical_chat(tmp_path):
+    """The bundled Topical-Chat sample with two test conversations planted in train: one whole after a greeting
+    exchange, and the 15-word reply of the other cut into two turns; {planted id: the test replies it holds}."""
+    files = shutil.copytree(registry.samples_dir("topical_chat"), tmp_path / "files")
+    conversations = files / "conversations"
+    test = json.loads((conversations / "test_freq.json").read_text(encoding="utf-8"))
+    (whole_id, whole), (split_id, split) = list(test.items())
+    greeting = [("agent_1", "Hi!"), ("agent_2", "Hello, how are you?")]
+    turns = [(turn["agent"], turn["message"]) for turn in whole["content"]]
+    long = split["content"][1]["message"]
+    assert len(long.split()) == 15  # the sample's 15-word test reply
+    halves = long.split()
+    cut = [("agent_1", "Good morning."), ("agent_2", " ".join(halves[:8])), ("agent_1", " ".join(halves[8:])),
+           ("agent_2", "Indeed.")]
+    planted = {"t_planted-whole": _conversation(greeting + turns, whole["config"]),
+               "t_planted-split": _conversation(cut, split["config"])}
+    _add(conversations / "train.json", planted)
+    for kind in ("pre-build", "post-build"):  # each conversation has its reading set: the test one's
+        sets = json.loads((files / "reading_sets" / kind / "test_freq.json").read_text(encoding="utf-8"))
+        _add(files / "reading_sets" / kind / "train.json", {"t_planted-whole": sets[whole_id],
+                                                            "t_planted-split": sets[split_id]})
+    replies = {"t_planted-whole": {m for _, m in turns[1:]}, "t_planted-split": {" ".join(halves[8:])}}
+    return files, replies
+
+
+def test_a_test_conversation_planted_in_train_after_a_greeting_or_cut_across_turns_is_dropped(tmp_path, capsys):
+    """No training row holds a test reply: not the planted conversation's turns (no turn of it is 13 words, and
+    the greeting makes its history another), nor the 15-word reply cut in two; and the printed counts are the rows
+    written and the card's."""
+    files, replies = _planted_topical_chat(tmp_path)
+    out = tmp_path / "out"
+    assert cli.main(["build", "topical_chat", "--data-dir", str(files), "--out", str(out), "--config", "sft",
+                     "--config", "messages"]) == 0
+    printed = {(m[2], m[3]): dict(zip(("rows", "documents", "exact", "ngram", "duplicates"),
+                                      (int(n.replace(",", "")) for n in m.groups()[3:])))
+               for m in PRINTED.finditer(capsys.readouterr().out)}
+    sft, messages = _sft(out), datasets.load_dataset(str(out), "messages", split="train")
+    for planted, held in replies.items():
+        mine = [row["completion"][0]["content"] for row in sft if row["id"].startswith(planted + ":")]
+        assert not held & set(mine), planted
+        assert planted not in messages["id"]
+    assert "t_planted-whole:1" in sft["id"]  # the greeting's own reply is no test reply: kept
+    counts = DatasetCard.load(out / "README.md").data.to_dict()["qahub_decontamination"]
+    assert printed == {(config, split): c for config, s in counts.items() for split, c in s.items()}
+    assert counts["sft"]["train"]["rows"] == len(sft) and counts["messages"]["train"]["rows"] == len(messages)
+    assert counts["messages"]["train"]["ngram"] == 2
+
+
+def _planted_fullwidth_jemhopqa(tmp_path):
+    """The bundled JEMHopQA sample with a dev question written in ASCII digits and letters, planted in v1.2's train
+    file with full-width ones."""
+    files = shutil.copytree(registry.samples_dir("jemhopqa"), tmp_path / "jemhopqa-files")
+    train, dev_file = files / "corpus_ver1.2" / "train_ver1.2.json", files / "corpus_ver1.2" / "dev_ver1.2.json"
+    dev = json.loads(dev_file.read_text(encoding="utf-8"))
+    question = "2001年にCDデビューした歌手と1999年にDVDを出したバンド、どちらが先に結成されましたか？"
+    dev.append({**dev[0], "qid": "dev-ascii", "question": question})
+    dev_file.write_text(json.dumps(dev, ensure_ascii=False), encoding="utf-8")
+    wide = question.translate({c: c + 0xFEE0 for c in range(0x21, 0x7F)})
+    assert wide.startswith("２００１年にＣＤ")
+    rows = json.loads(train.read_text(encoding="utf-8"))
+    train.write_text(json.dumps([*rows, {**dev[-1], "qid": "planted-wide", "question": wide}], ensure_ascii=False),
+                     encoding="utf-8")
+    return files, len(rows)
+
+
+def test_a_dev_question_planted_with_full_width_digits_and_letters_is_dropped(tmp_path, capsys):
+    files, clean = _planted_fullwidth_jemhopqa(tmp_path)
+    out = tmp_path / "out"
+    assert cli.main(["build", "jemhopqa", "--data-dir", str(files), "--out", str(out), "--config", "sft"]) == 0
+    rows, tasks = _sft(out), len(planning.task_api("jemhopqa").TASKS)
+    assert "planted-wide" not in rows["id"] and len(rows) == clean * tasks
+    counts = DatasetCard.load(out / "README.md").data.to_dict()["qahub_decontamination"]["sft"]["train"]
+    assert counts["exact"] == tasks and counts["rows"] == len(rows)
+    assert f"jemhopqa/sft/train: {len(rows)} rows of {(clean + 1) * tasks} training documents" in capsys.readouterr().out
+
+
+# --- issue 42 item 18: an empty split loads
+
+
+def test_an_empty_training_split_is_left_out_of_the_export_and_the_build_says_why(tmp_path, capsys):
+    """Every training conversation is an evaluated one: ``sft`` and ``messages`` have no train row. They were
+    written as Parquet that datasets could not load ("BatchSize must be greater than 0"); datasets cannot load an
+    empty split at all ("Instruction 'train' corresponds to no data"), so each is left out of the folder and the
+    card, and the build says so in one line each; the builder config asked beside them loads."""
+    files = shutil.copytree(registry.samples_dir("topical_chat"), tmp_path / "files")
+    for kind in ("conversations", "reading_sets/pre-build", "reading_sets/post-build"):
+        test = json.loads((files / kind / "test_freq.json").read_text(encoding="utf-8"))
+        (files / kind / "train.json").write_text(json.dumps({f"t_copy-{k}": v for k, v in test.items()}),
+                                                 encoding="utf-8")
+    out = tmp_path / "out"
+    assert cli.main(["build", "topical_chat", "--data-dir", str(files), "--out", str(out), "--config",
+                     "conversations", "--config", "sft", "--config", "messages"]) == 0
+    printed = capsys.readouterr().out
+    assert "topical_chat/sft/train: 0 rows of" in printed
+    for config in ("sft", "messages"):
+        assert (f"topical_chat/{config}/train: left out of the export and its card: it has no row (datasets cannot "
+                f"load an empty split); so is the {config} config, which has no other split") in printed
+        assert not (out / config).exists()
+    assert datasets.get_dataset_config_names(str(out)) == ["conversations"]
+    card = DatasetCard.load(out / "README.md")
+    missing = card.data.to_dict()["qahub_partial"]["missing"]  # reading_sets and asr were not asked for
+    assert {entry["config"] for entry in missing} == {"reading_sets", "asr"}  # sft and messages were made
+    assert "Left out of the configs above, having no row" in card.text
+    for split in registry.splits("topical_chat", "conversations"):
+        assert len(datasets.load_dataset(str(out), "conversations", split=split)) > 0
+
+
+def test_a_training_config_with_no_row_at_all_is_refused_in_one_line(tmp_path):
+    files = shutil.copytree(registry.samples_dir("topical_chat"), tmp_path / "files")
+    for kind in ("conversations", "reading_sets/pre-build", "reading_sets/post-build"):
+        test = json.loads((files / kind / "test_freq.json").read_text(encoding="utf-8"))
+        (files / kind / "train.json").write_text(json.dumps({f"t_copy-{k}": v for k, v in test.items()}),
+                                                 encoding="utf-8")
+    with pytest.raises(ExportError, match=r"topical_chat: nothing to export: every split built has no row "
+                                          r"\(sft/train\)"):
+        export("topical_chat", tmp_path / "out", configs=["sft"], data_dir=files)
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_a_shard_with_an_empty_row_group_fails_the_exports_own_load_check(tmp_path):
+    """The export's own check reads every shard's row groups and loads every split it writes."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from qahub.export import check_loads
+
+    features = training.features("sft")
+    (tmp_path / "sft").mkdir()
+    shard = tmp_path / "sft" / "train-00000-of-00001.parquet"
+    pq.write_table(pa.Table.from_pylist([], schema=features.arrow_schema), shard)
+    info = datasets.DatasetInfo(features=features, config_name="sft")
+    info.splits = datasets.SplitDict(dataset_name="sft")
+    info.splits.add(datasets.SplitInfo(name="train", num_examples=0, dataset_name="sft"))
+    with pytest.raises(ExportError, match="train-00000-of-00001.parquet: holds an empty row group"):
+        check_loads(tmp_path, {"sft": info})

@@ -40,12 +40,19 @@ def build(args) -> int:
 
 
 def _say_training(report):
-    """What decontamination dropped from each training config (the card states the same counts)."""
+    """What decontamination dropped from each training config (the card states the same counts), and each split
+    left out for having no row."""
     for config, splits in report.training.items():
         for split, c in splits.items():
             print(f"{report.corpus}/{config}/{split}: {c['rows']:,} rows of {c['documents']:,} training documents; "
                   f"dropped as overlapping an evaluated document: {c['exact']:,} exact, {c['ngram']:,} n-gram; "
                   f"{c['duplicates']:,} duplicates")
+    written = {entry.config for entry in report.configs}
+    for empty in report.empty:
+        config = empty.partition("/")[0]
+        whole = "" if config in written else f"; so is the {config} config, which has no other split"
+        print(f"{report.corpus}/{empty}: left out of the export and its card: it has no row (datasets cannot load "
+              f"an empty split){whole}")
 
 
 def _say_sample(report):
@@ -75,24 +82,36 @@ def build_all(args) -> int:
     bar = tqdm(registry.corpus_names(), desc="qahub build --all", unit="corpus", disable=args.quiet)
     for corpus in bar:
         bar.set_postfix_str(corpus)
-        local = Path(args.data_root) / corpus if args.data_root else None
-        try:
-            reports.append(export(corpus, out_root / corpus, data_dir=local if local and local.is_dir() else None,
-                                  mirror_url=args.mirror_url, overwrite=args.overwrite, skip_unavailable=True,
-                                  cache_dir=args.cache_dir, builder_options=_partial_split_option(corpus)))
-            _say_leftovers(reports[-1], args.quiet)
-            _say_sample(reports[-1])
-            if not args.quiet:
-                _say_training(reports[-1])
-        except OutputExistsError:
-            problems.append([corpus, "-", EXISTS, "an earlier build is there; pass --overwrite to rebuild it"])
-        except (FileNotFoundError, ConnectionError) as err:
-            problems.append([corpus, "-", UNAVAILABLE, _one_line(err)])
-        except Exception as err:  # one corpus's failure must not stop the others; it is reported and counted
-            problems.append([corpus, "-", "FAILED", f"{type(err).__name__}: {_one_line(err)}"])
+        problem = _build_one(corpus, args, out_root, reports)
+        problems += [problem] if problem else []
     problems += [[r.corpus, config, UNAVAILABLE, _one_line(why)] for r in reports for config, why in r.skipped]
     problems += _absent_splits(reports)
     print_rows(*_report_table(reports))
+    return _summary(reports, problems, out_root)
+
+
+def _build_one(corpus, args, out_root: Path, reports: list) -> list | None:
+    """Export ``corpus`` for ``build --all``, its report appended to ``reports``; the summary row of a failure."""
+    local = Path(args.data_root) / corpus if args.data_root else None
+    try:
+        reports.append(export(corpus, out_root / corpus, data_dir=local if local and local.is_dir() else None,
+                              mirror_url=args.mirror_url, overwrite=args.overwrite, skip_unavailable=True,
+                              cache_dir=args.cache_dir, builder_options=_partial_split_option(corpus)))
+    except OutputExistsError:
+        return [corpus, "-", EXISTS, "an earlier build is there; pass --overwrite to rebuild it"]
+    except (FileNotFoundError, ConnectionError) as err:
+        return [corpus, "-", UNAVAILABLE, _one_line(err)]
+    except Exception as err:  # one corpus's failure must not stop the others; it is reported and counted
+        return [corpus, "-", "FAILED", f"{type(err).__name__}: {_one_line(err)}"]
+    _say_leftovers(reports[-1], args.quiet)
+    _say_sample(reports[-1])
+    if not args.quiet:
+        _say_training(reports[-1])
+    return None
+
+
+def _summary(reports, problems, out_root: Path) -> int:
+    """The table of what was not built, the closing line, and the exit status of ``build --all``."""
     if problems:
         print()
         header = ["corpus", "config", "status", "reason"]

@@ -5,16 +5,23 @@ non-template text (lm-eval's decontamination n: ``lm_eval/decontamination``) and
 question (``exact``). A training document is contaminated when its question equals one of them, or when any
 13-gram of its own non-template text is in the index: one hash-set look-up per n-gram, never a pairwise scan.
 
-Text is normalised as lm-eval's janitor does (case folded, punctuation dropped, whitespace runs one space) and cut
-into words at whitespace; a CJK character (Japanese, Chinese) is a word of its own, since those scripts put no
-space between words, and a text written mostly in them is cut into 26-grams of characters (two characters a word:
-13 characters is a shared template phrase such as どちらが先に生まれましたか, not a shared question). A text shorter than n words gives no n-gram: a short reply ("YES", a MERA letter, a
-Jeopardy answer) recurs across distinct questions and is checked with its question, by the exact rule.
+Text is normalised as lm-eval's janitor does (case folded, punctuation dropped, whitespace runs one space), after
+Unicode NFKC (full-width ``２００１年にＣＤ`` is ``2001年にCD``, as JEMHopQA's own scorer reads it) and with Russian
+``ё`` read as ``е`` (Russian text writes either), and cut into words at whitespace; a CJK character (Japanese,
+Chinese) is a word of its own, since those scripts put no space between words, and a text written mostly in them is
+cut into 26-grams of characters (two characters a word: 13 characters is a shared template phrase such as
+どちらが先に生まれましたか, not a shared question). A dialogue turn's pieces (the turns so far and its
+reply) are one run of words: an n-gram may span the boundary between two turns, so a test conversation copied after
+a greeting, or a reply cut into two turns, still shares its n-grams (a question and its answer stay apart: see
+``Grams.measures``). A text shorter than n words gives no
+n-gram: a short reply ("YES", a MERA letter, a Jeopardy answer) recurs across distinct questions and is checked
+with its question, by the exact rule.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -23,34 +30,36 @@ CJK_N = 2 * N  # in characters, for a text written mostly in CJK characters (a J
 _CJK_RANGES = ((0x3040, 0x30FF), (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0xFF66, 0xFF9F))
 _CJK = "".join(f"{chr(first)}-{chr(last)}" for first, last in _CJK_RANGES)
 _WORD = re.compile(f"[{_CJK}]|[^\\W_]+")
-_CJK_CHAR = re.compile(f"[{_CJK}]")
 _CJK_WORDS = frozenset(chr(c) for first, last in _CJK_RANGES for c in range(first, last + 1))  # one-character words
 
 
+def normal(text: str) -> str:
+    """``text`` NFKC-normalised, case-folded, ``ё`` read as ``е``."""
+    return unicodedata.normalize("NFKC", text).casefold().replace("ё", "е")
+
+
 def words(text: str) -> list[str]:
-    """``text`` case-folded, as words: runs of letters and digits, each CJK character one word."""
-    return _WORD.findall(text.casefold())
+    """``text`` normalised (``normal``), as words: runs of letters and digits, each CJK character one word."""
+    return _WORD.findall(normal(text))
 
 
 def ngrams(text: str, n: int | None = None) -> set[int]:
     """The hashes of the ``n``-grams of ``text``'s words (none for a text of fewer than ``n`` words); by default
     ``N``, or ``CJK_N`` characters for a text whose words are mostly CJK characters."""
-    return ngrams_of(words(text), n, text)
+    tokens = words(text)
+    return set(_hashes(tokens, n or size(len(tokens), _cjk(tokens))))
 
 
-def ngrams_of(tokens: list[str], n: int | None = None, text: str | None = None) -> set[int]:
-    """``ngrams`` of a text already cut into ``words``."""
-    return set(ngram_hashes(tokens, n, text))
+def size(count: int, cjk: int) -> int:
+    """The n of a text of ``count`` words, ``cjk`` of them CJK characters: ``CJK_N`` when they are most."""
+    return CJK_N if 2 * cjk > count else N
 
 
-def ngram_hashes(tokens: list[str], n: int | None = None, text: str | None = None):
-    """The hashes of ``ngrams_of``, one at a time (``text``, when given, spares the count of CJK words in a text
-    without a CJK character)."""
-    if n is None:
-        if len(tokens) < N:  # too short for either n
-            return iter(())
-        mostly_cjk = (text is None or _CJK_CHAR.search(text)) and 2 * sum(map(_CJK_WORDS.__contains__, tokens)) > len(tokens)
-        n = CJK_N if mostly_cjk else N
+def _cjk(tokens: list[str]) -> int:
+    return sum(map(_CJK_WORDS.__contains__, tokens))
+
+
+def _hashes(tokens, n: int):
     return map(hash, zip(*(tokens[i:] for i in range(n))))  # none when there are fewer than n tokens
 
 
@@ -65,25 +74,66 @@ class Texts(NamedTuple):
     dialogue: bool = False
 
 
-class Pieces:
-    """Each distinct piece of text cut into words once (a dialogue's turn recurs in every later turn's history),
-    kept as ``(its normalised text, what measure(its words, it) says)``."""
+class Piece(NamedTuple):
+    """One distinct piece of text, cut into words once: its words joined by spaces, its words, how many are CJK."""
+
+    normal: str
+    tokens: tuple
+    cjk: int
+
+
+class Grams:
+    """The n-grams of documents made of pieces, each worked out once and handed to ``measure(hashes)``: a piece's
+    own n-grams once per piece (a dialogue's turn recurs in every later turn's history), and the n-grams across
+    each boundary once per (the last n - 1 words before it, the piece after it)."""
 
     def __init__(self, measure):
-        self.measure, self.known = measure, {}
+        self.measure, self.pieces, self.own, self.joins = measure, {}, {}, {}
 
-    def add(self, piece: str) -> tuple:
-        tokens = words(piece)
-        known = self.known[piece] = (" ".join(tokens), self.measure(tokens, piece))
-        return known
+    def piece(self, text: str) -> Piece:
+        found = self.pieces.get(text)
+        if found is None:
+            tokens = tuple(words(text))
+            found = self.pieces[text] = Piece(" ".join(tokens), tokens, _cjk(tokens))
+        return found
 
-    def of(self, texts: Texts) -> tuple[str, list]:
-        """``texts``' normalised question and the pieces it is made of, its reply last. The question normalised is
-        its parts normalised and joined: a newline is no word, so the words of the whole are its parts' in turn."""
-        known, add = self.known, self.add
-        pieces = [known.get(piece) or add(piece) for piece in (*texts.parts, texts.reply)]
+    def of(self, texts: Texts) -> tuple[str, list[Piece]]:
+        """``texts``' normalised question and its pieces, its reply last. The question normalised is its parts
+        normalised and joined: a newline is no word, so the words of the whole are its parts' in turn."""
+        pieces = [self.piece(text) for text in (*texts.parts, texts.reply)]
         question = pieces if texts.dialogue else pieces[:-1]
-        return " ".join(filter(None, [normal for normal, _ in question])), pieces
+        return " ".join(filter(None, [piece.normal for piece in question])), pieces
+
+    def measures(self, pieces: list[Piece], dialogue: bool):
+        """``measure`` of each piece's n-grams, in turn; of a dialogue's, with those across each boundary between
+        its turns (n by the whole). The question and reply of any other document are apart: a question's closing
+        template words and its answer's opening ones are no leak (JEMHopQA's ``どちらですか`` + ``回答: X``)."""
+        if not dialogue:
+            yield from (self._own(piece, size(len(piece.tokens), piece.cjk)) for piece in pieces
+                        if len(piece.tokens) >= N)
+            return
+        count = sum(len(piece.tokens) for piece in pieces)
+        if count < N:  # too short for either n
+            return
+        n, tail = size(count, sum(piece.cjk for piece in pieces)), ()
+        for piece in filter(lambda piece: piece.tokens, pieces):
+            yield self._own(piece, n)
+            if tail:
+                yield self._join(tail, piece, n)
+            tail = piece.tokens[1 - n:] if len(piece.tokens) >= n - 1 else (tail + piece.tokens)[1 - n:]
+
+    def _own(self, piece: Piece, n: int):
+        key = (piece.normal, n)
+        if key not in self.own:
+            self.own[key] = self.measure(_hashes(piece.tokens, n))
+        return self.own[key]
+
+    def _join(self, tail: tuple, piece: Piece, n: int):
+        """``measure`` of the n-grams that start in ``tail`` (the last n - 1 words so far) and end in ``piece``."""
+        key = (tail, piece.normal, n)
+        if key not in self.joins:
+            self.joins[key] = self.measure(_hashes(tail + piece.tokens[:n - 1], n))
+        return self.joins[key]
 
 
 @dataclass
@@ -93,39 +143,40 @@ class EvaluationIndex:
     documents: int = 0
 
     def __post_init__(self):
-        self._pieces = Pieces(self._index)  # a piece's n-grams are indexed the first time it is seen
-
-    def _index(self, tokens: list[str], text: str):
-        self.grams |= ngrams_of(tokens, text=text)
+        self._grams = Grams(self.grams.update)  # each piece and boundary is indexed the first time it is seen
 
     def add(self, texts: Texts):
         self.documents += 1
-        question, _ = self._pieces.of(texts)
+        question, pieces = self._grams.of(texts)
         if question:
             self.exact.add(question)
+        for _ in self._grams.measures(pieces, texts.dialogue):
+            pass
 
 
 class Checker:
     """``why(texts)``: None for a clean training document, else ``"exact"`` or ``"ngram"``; each distinct piece
-    is cut into words and n-grams once."""
+    and boundary is cut into n-grams and looked up once."""
 
     def __init__(self, index: EvaluationIndex):
         self.index = index
-        self._pieces = Pieces(lambda tokens, text: not index.grams.isdisjoint(ngram_hashes(tokens, text=text)))
+        self._grams = Grams(lambda hashes: not index.grams.isdisjoint(hashes))
 
     def why(self, texts: Texts) -> str | None:
-        question, pieces = self._pieces.of(texts)
+        question, pieces = self._grams.of(texts)
         if question in self.index.exact:
             return "exact"
-        if any(overlaps for _, overlaps in pieces):
+        if any(self._grams.measures(pieces, texts.dialogue)):
             return "ngram"
         return None
 
 
 RULE = (f"A training row is dropped when its question (for a dialogue turn: the conversation so far and the gold "
-        f"reply) equals, once normalised as lm-eval's janitor does, that of a document some qahub task evaluates, "
-        f"or when any {N}-gram of its non-template text (question or turns, and reply; not the context: a shared "
-        f"document or knowledge text is not a leaked answer, a shared reply is) is one of an evaluated document's "
-        f"(lm-eval's decontamination n; for a text mostly in CJK characters, {CJK_N} characters). Evaluated documents: every document of every "
-        f"split a qahub task of the corpus declares for evaluation other than train (its test and validation "
-        f"splits), in every config it runs on. Few-shot pools are training data and are allowed.")
+        f"reply) equals, once normalised as lm-eval's janitor does (after Unicode NFKC, with ё read as е), that of "
+        f"a document some qahub task evaluates, or when any {N}-gram of its non-template text (question or turns, "
+        f"and reply; a dialogue's turns read as one run of words: an n-gram may span two turns; not the context: a shared document "
+        f"or knowledge text is not a leaked answer, a shared reply is) is one of an evaluated document's "
+        f"(lm-eval's decontamination n; for a text mostly in CJK characters, {CJK_N} characters). Evaluated "
+        f"documents: every document of every split a qahub task of the corpus declares for evaluation other than "
+        f"train (its test and validation splits), in every config it runs on. Few-shot pools are training data "
+        f"and are allowed.")

@@ -71,6 +71,7 @@ class ExportReport:
     leftovers: list[str] = field(default_factory=list)  # work folders of a killed earlier build, removed
     sample: bool = False  # built from qahub's bundled sample data: marked so in the card
     training: dict = field(default_factory=dict)  # {training config: {split: decontamination counts}}
+    empty: list[str] = field(default_factory=list)  # "config/split" built with no row, left out (``leave_out_empty``)
 
     @property
     def partial(self) -> bool:
@@ -144,9 +145,11 @@ def _build_into(corpus, staging: Path, configs, report, *, data_dir, mirror_url,
                     raise
                 report.skipped.append((config, str(err)))
         made = _add_training(corpus, staging, training, asked, infos, report, max_shard_bytes, skip_training)
+        leave_out_empty(corpus, staging, infos, report)
         report.missing = missing_parts(corpus, report, builder_options)
         write_card(corpus, staging, infos, default=_default_of(corpus, list(infos)), sample=sample,
                    missing=report.missing, training=made)
+        check_loads(staging, infos)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -177,6 +180,53 @@ def _add_training(corpus, staging: Path, training, asked, infos, report, max_sha
             for split in entry.info.splits]))
     report.training = training_configs.yaml_counts(made)
     return made
+
+
+def leave_out_empty(corpus: str, staging: Path, infos: dict, report: ExportReport):
+    """Leave out of the export each split built with no row (``datasets`` cannot load one: "Instruction 'train'
+    corresponds to no data"), and each config left with none; ``report.empty`` names them. An export left with no
+    config at all is an error."""
+    for config, info in list(infos.items()):
+        for split in [name for name, split in info.splits.items() if not split.num_examples]:
+            for shard in (staging / config).glob(f"{split}-*.parquet"):
+                shard.unlink()
+            del info.splits[split]
+            report.empty.append(f"{config}/{split}")
+        if not info.splits:
+            shutil.rmtree(staging / config, ignore_errors=True)
+            del infos[config]
+    for entry in report.configs:
+        entry.splits = [s for s in entry.splits if f"{s.config}/{s.split}" not in report.empty]
+    report.configs = [entry for entry in report.configs if entry.splits]
+    if not infos:
+        raise ExportError(f"{corpus}: nothing to export: every split built has no row ({', '.join(report.empty)})")
+
+
+def check_loads(folder: Path, infos: dict):
+    """Check each shard's row groups (none empty: ``datasets`` fails on one, "BatchSize must be greater than 0";
+    their rows the split's), then load every split of every config written as a user will
+    (``datasets.load_dataset``, streaming its first row) with its features."""
+    for config, info in infos.items():
+        for split, expected in info.splits.items():
+            _check_shards(folder / config, split, expected.num_examples)
+        loaded = datasets.load_dataset(str(folder), config, streaming=True)  # every split: resolved once
+        for split in info.splits:
+            rows = loaded.get(split)
+            if rows is None or next(iter(rows), None) is None or rows.features != info.features:
+                raise ExportError(f"{folder / config}: its {split} split does not load with its features")
+
+
+def _check_shards(folder: Path, split: str, expected: int):
+    import pyarrow.parquet as pq
+
+    shards = sorted(folder.glob(f"{split}-*.parquet"))
+    metas = [pq.read_metadata(shard) for shard in shards]
+    for shard, meta in zip(shards, metas):
+        if any(not meta.row_group(i).num_rows for i in range(meta.num_row_groups)):
+            raise ExportError(f"{shard}: holds an empty row group, which datasets cannot read")
+    if sum(meta.num_rows for meta in metas) != expected:
+        raise ExportError(f"{folder}: the {split} shards hold {sum(m.num_rows for m in metas)} rows, not the "
+                          f"{expected} built")
 
 
 def _split_bytes(folder: Path, split: str) -> int:
@@ -362,6 +412,8 @@ def missing_parts(corpus: str, report: ExportReport, builder_options: dict) -> l
     """The configs and splits of the corpus this build lacks, each with why: ``{config, splits, reason}``."""
     wanted = requested_splits(builder_options)
     built = {config.config: {s.split for s in config.splits} for config in report.configs}
+    for config, _, split in (entry.partition("/") for entry in report.empty):  # built, with no row
+        built.setdefault(config, set()).add(split)
     missing = []
     for config in registry.export_config_names(corpus):
         if config not in built:

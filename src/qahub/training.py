@@ -348,6 +348,10 @@ def card_section(made: dict) -> str:
         for split, c in entry.counts.items():
             lines.append(f"| {config} | {split} | {c.documents:,} | {c.rows:,} | {c.exact:,} | {c.ngram:,} | "
                          f"{c.duplicates:,} | {entry.evaluated:,} |")
+    empty = [f"`{config}/{split}`" for config, entry in made.items() for split, c in entry.counts.items() if not c.rows]
+    if empty:
+        lines += ["", f"Left out of the configs above, having no row (`datasets` cannot load an empty split): "
+                      f"{', '.join(empty)}."]
     return "\n".join(lines) + "\n"
 
 
