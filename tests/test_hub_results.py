@@ -276,7 +276,7 @@ def test_dry_run_lists_every_file_and_destination_and_sends_nothing(hub_report, 
     assert hub.requests == []
     assert "would open a pull request on model repo org/model-a:" in done.stdout
     assert "  .eval_results/qahub_limur.yaml (" in done.stdout
-    assert "would commit to the main branch of dataset repo org/details:" in done.stdout
+    assert "would commit to the main branch of dataset repo org/details (made private if new):" in done.stdout
     for name in ("README.md", "report/report.json", "data/half/qahub_limur.parquet"):
         assert f"  {name} (" in done.stdout
     assert done.stdout.rstrip().endswith("dry run: nothing sent")
@@ -318,15 +318,16 @@ def test_a_re_push_deletes_the_earlier_push_s_files_in_the_folders_it_owns_only(
     card = b"# qahub evaluation details\n\nRuns: half. Written by `qahub publish-results` from a `qahub report`.\n"
     repo = hub.add_repo("dataset", "org/details", {"README.md": card, **earlier, **others})
     dry = publish(hub, out, "--model", "half=org/model-a", "--details", "org/details", "--dry-run", tmp=tmp_path)
-    assert "  and delete any other file under report/, eee/, data/, runs/ (an earlier push's: a details dataset " \
-           "holds one report)" in dry.stdout and hub.requests == []
+    assert "  and delete any other file under report/, eee/, data/, runs/ an earlier push of qahub's wrote (its " \
+           ".qahub/manifest.json lists them: a details dataset holds one report)" in dry.stdout and hub.requests == []
     done = publish(hub, out, "--model", "half=org/model-a", "--details", "org/details", tmp=tmp_path)
     assert done.returncode == 0, done.stderr
     files = repo.branches["main"]
     assert not set(earlier) & set(files) and sorted(path for _, path in repo.deleted) == sorted(earlier)
     assert {path: files[path] for path in others} == others  # never a file outside qahub's folders
     assert "data/half/qahub_limur.parquet" in files and "report/report.json" in files and files["README.md"] != card
-    assert "dataset repo org/details: " in done.stdout and ", 8 earlier files deleted, commit " in done.stdout
+    assert "dataset repo org/details (public, an existing repo: " in done.stdout
+    assert ", 8 earlier files deleted, commit " in done.stdout
 
 
 def test_a_failure_message_is_scrubbed_before_it_is_cut_so_no_piece_of_the_token_is_printed(monkeypatch):
@@ -386,7 +387,7 @@ def test_a_cell_s_own_interval_method_is_the_one_published(hub_report):
 
 def test_a_details_dataset_qahub_did_not_write_is_left_as_it_is(hub_report, hub, tmp_path):
     """An existing dataset with its own card: main replaced its README with qahub's (and would delete its files
-    under report/ now). Nothing is sent to it; the model's pull request is still opened."""
+    under report/ now). Nothing is sent to it, nor to the model (whose entries would point at it)."""
     out, _ = hub_report
     theirs = {"README.md": b"---\nlicense: mit\n---\n# My own dataset\n", "report/mine.txt": b"mine"}
     repo = hub.add_repo("dataset", "org/details", dict(theirs))
@@ -395,4 +396,4 @@ def test_a_details_dataset_qahub_did_not_write_is_left_as_it_is(hub_report, hub,
     assert "qahub publish-results: dataset repo org/details: its README.md is not one qahub publish-results wrote " \
            "(another dataset?); nothing sent" in done.stderr
     assert repo.branches["main"] == theirs and repo.commits == []
-    assert hub.repos[("model", "org/model-a")].pulls == ["refs/pr/1"]
+    assert hub.repos[("model", "org/model-a")].pulls == []
