@@ -172,7 +172,8 @@ class HubDouble:
             return 403, {}, {"error": "You don't have the rights to create this repo"}
         if (kind, repo_id) in self.repos:
             return 409, {}, {"error": "You already created this repo", "url": self.repo_url(kind, repo_id)}
-        self.add_repo(kind, repo_id).private = bool(payload.get("private"))
+        # huggingface_hub 1.x sends "visibility" (earlier: "private")
+        self.add_repo(kind, repo_id).private = payload.get("visibility") == "private" or payload.get("private") is True
         return 200, {}, {"url": self.repo_url(kind, repo_id)}
 
     def repo_url(self, kind, repo_id):

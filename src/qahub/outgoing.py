@@ -28,7 +28,11 @@ SECRET_KEY = (r"[\w.-]*?(?:token|password|passwd|secret|api[_-]?key|apikey|crede
 KEY_VALUE = re.compile(rf"(?i)(?<![\w.-])((?:{SECRET_KEY}))(\s*=\s*)([^,\s\"'&;)}}\]\\]+)")
 JSON_KEY = re.compile(rf'(?i)("(?:{SECRET_KEY})"\s*:\s*)"((?:[^"\\]|\\.)*)"')
 YAML_KEY = re.compile(rf"(?im)^(\s*(?:{SECRET_KEY})\s*:\s*)(\S.*)$")
-PATH_TAIL = r"(?:/[^\s\"'<>,;|()\[\]{{}}\\`*]*)?"  # the rest of a path after a known folder (stops at quotes, ...)
+PATH_TAIL = r"(?:/[^\s\"'<>,;|()\[\]{}\\`*]*)?"  # the rest of a path after a known folder (stops at quotes, ...)
+# an absolute path under a folder local paths start with, wherever it is (a corpus export in /data/..., a log in
+# /tmp/...); not after a word, a dot or a slash, so URLs, dates, "and/or" and base64 images are left alone
+ANY_PATH = re.compile(r"(?<![\w.~/+-])/(?:home|Users|root|tmp|var|mnt|data|work|opt|srv|scratch|private|media|net|"
+                      r"gpfs|lustre|nfs|storage|shared|workspace|content|kaggle)(?:/[^\s\"'<>,;|()\[\]{}\\`*]+)+")
 
 
 class Local:
@@ -45,10 +49,15 @@ class Local:
     def text(self, text: str) -> str:
         for path, place in self.moved:
             text = re.sub(rf"(?<![\w.~/+-]){re.escape(path)}(?![\w.-])", place.replace("\\", r"\\"), text)
-        for pattern in self.patterns:
-            text = pattern.sub(lambda m: PurePosixPath(m[0]).name if m[0].count("/") > 1 else "[local folder]",
-                               text)
+        for pattern in (*self.patterns, ANY_PATH):
+            text = pattern.sub(_last_part, text)
         return text
+
+
+def _last_part(found) -> str:
+    """A local path cut to its last component (a folder alone: a placeholder, its name may be the user's)."""
+    path = found[0].rstrip("/")
+    return PurePosixPath(path).name if path.count("/") > 1 else "[local folder]"
 
 
 def roots_of(paths) -> list:
