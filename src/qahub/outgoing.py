@@ -88,8 +88,19 @@ def clean(name: str, body: bytes, local: Local) -> bytes:
     return clean_text(body.decode("utf-8"), local).encode("utf-8")
 
 
+def _zstd():
+    """zipfile able to read and write zstd members, as inspect writes its ``.eval`` logs: inspect's own patch of
+    the standard library (``zipfile_zstd``, installed with inspect-ai; Python 3.14 has it built in)."""
+    if not hasattr(zipfile, "ZIP_ZSTANDARD"):
+        try:
+            import zipfile_zstd  # noqa: F401 - its import adds zstd to zipfile
+        except ImportError:
+            pass  # a deflated log still reads; a zstd one is refused by zipfile, in one line naming the file
+
+
 def _zip(body: bytes, local: Local) -> bytes:
     """An inspect ``.eval`` log (a zip of JSON files): each member cleaned, in the same order and compression."""
+    _zstd()
     out = io.BytesIO()
     with zipfile.ZipFile(io.BytesIO(body)) as source, zipfile.ZipFile(out, "w") as target:
         for info in source.infolist():
@@ -131,6 +142,7 @@ def readable(name: str, body: bytes) -> str:
     """All the text a pushed file holds, for ``leak``: a zip's members decompressed, a Parquet file's values."""
     suffix = PurePosixPath(name).suffix
     if suffix == ".eval" and zipfile.is_zipfile(io.BytesIO(body)):
+        _zstd()
         with zipfile.ZipFile(io.BytesIO(body)) as source:
             return "\n".join(source.read(i).decode("utf-8", "replace") for i in source.infolist())
     if suffix == ".parquet":

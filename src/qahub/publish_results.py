@@ -22,6 +22,7 @@ from __future__ import annotations
 import io
 import json
 import sys
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -139,10 +140,10 @@ def cleaned(name: str, body: bytes, local) -> bytes:
 
     try:
         body = clean(name, body, local)
-    except (UnicodeDecodeError, ValueError, OSError) as err:
+        found = leak(name, body, local)
+    except (ValueError, OSError, NotImplementedError, zipfile.BadZipFile) as err:  # not text, zip or Parquet
         raise PublishResultsError(f"{name}: cannot be checked for credentials and local paths "
                                   f"({type(err).__name__}: {err}); nothing sent") from None
-    found = leak(name, body, local)
     if found:
         raise PublishResultsError(f"{name}: still holds {found} after cleaning; nothing sent")
     return body
