@@ -140,7 +140,10 @@ class HubDouble:
         kind, repo_id, rest = found[1][:-1], found[2], found[3] or ""
         if (kind, repo_id) not in self.repos:  # as the Hub says it: huggingface_hub's RepositoryNotFoundError
             return 404, {"X-Error-Code": "RepoNotFound"}, {"error": "Repository not found"}
-        repo = self.repos[(kind, repo_id)]
+        return self.repo_route(self.repos[(kind, repo_id)], method, path, rest, query, body, token)
+
+    def repo_route(self, repo, method, path, rest, query, body, token):
+        """The endpoints of one repo, ``rest`` the path after /api/<kind>s/<org>/<name>/."""
         action, _, tail = rest.partition("/")
         if method == "GET" and action in ("", "revision"):
             return 200, {}, self.info(repo, repo.ref(unquote(tail) if action else "main"), query)

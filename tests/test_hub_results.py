@@ -604,6 +604,7 @@ def _pushed_text(hub) -> str:
 def test_nothing_published_holds_a_credential_or_a_local_path(runs, hub, tmp_path):
     """Main pushed ``model_args`` with ``token=hf_...`` and a URL's password verbatim in runs/<run>/results_*.json,
     and report.json / report.md / report.html with the runs' absolute paths (the user's and project's names)."""
+    import hashlib
     import shutil
 
     home = tmp_path / "home" / "alice"
@@ -619,6 +620,12 @@ def test_nothing_published_holds_a_credential_or_a_local_path(runs, hub, tmp_pat
         data["config"]["model_args"] = model_args
         results.write_text(json.dumps(data), encoding="utf-8")
         args.append(f"{run}={folder}")
+    # a prompt holding a URL with a password: the samples file, and so the EEE rows, change when cleaned
+    (samples,) = (home / "projects" / "secret-project" / "half").glob("samples_qahub_limur_*.jsonl")
+    text = samples.read_text(encoding="utf-8")
+    samples.write_text(text.replace('"arg_0": "', '"arg_0": "https://bob:hunter2pw@mirror.example/x ', 1),
+                       encoding="utf-8")
+    assert "hunter2pw" in samples.read_text(encoding="utf-8")
     out = home / "reports" / "out"
     assert cli.main(["--quiet", "report", *args, "--resamples", "20", "--hub-dataset", "limur=qahub/limur",
                      "--out", str(out), "--jobs", "1"]) == 0
@@ -633,3 +640,8 @@ def test_nothing_published_holds_a_credential_or_a_local_path(runs, hub, tmp_pat
     for secret in ("hf_PLANTEDtoken0123456789", "sk-PLANTEDkey987", "hunter2pw", str(home), "alice",
                    "secret-project", str(tmp_path), TOKEN):
         assert secret not in pushed, secret
+    details = hub.repos[("dataset", "org/details")].branches["main"]
+    for name, body in details.items():  # each EEE record's checksum is its samples file's as pushed
+        if name.startswith("eee/") and name.endswith("_samples.jsonl"):
+            record = json.loads(details[name.removesuffix("_samples.jsonl") + ".json"])
+            assert record["detailed_evaluation_results"]["checksum"] == hashlib.sha256(body).hexdigest()

@@ -92,6 +92,7 @@ def plan(report: Path, model_args, details: str | None, no_pr: bool, public: boo
     for upload in uploads:
         upload.files = {name: cleaned(name, body, local) for name, body in upload.files.items()}
     if details:
+        uploads[0].files = rechecked(uploads[0].files)
         uploads[0].files[MANIFEST] = manifest(uploads[0].files)
     return uploads
 
@@ -147,6 +148,22 @@ def cleaned(name: str, body: bytes, local) -> bytes:
     if found:
         raise PublishResultsError(f"{name}: still holds {found} after cleaning; nothing sent")
     return body
+
+
+def rechecked(files: dict) -> dict:
+    """Each Every Eval Ever record's ``detailed_evaluation_results.checksum`` that of its samples file as pushed
+    (cleaning changes the file when a prompt or reply held a credential or a local path)."""
+    import hashlib
+
+    for name in [name for name in files if name.startswith("eee/") and name.endswith("_samples.jsonl")]:
+        record_name = name.removesuffix("_samples.jsonl") + ".json"
+        record = json.loads(files[record_name]) if record_name in files else {}
+        detail = record.get("detailed_evaluation_results") or {}
+        digest = hashlib.sha256(files[name]).hexdigest()
+        if detail.get("checksum") not in (None, digest):
+            detail["checksum"] = digest
+            files[record_name] = (json.dumps(record, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    return files
 
 
 def manifest(files: dict) -> bytes:
