@@ -56,7 +56,7 @@ class Upload:
 
 
 def publish_results_command(args) -> int:
-    uploads = plan(Path(args.report), args.model, args.details, args.no_pr, public=args.public)
+    uploads = plan(Path(args.report), args.model, args.details, args.no_pr, public=getattr(args, "public", False))
     if args.dry_run:
         for upload in uploads:
             new = f" (made {_visibility(upload)} if new)" if upload.repo_type == "dataset" else ""
@@ -386,11 +386,22 @@ def check_model(api, upload: Upload):
             raise PublishResultsError(f"{name} is already there and qahub did not write it (another tool's "
                                       "results?); qahub never replaces it: remove or rename it on the Hub first")
     if upload.create_pr:
+        upload.revision = own_pull_request(api, upload)
+
+
+def own_pull_request(api, upload: Upload) -> str | None:
+    """``refs/pr/N`` of the open pull request an earlier run of this command opened (its title), else None."""
+    from huggingface_hub.errors import HfHubHTTPError
+
+    try:
         for found in api.get_repo_discussions(upload.repo_id, repo_type="model", discussion_type="pull_request",
                                               discussion_status="open"):
             if found.title == upload.message:
-                upload.revision = found.git_reference
-                break
+                return found.git_reference
+    except HfHubHTTPError as err:  # a repo whose discussions cannot be listed: a new pull request is opened
+        if getattr(err.response, "status_code", None) not in (403, 404):
+            raise
+    return None
 
 
 def check_details(api, upload: Upload):
