@@ -25,7 +25,7 @@ REDACTED = "***"
 # "tokenizer" are not secrets
 SECRET_KEY = (r"[\w.-]*?(?:token|password|passwd|secret|api[_-]?key|apikey|credentials?|access[_-]?key|"
               r"private[_-]?key)|auth|authorization|pwd")
-KEY_VALUE = re.compile(rf"(?i)(?<![\w.-])((?:{SECRET_KEY}))(\s*=\s*)([^,\s\"'&;)}}\]\\]+)")
+KEY_VALUE = re.compile(rf"(?i)(?<![\w.+/-])((?:{SECRET_KEY}))(\s*=\s*)([^,\s\"'&;)}}\]\\]+)")
 JSON_KEY = re.compile(rf'(?i)("(?:{SECRET_KEY})"\s*:\s*)"((?:[^"\\]|\\.)*)"')
 YAML_KEY = re.compile(rf"(?im)^(\s*(?:{SECRET_KEY})\s*:\s*)(\S.*)$")
 PATH_TAIL = r"(?:/[^\s\"'<>,;|()\[\]{}\\`*]*)?"  # the rest of a path after a known folder (stops at quotes, ...)
@@ -49,15 +49,16 @@ class Local:
     def text(self, text: str) -> str:
         for path, place in self.moved:
             text = re.sub(rf"(?<![\w.~/+-]){re.escape(path)}(?![\w.-])", place.replace("\\", r"\\"), text)
-        for pattern in (*self.patterns, ANY_PATH):
-            text = pattern.sub(_last_part, text)
+        for root, pattern in zip((*self.roots, "/"), (*self.patterns, ANY_PATH), strict=True):
+            text = pattern.sub(lambda found, root=root: _last_part(found[0], root), text)
         return text
 
 
-def _last_part(found) -> str:
-    """A local path cut to its last component (a folder alone: a placeholder, its name may be the user's)."""
-    path = found[0].rstrip("/")
-    return PurePosixPath(path).name if path.count("/") > 1 else "[local folder]"
+def _last_part(path: str, root: str) -> str:
+    """A local path cut to its last component; the folder itself, or a top folder's child (``/home/alice``), is
+    a placeholder: its name may be the user's."""
+    path = path.rstrip("/")
+    return "[local folder]" if path == root or path.count("/") <= 2 else PurePosixPath(path).name
 
 
 def roots_of(paths) -> list:
