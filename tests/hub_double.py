@@ -1,8 +1,9 @@
 """A double of the Hugging Face Hub on 127.0.0.1 answering, over real HTTP, the endpoints huggingface_hub's
 ``HfApi`` and ``datasets.load_dataset`` call (as huggingface_hub 2.x calls them: hf_api.py, _commit_api.py,
 file_download.py, hf_file_system.py): repo create and info (with ``expand=evalResults``), validate-yaml,
-preupload, commit (files added and deleted; to a branch, or ``create_pr=1``: a pull request ``refs/pr/N``), tree,
-paths-info, and resolve (GET and HEAD). Every file is a regular git blob (preupload says so), so no LFS or Xet transfer happens.
+preupload, commit (files added and deleted; to a branch or an open pull request's ``refs/pr/N``, or
+``create_pr=1``: a new pull request ``refs/pr/N``), the list of discussions (pull requests), tree, paths-info, and
+resolve (GET and HEAD). A repo is private as created (``private``); ``failing`` commits answer 500. Every file is a regular git blob (preupload says so), so no LFS or Xet transfer happens.
 
 Point huggingface_hub at it with ``HF_ENDPOINT`` (read at import: set it in a subprocess's environment, or patch
 ``huggingface_hub.constants.ENDPOINT``) and a token of ``tokens``.
@@ -34,6 +35,9 @@ class Repo:
     commits: list = field(default_factory=list)  # (ref, summary, [paths])
     pulls: list = field(default_factory=list)  # refs/pr/N, in order
     deleted: list = field(default_factory=list)  # (ref, path) of every file a commit deleted
+    titles: dict = field(default_factory=dict)  # refs/pr/N -> its title (the commit message that opened it)
+    private: bool = False
+    failing: bool = False  # every commit answers 500 (the Hub down half-way through a push)
 
     def ref(self, revision: str) -> str:
         """The branch a revision names: a branch, or the sha of a branch's head."""
@@ -136,10 +140,15 @@ class HubDouble:
         kind, repo_id, rest = found[1][:-1], found[2], found[3] or ""
         if (kind, repo_id) not in self.repos:  # as the Hub says it: huggingface_hub's RepositoryNotFoundError
             return 404, {"X-Error-Code": "RepoNotFound"}, {"error": "Repository not found"}
-        repo = self.repos[(kind, repo_id)]
+        return self.repo_route(self.repos[(kind, repo_id)], method, path, rest, query, body, token)
+
+    def repo_route(self, repo, method, path, rest, query, body, token):
+        """The endpoints of one repo, ``rest`` the path after /api/<kind>s/<org>/<name>/."""
         action, _, tail = rest.partition("/")
         if method == "GET" and action in ("", "revision"):
             return 200, {}, self.info(repo, repo.ref(unquote(tail) if action else "main"), query)
+        if method == "GET" and action == "discussions":
+            return 200, {}, self.discussions(repo, query)
         if method == "GET" and action == "tree":
             ref, _, inside = tail.partition("/")
             recursive = query.get("recursive", ["false"])[0].lower() in ("true", "1")
@@ -166,7 +175,8 @@ class HubDouble:
             return 403, {}, {"error": "You don't have the rights to create this repo"}
         if (kind, repo_id) in self.repos:
             return 409, {}, {"error": "You already created this repo", "url": self.repo_url(kind, repo_id)}
-        self.add_repo(kind, repo_id)
+        # huggingface_hub 1.x sends "visibility" (earlier: "private")
+        self.add_repo(kind, repo_id).private = payload.get("visibility") == "private" or payload.get("private") is True
         return 200, {}, {"url": self.repo_url(kind, repo_id)}
 
     def repo_url(self, kind, repo_id):
@@ -174,13 +184,22 @@ class HubDouble:
 
     def info(self, repo, ref, query):
         files = repo.branches[ref]
-        found = {"id": repo.repo_id, "_id": repo.repo_id, "sha": repo.sha(ref), "private": False,
+        found = {"id": repo.repo_id, "_id": repo.repo_id, "sha": repo.sha(ref), "private": repo.private,
                  "siblings": [{"rfilename": p} for p in sorted(files)], "tags": []}
         if "evalResults" in query.get("expand", []) or "evalResults" in query.get("expand[]", []):
             found = {"id": repo.repo_id, "_id": repo.repo_id,
                      "evalResults": [{"filename": p, "data": e} for p in sorted(files)
                                      if p.startswith(".eval_results/") for e in yaml.safe_load(files[p])]}
         return found
+
+    def discussions(self, repo, query):
+        """Its pull requests, all open (the double merges and closes none), as the Hub lists them."""
+        if query.get("type", ["all"])[0] not in ("all", "pull_request") or query.get("p", ["0"])[0] != "0":
+            return {"discussions": [], "count": 0, "start": 0}
+        found = [{"num": int(ref.rsplit("/", 1)[1]), "title": repo.titles[ref], "status": "open",
+                  "author": {"name": "qahub-tests"}, "createdAt": "2026-01-01T00:00:00.000Z",
+                  "repo": {"name": repo.repo_id, "type": repo.kind}, "isPullRequest": True} for ref in repo.pulls]
+        return {"discussions": found, "count": len(found), "start": 0}
 
     def entry(self, path, body):
         return {"type": "file", "path": path, "size": len(body), "oid": hashlib.sha1(body).hexdigest()}
@@ -224,7 +243,9 @@ class HubDouble:
     def commit(self, repo, ref, body, token, create_pr):
         if token is None:
             return 401, {}, {"error": "no token"}
-        if not create_pr and repo.repo_id not in self.tokens[token]:
+        if repo.failing:
+            return 500, {}, {"error": "Internal Error - We're working hard to fix this as soon as possible!"}
+        if not create_pr and not ref.startswith("refs/pr/") and repo.repo_id not in self.tokens[token]:
             return 403, {}, {"error": "You don't have the rights to write to this repo; open a pull request"}
         lines = [json.loads(line) for line in body.decode().splitlines() if line.strip()]
         header = next(item["value"] for item in lines if item["key"] == "header")
@@ -247,6 +268,7 @@ class HubDouble:
             ref_name = f"refs/pr/{len(repo.pulls) + 1}"
             repo.branches[ref_name] = dict(repo.branches[ref])
             repo.pulls.append(ref_name)
+            repo.titles[ref_name] = header["summary"]
             ref = ref_name
             pr_url = f"{self.repo_url(repo.kind, repo.repo_id)}/discussions/{len(repo.pulls)}"
         repo.branches[ref] = {**files, **added}

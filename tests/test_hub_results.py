@@ -168,24 +168,104 @@ def test_a_bad_hub_dataset_argument_is_one_line_and_nothing_is_written(runs, tmp
     assert message in err and len(err.splitlines()) == 1 and not (tmp_path / "o").exists()
 
 
+def _task_run(path, signature=None):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(task="qahub_jemhopqa", dataset=(path, "v1.1", "validation"), n_shot=0, signature=signature)
+
+
+def _run_of(task_run):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(name="r", with_task=lambda task, spec: SimpleNamespace(tasks={task: task_run}),
+                           harness="another harness", samples={})
+
+
 def test_a_run_that_loaded_its_corpus_from_the_hub_names_its_dataset_a_local_folder_never(tmp_path, monkeypatch):
+    """Main took any recorded ORG/NAME that is not a folder here for a Hub id: a run made on a local export
+    (``dataset_path: exports/jemhopqa``) reported from another folder was published as ``dataset.id:
+    exports/jemhopqa``. A recorded id is taken only when the run's qahub signature names that id too."""
+    from qahub import hub_results
+    from qahub.signature import Signature
+
+    hub = Signature(dataset="org/jemhopqa")
+    facts = hub_results.run_facts(_run_of(_task_run("org/jemhopqa", hub)), "qahub_jemhopqa", None, "jemhopqa", {})
+    assert facts.hub == hub_results.HubDataset("org/jemhopqa") and facts.instances is None
+    given = {"jemhopqa": hub_results.HubDataset("org/jemhopqa", "v1")}
+    assert hub_results.run_facts(_run_of(_task_run("org/jemhopqa", hub)), "qahub_jemhopqa", None, "jemhopqa",
+                                 given).hub == given["jemhopqa"]
+    local = Signature(dataset="jemhopqa", revision="sha256:0123456789abcdef")
+    for signature in (local, None, Signature(dataset="org/jemhopqa")):  # the export's, none, another id's
+        run = _run_of(_task_run("exports/jemhopqa", signature))
+        assert hub_results.run_facts(run, "qahub_jemhopqa", None, "jemhopqa", {}).hub is None
+    # the local export named by --hub-dataset: its entries are that dataset's
+    run = _run_of(_task_run("exports/jemhopqa", local))
+    assert hub_results.run_facts(run, "qahub_jemhopqa", None, "jemhopqa", given).hub == given["jemhopqa"]
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "exports" / "jemhopqa").mkdir(parents=True)  # a local folder that looks like ORG/NAME
+    run = _run_of(_task_run("exports/jemhopqa", Signature(dataset="exports/jemhopqa")))
+    assert hub_results.run_facts(run, "qahub_jemhopqa", None, "jemhopqa", {}).hub is None
+    assert hub_results.run_facts(_run_of(_task_run("/data/jemhopqa", local)), "qahub_jemhopqa", None, "jemhopqa",
+                                 {}).hub is None
+
+
+@pytest.mark.parametrize("signature", [None, "local", "hub"])
+def test_a_hub_dataset_other_than_the_one_the_run_read_is_refused_naming_both(signature):
+    """Main published a run that read other-org/jemhopqa-fork under --hub-dataset org/jemhopqa without a word."""
+    from qahub import hub_results
+    from qahub.signature import Signature
+
+    signed = {None: None, "local": Signature(dataset="jemhopqa", revision="sha256:0123456789abcdef"),
+              "hub": Signature(dataset="other-org/jemhopqa-fork")}[signature]
+    given = {"jemhopqa": hub_results.HubDataset("org/jemhopqa")}
+    with pytest.raises(hub_results.HubResultsError) as caught:
+        hub_results.run_facts(_run_of(_task_run("other-org/jemhopqa-fork", signed)), "qahub_jemhopqa", None,
+                              "jemhopqa", given)
+    assert "org/jemhopqa" in str(caught.value) and "other-org/jemhopqa-fork" in str(caught.value)
+
+
+def test_a_report_refuses_a_hub_dataset_its_run_did_not_read_in_one_line(runs, tmp_path, capsys):
+    import shutil
+
+    copy = shutil.copytree(runs["half"], tmp_path / "half")
+    (results,) = copy.glob("results_*.json")
+    data = json.loads(results.read_text(encoding="utf-8"))
+    data["configs"]["qahub_jemhopqa"]["dataset_path"] = "other-org/jemhopqa-fork"
+    results.write_text(json.dumps(data), encoding="utf-8")
+    argv = ["report", f"half={copy}", "--resamples", "20", "--hub-dataset", "jemhopqa=org/jemhopqa",
+            "--out", str(tmp_path / "o"), "--jobs", "1"]
+    assert cli.main(argv) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "other-org/jemhopqa-fork" in err and "jemhopqa=org/jemhopqa" in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_each_entry_names_the_config_and_split_its_run_read(hub_report):
+    """Main's notes named neither: a JEMHopQA v1.1 and a v1.2 run gave entries no reader could tell apart."""
+    out, data = hub_report
+    results = json.loads(Path(data["runs"]["half"]["results_file"]).read_text(encoding="utf-8"))
+    config = results["configs"]["qahub_limur"]
+    (entry,) = _entries(out / "eval_results" / "half" / ".eval_results" / "qahub_limur.yaml")
+    assert f"; config {config['dataset_name']}, split {config['test_split']};" in entry.notes
+
+
+def test_a_run_s_date_is_the_one_it_recorded_never_a_file_s_time(tmp_path):
+    """Main dated a run without lm-eval's ``date`` by its results file's (an inspect run: its log folder's)
+    modification time: a copied or downloaded folder got a false date."""
+    import os
     from types import SimpleNamespace
 
     from qahub import hub_results
 
-    def run_of(path):
-        task_run = SimpleNamespace(dataset=(path, "default", "test"), n_shot=0)
-        return SimpleNamespace(with_task=lambda task, spec: SimpleNamespace(tasks={task: task_run}),
-                               harness="another harness", samples={})
-
-    facts = hub_results.run_facts(run_of("org/limur"), "qahub_limur", None, "limur", {})
-    assert facts.hub == hub_results.HubDataset("org/limur") and facts.instances is None
-    given = {"limur": hub_results.HubDataset("qahub/limur", "v1")}
-    assert hub_results.run_facts(run_of("org/limur"), "qahub_limur", None, "limur", given).hub == given["limur"]
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "exports" / "limur").mkdir(parents=True)  # a local folder that looks like ORG/NAME
-    assert hub_results.run_facts(run_of("exports/limur"), "qahub_limur", None, "limur", {}).hub is None
-    assert hub_results.run_facts(run_of("/data/limur"), "qahub_limur", None, "limur", {}).hub is None
+    results = tmp_path / "results_2025-03-04T05-06-07.123456.json"
+    results.write_text("{}", encoding="utf-8")
+    os.utime(results, (1e9, 1e9))  # 2001
+    lighteval = SimpleNamespace(harness="lighteval", results={}, results_file=str(results))
+    assert hub_results.run_date(lighteval) == "2025-03-04T05:06:07Z"
+    lm_eval = SimpleNamespace(harness="lm-eval", results={"date": 1700000000.5}, results_file=str(results))
+    assert hub_results.run_date(lm_eval) == "2023-11-14T22:13:20Z"
+    unnamed = SimpleNamespace(harness="lm-eval", results={}, results_file=str(tmp_path / "other.json"))
+    assert hub_results.run_date(unnamed) is None
 
 
 # --- publish-results, over HTTP against the Hub double
@@ -276,7 +356,7 @@ def test_dry_run_lists_every_file_and_destination_and_sends_nothing(hub_report, 
     assert hub.requests == []
     assert "would open a pull request on model repo org/model-a:" in done.stdout
     assert "  .eval_results/qahub_limur.yaml (" in done.stdout
-    assert "would commit to the main branch of dataset repo org/details:" in done.stdout
+    assert "would commit to the main branch of dataset repo org/details (made private if new):" in done.stdout
     for name in ("README.md", "report/report.json", "data/half/qahub_limur.parquet"):
         assert f"  {name} (" in done.stdout
     assert done.stdout.rstrip().endswith("dry run: nothing sent")
@@ -318,15 +398,16 @@ def test_a_re_push_deletes_the_earlier_push_s_files_in_the_folders_it_owns_only(
     card = b"# qahub evaluation details\n\nRuns: half. Written by `qahub publish-results` from a `qahub report`.\n"
     repo = hub.add_repo("dataset", "org/details", {"README.md": card, **earlier, **others})
     dry = publish(hub, out, "--model", "half=org/model-a", "--details", "org/details", "--dry-run", tmp=tmp_path)
-    assert "  and delete any other file under report/, eee/, data/, runs/ (an earlier push's: a details dataset " \
-           "holds one report)" in dry.stdout and hub.requests == []
+    assert "  and delete any other file under report/, eee/, data/, runs/ an earlier push of qahub's wrote (its " \
+           ".qahub/manifest.json lists them: a details dataset holds one report)" in dry.stdout and hub.requests == []
     done = publish(hub, out, "--model", "half=org/model-a", "--details", "org/details", tmp=tmp_path)
     assert done.returncode == 0, done.stderr
     files = repo.branches["main"]
     assert not set(earlier) & set(files) and sorted(path for _, path in repo.deleted) == sorted(earlier)
     assert {path: files[path] for path in others} == others  # never a file outside qahub's folders
     assert "data/half/qahub_limur.parquet" in files and "report/report.json" in files and files["README.md"] != card
-    assert "dataset repo org/details: " in done.stdout and ", 8 earlier files deleted, commit " in done.stdout
+    assert "dataset repo org/details (public, an existing repo: " in done.stdout
+    assert ", 8 earlier files deleted, commit " in done.stdout
 
 
 def test_a_failure_message_is_scrubbed_before_it_is_cut_so_no_piece_of_the_token_is_printed(monkeypatch):
@@ -386,7 +467,7 @@ def test_a_cell_s_own_interval_method_is_the_one_published(hub_report):
 
 def test_a_details_dataset_qahub_did_not_write_is_left_as_it_is(hub_report, hub, tmp_path):
     """An existing dataset with its own card: main replaced its README with qahub's (and would delete its files
-    under report/ now). Nothing is sent to it; the model's pull request is still opened."""
+    under report/ now). Nothing is sent to it, nor to the model (whose entries would point at it)."""
     out, _ = hub_report
     theirs = {"README.md": b"---\nlicense: mit\n---\n# My own dataset\n", "report/mine.txt": b"mine"}
     repo = hub.add_repo("dataset", "org/details", dict(theirs))
@@ -395,4 +476,172 @@ def test_a_details_dataset_qahub_did_not_write_is_left_as_it_is(hub_report, hub,
     assert "qahub publish-results: dataset repo org/details: its README.md is not one qahub publish-results wrote " \
            "(another dataset?); nothing sent" in done.stderr
     assert repo.branches["main"] == theirs and repo.commits == []
-    assert hub.repos[("model", "org/model-a")].pulls == ["refs/pr/1"]
+    assert hub.repos[("model", "org/model-a")].pulls == []
+
+
+# --- publish-results: only what is ours, in order, nothing secret, private unless asked (issue 42)
+
+
+FOREIGN = b"- dataset:\n    id: someone/limur\n    task_id: qahub_limur\n  value: 0.9\n"  # another tool's entry
+
+
+@pytest.mark.parametrize("no_pr", [False, True])
+def test_another_tool_s_eval_results_file_is_refused_naming_it_and_nothing_is_sent(hub_report, hub, tmp_path, no_pr):
+    """Main replaced it, in a commit to main with --no-pr or in the pull request."""
+    out, _ = hub_report
+    repo = hub.repos[("model", "org/model-b")]
+    repo.branches["main"][".eval_results/qahub_limur.yaml"] = FOREIGN
+    done = publish(hub, out, "--model", "oracle=org/model-b", "--details", "org/details",
+                   *(["--no-pr"] if no_pr else []), tmp=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert "model repo org/model-b: .eval_results/qahub_limur.yaml is already there and qahub did not write it " \
+           "(another tool's results?)" in done.stderr and "(nothing sent)" in done.stderr
+    assert repo.branches["main"][".eval_results/qahub_limur.yaml"] == FOREIGN and repo.commits == []
+    assert ("dataset", "org/details") not in hub.repos  # not even the details dataset was made
+
+
+def test_a_file_qahub_pushed_is_replaced_by_its_next_push(hub_report, hub, tmp_path):
+    out, _ = hub_report
+    for _ in range(2):
+        done = publish(hub, out, "--model", "oracle=org/model-b", "--no-pr", tmp=tmp_path)
+        assert done.returncode == 0, done.stderr
+    repo = hub.repos[("model", "org/model-b")]
+    assert len(repo.commits) == 2
+    assert repo.branches["main"][".eval_results/qahub_limur.yaml"].startswith(b"# Written by qahub publish-results")
+    (entry,) = parse_eval_result_entries(yaml.safe_load(repo.branches["main"][".eval_results/qahub_limur.yaml"]))
+    assert entry.task_id == "qahub_limur"  # qahub's first line is a YAML comment: the Hub's parser reads past it
+
+
+def test_someone_else_s_dataset_without_a_readme_is_neither_emptied_nor_written(hub_report, hub, tmp_path):
+    """Main's check looked at the README only: a dataset without one lost its
+    data/train-00000-of-00001.parquet ("1 earlier files deleted")."""
+    out, _ = hub_report
+    theirs = {"data/train-00000-of-00001.parquet": b"PAR1 theirs"}
+    repo = hub.add_repo("dataset", "org/details", dict(theirs))
+    done = publish(hub, out, "--model", "half=org/model-a", "--details", "org/details", tmp=tmp_path)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert "dataset repo org/details: holds files qahub publish-results did not write " \
+           "(data/train-00000-of-00001.parquet) and no .qahub/manifest.json" in done.stderr
+    assert repo.branches["main"] == theirs and repo.commits == [] and repo.deleted == []
+    assert hub.repos[("model", "org/model-a")].pulls == []
+
+
+def test_a_re_push_replaces_and_deletes_only_the_files_its_manifest_lists(hub_report, hub, tmp_path):
+    out, _ = hub_report
+    done = publish(hub, out, "--model", "half=org/model-a", "--details", "org/details", tmp=tmp_path)
+    assert done.returncode == 0, done.stderr
+    repo = hub.repos[("dataset", "org/details")]
+    listed = json.loads(repo.branches["main"][".qahub/manifest.json"])["files"]
+    assert set(listed) == set(repo.branches["main"]) - {".qahub/manifest.json"}
+    # the owner adds a file of their own; an earlier push's file is one this push no longer makes
+    repo.branches["main"]["data/half/mine.parquet"] = b"mine"
+    repo.branches["main"]["eee/half/old.json"] = b"{}"
+    manifest = json.loads(repo.branches["main"][".qahub/manifest.json"])
+    manifest["files"]["eee/half/old.json"] = "0" * 64
+    repo.branches["main"][".qahub/manifest.json"] = json.dumps(manifest).encode()
+    done = publish(hub, out, "--model", "half=org/model-a", "--details", "org/details", tmp=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert [path for _, path in repo.deleted] == ["eee/half/old.json"]
+    assert repo.branches["main"]["data/half/mine.parquet"] == b"mine"
+    # a file of the owner's where this push would write one of its own: refused, naming it
+    repo.branches["main"]["report/report.md"] = b"# the owner's notes"
+    manifest = json.loads(repo.branches["main"][".qahub/manifest.json"])
+    del manifest["files"]["report/report.md"]
+    repo.branches["main"][".qahub/manifest.json"] = json.dumps(manifest).encode()
+    done = publish(hub, out, "--model", "half=org/model-a", "--details", "org/details", tmp=tmp_path)
+    assert done.returncode == 1 and "report/report.md is already there and qahub did not write it" in done.stderr
+    assert repo.branches["main"]["report/report.md"] == b"# the owner's notes"
+
+
+def test_a_failed_details_push_opens_no_pull_request_and_a_re_run_updates_its_own(hub_report, hub, tmp_path):
+    """Main opened the model's pull request first: when the details commit failed (500) its source.url pointed at
+    an empty dataset, and a re-run opened a second pull request."""
+    out, _ = hub_report
+    hub.add_repo("dataset", "org/details").failing = True
+    argv = ("--model", "half=org/model-a", "--details", "org/details")
+    done = publish(hub, out, *argv, tmp=tmp_path)
+    assert done.returncode == 1 and "dataset repo org/details: failed (" in done.stderr
+    assert "no model pull request opened" in done.stderr
+    model = hub.repos[("model", "org/model-a")]
+    assert model.pulls == [] and model.commits == []
+    hub.repos[("dataset", "org/details")].failing = False
+    for attempt in range(2):
+        done = publish(hub, out, *argv, tmp=tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert model.pulls == ["refs/pr/1"] and len(model.commits) == attempt + 1
+    assert "model repo org/model-a: 2 files, its open pull request refs/pr/1 updated" in done.stdout
+    assert [ref for ref, _, _ in model.commits] == ["refs/pr/1", "refs/pr/1"]
+
+
+def test_the_details_dataset_is_private_unless_public_is_given_and_the_command_says_which(hub_report, hub, tmp_path):
+    """Main made it public, with every prompt, reference and reply; there was no way to ask otherwise."""
+    out, _ = hub_report
+    hub.tokens[TOKEN] |= {"org/open-details"}
+    done = publish(hub, out, "--model", "half=org/model-a", "--details", "org/details", tmp=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert hub.repos[("dataset", "org/details")].private is True
+    assert "dataset repo org/details (private, made now): " in done.stdout
+    done = publish(hub, out, "--model", "oracle=org/model-b", "--details", "org/open-details", "--public",
+                   tmp=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert hub.repos[("dataset", "org/open-details")].private is False
+    assert "dataset repo org/open-details (public, made now): " in done.stdout
+
+
+def _pushed_text(hub) -> str:
+    """Every byte pushed to the double, raw and (a zip's members, a Parquet file's values) as text."""
+    from qahub.outgoing import readable
+
+    found = []
+    for repo in hub.repos.values():
+        for files in repo.branches.values():
+            for name, body in files.items():
+                found += [body.decode("latin-1"), readable(name, body)]
+    return "\n".join(found)
+
+
+def test_nothing_published_holds_a_credential_or_a_local_path(runs, hub, tmp_path):
+    """Main pushed ``model_args`` with ``token=hf_...`` and a URL's password verbatim in runs/<run>/results_*.json,
+    and report.json / report.md / report.html with the runs' absolute paths (the user's and project's names)."""
+    import hashlib
+    import shutil
+
+    home = tmp_path / "home" / "alice"
+    planted = {"half": f"pretrained={home}/models/my-model,token=hf_PLANTEDtoken0123456789,"
+                       "base_url=https://bob:hunter2pw@mirror.example/v1",
+               "oracle": {"pretrained": f"{home}/models/deep/er/m", "api_key": "sk-PLANTEDkey987",
+                          "endpoint": "https://bob:hunter2pw@mirror.example"}}  # a dict, a URL in another field
+    args = []
+    for run, model_args in planted.items():
+        folder = shutil.copytree(runs[run], home / "projects" / "secret-project" / run)
+        (results,) = folder.glob("results_*.json")
+        data = json.loads(results.read_text(encoding="utf-8"))
+        data["config"]["model_args"] = model_args
+        results.write_text(json.dumps(data), encoding="utf-8")
+        args.append(f"{run}={folder}")
+    # a prompt holding a URL with a password: the samples file, and so the EEE rows, change when cleaned
+    (samples,) = (home / "projects" / "secret-project" / "half").glob("samples_qahub_limur_*.jsonl")
+    text = samples.read_text(encoding="utf-8")
+    samples.write_text(text.replace('"arg_0": "', '"arg_0": "https://bob:hunter2pw@mirror.example/x ', 1),
+                       encoding="utf-8")
+    assert "hunter2pw" in samples.read_text(encoding="utf-8")
+    out = home / "reports" / "out"
+    assert cli.main(["--quiet", "report", *args, "--resamples", "20", "--hub-dataset", "limur=qahub/limur",
+                     "--out", str(out), "--jobs", "1"]) == 0
+    assert str(home) in (out / "report.json").read_text(encoding="utf-8")  # the local report keeps them
+    env = {"HF_ENDPOINT": hub.url, "HF_TOKEN": TOKEN, "HF_HOME": str(tmp_path / "hf-home"), "HF_HUB_DISABLE_XET": "1",
+           "HOME": str(home)}
+    done = qahub("publish-results", str(out), "--model", "half=org/model-a", "--model", "oracle=org/model-b",
+                 "--details", "org/details", env=env)
+    assert done.returncode == 0, done.stderr
+    pushed = _pushed_text(hub)
+    assert "runs/half/results_" in pushed and "my-model" in pushed  # the files went, their paths made relative
+    for secret in ("hf_PLANTEDtoken0123456789", "sk-PLANTEDkey987", "hunter2pw", str(home), "alice",
+                   "secret-project", str(tmp_path), TOKEN):
+        assert secret not in pushed, secret
+    details = hub.repos[("dataset", "org/details")].branches["main"]
+    for name, body in details.items():  # each EEE record's checksum is its samples file's as pushed
+        if name.startswith("eee/") and name.endswith("_samples.jsonl"):
+            record = json.loads(details[name.removesuffix("_samples.jsonl") + ".json"])
+            assert record["detailed_evaluation_results"]["checksum"] == hashlib.sha256(body).hexdigest()

@@ -290,3 +290,30 @@ def test_inspect_logs_published_with_details_report_as_read_from_disk(runs, tmp_
         for key in ("path", "results_file", "results_files", "source", "files"):
             data["runs"]["half"].pop(key)
     assert read["tasks"] == local["tasks"] and read["runs"] == local["runs"] and read["skipped"] == local["skipped"]
+
+
+def test_an_inspect_run_is_dated_by_its_logs_never_by_its_folder_s_time(runs, tmp_path):
+    """Main dated an inspect run's ``.eval_results`` entries and Every Eval Ever record by its log folder's
+    modification time: a copied or downloaded folder got a false date. The time is inspect's ``eval.created``."""
+    import datetime
+    import json
+    import os
+
+    import yaml
+    from huggingface_hub import parse_eval_result_entries
+
+    from qahub.hub_results import HubDataset
+
+    copy = shutil.copytree(runs["inspect", "half"], tmp_path / "copied")
+    for path in [copy, *copy.iterdir()]:
+        os.utime(path, (1e9, 1e9))  # 2001-09-09, the day the folder was "copied"
+    created = min(datetime.datetime.fromisoformat(read_eval_log(str(log), header_only=True).eval.created)
+                  for log in copy.iterdir())
+    out = tmp_path / "out"
+    write_report([f"half={copy}"], out, resamples=20, progress=False, jobs=1,
+                 hub_datasets={"limur": HubDataset("org/limur")})
+    (entry,) = parse_eval_result_entries(yaml.safe_load(
+        (out / "eval_results" / "half" / ".eval_results" / "qahub_limur.yaml").read_text(encoding="utf-8")))
+    assert entry.date == created.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    (record,) = [json.loads(p.read_text(encoding="utf-8")) for p in (out / "eee" / "half").glob("*[0-9a-f].json")]
+    assert record["evaluation_timestamp"] == str(int(created.timestamp())) == record["retrieved_timestamp"]

@@ -356,6 +356,8 @@ def _add_publish_results(commands):
                    help="the model repo a run's results go to; repeatable")
     p.add_argument("--details", metavar="ORG/NAME",
                    help="also push a details dataset: Every Eval Ever records, the report, scored documents")
+    p.add_argument("--public", action="store_true", help="make a new details dataset public (default: private, "
+                                                         "as lm-eval and lighteval make theirs)")
     p.add_argument("--dry-run", action="store_true", help="list every file and its destination; send nothing")
     p.add_argument("--no-pr", action="store_true", help="commit to each model's main branch instead of a pull "
                                                         "request (needs write access)")

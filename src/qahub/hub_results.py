@@ -116,10 +116,7 @@ class Facts:
 def run_facts(run, task, spec, corpus, hub_datasets) -> Facts:
     task_run = run.with_task(task, spec).tasks[task]
     dataset = tuple(task_run.dataset or ())
-    hub = hub_datasets.get(corpus)
-    path = dataset[0] if dataset else None
-    if hub is None and isinstance(path, str) and HUB_ID.match(path) and not Path(path).exists():
-        hub = HubDataset(path, None)  # the run loaded its corpus from the Hub: that repo is its dataset id
+    hub = dataset_of(run.name, task_run, corpus, hub_datasets.get(corpus))
     texts = None
     if run.harness == "lm-eval":
         texts = lm_eval_instances(run.samples[task], spec)
@@ -128,6 +125,35 @@ def run_facts(run, task, spec, corpus, hub_datasets) -> Facts:
     elif run.harness == "lighteval":
         texts = lighteval_instances(run.samples[task], task_run)
     return Facts(corpus, hub, dataset, task_run.n_shot, texts)
+
+
+def dataset_of(run: str, task_run, corpus: str | None, given: HubDataset | None) -> HubDataset | None:
+    """The Hub dataset the task's entries name: ``given`` (``--hub-dataset``), refused when the run recorded
+    reading another Hub dataset; without it, the Hub id the run recorded when its signature says it read that id
+    (its ``dataset`` the id itself, no local export's ``sha256:`` revision); never a local folder."""
+    path = (tuple(task_run.dataset or ()) or (None,))[0]
+    signature = getattr(task_run, "signature", None)
+    logged = getattr(signature, "dataset", None)
+    claims = [name for name in dict.fromkeys((path, logged)) if hub_claim(name, signature)]
+    if given is not None:
+        other = [name for name in claims if name != given.repo_id]
+        if other:
+            raise HubResultsError(f"--hub-dataset {corpus}={given.repo_id}: run {run} recorded reading "
+                                  f"{task_run.task} from {other[0]}, not {given.repo_id}; an entry names the dataset "
+                                  "the run read: give its own id, or report a run of that dataset")
+        return given
+    if path in claims and logged == path:  # the run's results and its qahub signature both name this Hub id
+        return HubDataset(path, None)
+    return None
+
+
+def hub_claim(name, signature) -> bool:
+    """``name`` (a recorded ``dataset_path`` or signature ``dataset``) names a Hub dataset: ORG/NAME, not a folder
+    here, and not the local export the signature records (its folder name and a ``sha256:`` revision)."""
+    if not isinstance(name, str) or not HUB_ID.match(name) or name.startswith((".", "~")) or Path(name).exists():
+        return False
+    revision = getattr(signature, "revision", None) or ""
+    return not (revision.startswith("sha256:") and getattr(signature, "dataset", None) in (Path(name).name, None))
 
 
 def lm_eval_instances(samples: Path, spec) -> list:
@@ -264,7 +290,14 @@ def notes_line(run, task, fact: Facts, entry: dict, settings: dict) -> str:
         units += f" in {counted['clusters']} {cluster['field']}" + ("" if counted["clusters"] == 1 else "s")
     shots = f"{fact.n_shot}-shot" if fact.n_shot is not None else "shots not recorded"
     harness = f"{run.harness} {harness_version(run)}".strip()
-    return f"qahub {qahub.__version__}: {main} {_short(cell['value'])}, {interval}; {units}; {shots}; {harness}"
+    return (f"qahub {qahub.__version__}: {main} {_short(cell['value'])}, {interval}; {units}; {read_from(fact)}; "
+            f"{shots}; {harness}")
+
+
+def read_from(fact: Facts) -> str:
+    """The config and split the run read (entries of two configs, JEMHopQA v1.1 and v1.2, differ here)."""
+    _, config, split = (tuple(fact.dataset) + (None, None, None))[:3]
+    return f"config {config or 'not recorded'}, split {split or 'not recorded'}"
 
 
 def interval_method(cell: dict, entry: dict, metric: str) -> str:
@@ -284,18 +317,45 @@ def harness_version(run) -> str:
     return str(version) if version else ""
 
 
-def run_date(run) -> str:
-    """When the run was made, ISO-8601 in UTC: lm-eval's ``date`` (a Unix time), else the results file's
-    modification time."""
-    return datetime.datetime.fromtimestamp(run_epoch(run), datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+def run_date(run) -> str | None:
+    """When the run was made as it recorded it, ISO-8601 in UTC (``run_time``); None when it recorded none."""
+    when = run_time(run)
+    return None if when is None else datetime.datetime.fromtimestamp(when, datetime.timezone.utc).strftime(
+        "%Y-%m-%dT%H:%M:%SZ")
 
 
-def run_epoch(run) -> int:
+def run_time(run) -> int | None:
+    """The run's own recorded time (Unix seconds): lm-eval's ``date``, inspect's ``eval.created`` of its earliest
+    log, else the date in its results file's name (``results_<date>.json``, lighteval's and lm-eval's; taken as
+    UTC). A file's modification time is never used: a copied or downloaded folder has another."""
+    from qahub.report.runs import RESULTS
+
     results = run.results if isinstance(run.results, dict) else {}
     date = results.get("date")
     if isinstance(date, int | float) and not isinstance(date, bool) and math.isfinite(date):
         return int(date)
-    return int(Path(run.results_file).stat().st_mtime)
+    if run.harness == "inspect":
+        return inspect_created(run.samples.values())
+    named = RESULTS.match(Path(run.results_file).name)
+    for layout in ("%Y-%m-%dT%H-%M-%S.%f", "%Y-%m-%dT%H-%M-%S"):
+        try:
+            found = datetime.datetime.strptime(named["date"], layout) if named else None
+        except ValueError:
+            continue
+        return int(found.replace(tzinfo=datetime.timezone.utc).timestamp()) if found else None
+    return None
+
+
+def inspect_created(logs) -> int | None:
+    """The earliest ``eval.created`` of inspect logs (the time inspect recorded when each eval started)."""
+    from inspect_ai.log import read_eval_log
+
+    times = []
+    for log in logs:
+        created = read_eval_log(str(log), header_only=True).eval.created
+        when = datetime.datetime.fromisoformat(created)
+        times.append(when if when.tzinfo else when.replace(tzinfo=datetime.timezone.utc))
+    return int(min(times).timestamp()) if times else None
 
 
 # --- Every Eval Ever
@@ -313,33 +373,21 @@ def eee_record(run, facts: dict, data: dict, specs: dict, summary: dict) -> dict
     where the run's samples hold the texts (lm-eval), ``<uuid>_samples.jsonl`` (a row per document and metric)."""
     from qahub.report.runs import task_metrics
 
-    file_uuid = record_uuid(run)
-    epoch = str(run_epoch(run))
-    evaluation_id = f"qahub/{run.model}/{epoch}"
+    when = run_time(run)
+    # the run's recorded time, not the report's: the record is the same in every report of this run; a run that
+    # recorded none has no evaluation_timestamp, and the required retrieved_timestamp is its results file's time
+    stamp = str(when if when is not None else int(Path(run.results_file).stat().st_mtime))
+    evaluation_id = f"qahub/{run.model}/{stamp}"
     results, rows = [], []
     for task, fact in facts.items():
-        metrics = task_metrics(specs[task])
-        declared = {**specs[task].metrics, **specs[task].judge_metrics}
-        for metric, cell in data["tasks"][task]["scores"].get(run.name, {}).items():
-            if cell["value"] is None:
-                summary["left_out"].append({"run": run.name, "task": task, "what": f"EEE result {metric}",
-                                            "reason": "its value is not a finite number"})
-                continue
-            config = metric_config(task, metric, metrics[metric], declared[metric][1], specs[task])
-            results.append({"evaluation_result_id": f"{task}/{metric}", "evaluation_name": task,
-                            "source_data": source_data(task, fact, cell["n"]), "evaluation_timestamp": epoch,
-                            "metric_config": config,
-                            "score_details": score_details(cell, data["tasks"][task], metric, data["settings"],
-                                                           run.name),
-                            **generation(run, task)})
+        results += task_results(run, task, fact, data, specs[task], summary, when)
         if fact.instances is None:
             summary["left_out"].append({"run": run.name, "task": task, "what": "EEE instance rows",
                                         "reason": f"a {run.harness} run's documents are not converted yet"})
         else:
-            rows += instance_rows(run, task, fact, metrics, evaluation_id, specs[task])
-    record = {"schema_version": EEE_SCHEMA, "evaluation_id": evaluation_id, "evaluation_timestamp": epoch,
-              # the run's time, not the report's: the record is the same in every report of this run
-              "retrieved_timestamp": epoch,
+            rows += instance_rows(run, task, fact, task_metrics(specs[task]), evaluation_id, specs[task])
+    record = {"schema_version": EEE_SCHEMA, "evaluation_id": evaluation_id,
+              **({"evaluation_timestamp": str(when)} if when is not None else {}), "retrieved_timestamp": stamp,
               "source_metadata": {"source_name": "qahub report", "source_type": "evaluation_run",
                                   "source_organization_name": "unknown", "evaluator_relationship": "other",
                                   "additional_details": {"report_intervals": data["settings"]["intervals"],
@@ -350,6 +398,36 @@ def eee_record(run, facts: dict, data: dict, specs: dict, summary: dict) -> dict
                                "additional_details": {"harness": run.harness,
                                                       "harness_version": harness_version(run) or "unknown"}},
               "evaluation_results": results}
+    files = record_files(run, record, rows)
+    summary["eee"][run.name] = sorted(files)
+    return files
+
+
+def task_results(run, task, fact: Facts, data: dict, spec, summary: dict, when) -> list:
+    """The record's ``evaluation_results`` of one task: one per metric with a value (the others left out, said)."""
+    from qahub.report.runs import task_metrics
+
+    metrics = task_metrics(spec)
+    declared = {**spec.metrics, **spec.judge_metrics}
+    results = []
+    for metric, cell in data["tasks"][task]["scores"].get(run.name, {}).items():
+        if cell["value"] is None:
+            summary["left_out"].append({"run": run.name, "task": task, "what": f"EEE result {metric}",
+                                        "reason": "its value is not a finite number"})
+            continue
+        results.append({"evaluation_result_id": f"{task}/{metric}", "evaluation_name": task,
+                        "source_data": source_data(task, fact, cell["n"]),
+                        **({"evaluation_timestamp": str(when)} if when is not None else {}),
+                        "metric_config": metric_config(task, metric, metrics[metric], declared[metric][1], spec),
+                        "score_details": score_details(cell, data["tasks"][task], metric, data["settings"], run.name),
+                        **generation(run, task)})
+    return results
+
+
+def record_files(run, record: dict, rows: list) -> dict:
+    """``{eee/<run>/<uuid>.json: bytes}`` and, with ``rows``, its ``<uuid>_samples.jsonl`` (named in the record
+    with its checksum)."""
+    file_uuid = record_uuid(run)
     folder = f"{EEE}/{folder_name(run.name)}"
     files = {}
     if rows:
@@ -360,7 +438,6 @@ def eee_record(run, facts: dict, data: dict, specs: dict, summary: dict) -> dict
         files[f"{folder}/{file_uuid}_samples.jsonl"] = body
     files[f"{folder}/{file_uuid}.json"] = (json.dumps(record, indent=2, ensure_ascii=False, allow_nan=False)
                                            + "\n").encode("utf-8")
-    summary["eee"][run.name] = sorted(files)
     return files
 
 
