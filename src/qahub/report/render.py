@@ -9,6 +9,8 @@ import math
 import textwrap
 from dataclasses import dataclass
 
+from .stats import MIN_UNITS
+
 UNPARSEABLE_FLAG = 0.2  # a run whose share of unreadable replies is above this is flagged on the first screen:
 # its score then says more about the reply format than about the answers
 NOISE = 1e-9  # a number closer to 0 than this is floating-point noise (1.388e-17 from summed zeros): shown as 0
@@ -139,12 +141,57 @@ def blocks(data, figures) -> list:
            ("table", ["run", "harness", "model", "results file"],
             [[name, r.get("harness", "–"), r.get("model", "–"), r.get("results_file", "–")]
              for name, r in data["runs"].items()]),
-           ("h", 2, "Methods"), ("p", methods(data["settings"]))]
+           *facts_blocks(data), ("h", 2, "Methods"), ("p", methods(data["settings"]))]
     for task, entry in data["tasks"].items():
         out += task_blocks(task, entry, data["settings"], figures)
     if data["skipped"]:
         out.append(("p", skipped_text(data["skipped"], data["tasks"])))
     return out
+
+
+FACTS = ["dataset", "config", "split", "shots", "prompts", "documents"]  # the run table's columns after the runs
+NAMES = 6  # a run table row names at most this many runs (then "and N more")
+
+
+def facts_blocks(data) -> list:
+    """The run table: what each run of each task read and how (report.json's ``run_facts``), a row per task and
+    group of runs that read alike; a cell that differs from the baseline's marked "≠" (its value on hover).
+    Nothing for a report that records no facts (an earlier report)."""
+    base, rows = data["settings"]["baseline"], []
+    for task, entry in data["tasks"].items():
+        facts = entry.get("run_facts") or {}
+        groups = {}
+        for name, f in facts.items():
+            groups.setdefault(fact_texts(f), []).append(name)
+        if not groups:
+            continue
+        reference = fact_texts(facts[base]) if base in facts else next(iter(groups))
+        for texts, names in groups.items():
+            cells = [text if text == theirs else Cell((), (f"≠ {text}",), title=f"{base}: {theirs}")
+                     for text, theirs in zip(texts, reference)]
+            rows.append([short_label(task), names_text(names, base), *cells])
+    if not rows:
+        return []
+    marked = any(isinstance(cell, Cell) for row in rows for cell in row)
+    return [("h", 3, "What each run read"), ("table", ["task", "runs", *FACTS], rows)] + \
+        [("p", f"≠: not what {base} read on the task (hover for {base}'s).")] * marked
+
+
+def fact_texts(f) -> tuple:
+    """A run's ``run_facts`` of a task as the run table's cells (``FACTS``)."""
+    unknown = "not recorded"
+    limit = f.get("limit")
+    how = "" if limit is None else f" (--max-samples {limit}, drawn at random)" if f.get("harness") == "lighteval" \
+        else f" (--limit {limit}, the first {limit})" if f.get("harness") == "lm-eval" else f" (limit {limit})"
+    return (str(f.get("dataset") or unknown), str(f.get("config") or "default"), str(f.get("split") or unknown),
+            unknown if f.get("n_shot") is None else str(f["n_shot"]), str(f.get("prompt_format") or unknown),
+            f"{f.get('documents', '–')}{how}")
+
+
+def names_text(names, base) -> str:
+    shown = [f"{name} (baseline)" if name == base else name for name in names]
+    return ", ".join(shown) if len(shown) <= NAMES else ", ".join(shown[:NAMES - 1]) + \
+        f" and {len(shown) - NAMES + 1} more"
 
 
 def methods(s) -> str:
@@ -200,9 +247,8 @@ def summary_blocks(data) -> list:
         out.append(("p", f"{len(names)} runs: the leaderboard view. Rows in order of each run's mean rank over the "
                          "tasks it is ranked on (an order for reading, not a test); in each cell its rank on the task "
                          "and the confidence set of that rank (each task's ranking says how it is made)."))
-    if reasons:
-        out.append(("p", " ".join(f"{mark} {name}, {_tasks_text(labels, len(tasks))}: {why}."
-                                  for (mark, name, why), labels in reasons.items())))
+    out += [("p", f"{mark} {name}, {_tasks_text(labels, len(tasks))}: {why}.")  # a line each: read, not skimmed
+            for (mark, name, why), labels in reasons.items()]
     for name in data["runs"]:
         if name != base and (weak := weakest(data, name)):
             out.append(("p", f"{name}, weakest against {base}: " + "; ".join(weak)))
@@ -234,13 +280,15 @@ def rank_text(r) -> str:
 
 def summary_cell(name, task, entry, base, alpha, reasons, ranked=False) -> Cell:
     """A run's main score on a task, with the marks the legend explains (and with ``ranked``, its rank on the task
-    and the rank's confidence set); the reasons behind † and ≠ go to ``reasons`` (``{(mark, run, reason): [task
-    labels]}``)."""
+    and the rank's confidence set); the reasons behind †, ≠ and "no interval" go to ``reasons`` (``{(mark, run,
+    reason): [task labels]}``), shown under the summary."""
     main, label = entry["main_metric"], short_label(task)
     scores = entry["scores"].get(name, {})
     if main not in scores:
         return Cell(("–",), title=f"{name} did not run {task}")
-    parts, title = [score_text(scores[main])], [f"{task}: {main} of {name}"]
+    note = lambda mark, why: reasons.setdefault((mark, name, why), []).append(label)  # noqa: E731
+    parts, title = score_parts(name, entry, scores[main], note)
+    title.insert(0, f"{task}: {main} of {name}")
     rank = ((entry.get("ranking") or {}).get("runs") or {}).get(name)
     if ranked and rank:
         parts.append(f"rank {rank_text(rank)}")
@@ -248,23 +296,96 @@ def summary_cell(name, task, entry, base, alpha, reasons, ranked=False) -> Cell:
     best = entry.get("best", best_of_two(entry, base, alpha)) == name
     if c is not None:
         parts.append(" · ".join(comparison_marks(c, alpha, best)))
-        title.append(f"Δ {delta_text(c)}, p_holm {p_text(c.get('p_holm'))} ({c.get('test', '')})")
+        title += comparison_title(c)
         if no_star(c, alpha):
-            reasons.setdefault(("†", name, no_star(c, alpha)), []).append(label)
+            note("†", no_star(c, alpha))
+        if c.get("p") is None and c.get("test"):
+            note("no test possible", c["test"])
     elif best:
         parts.append("best")
+    flags = cell_flags(name, entry, scores, c, base, note, title)
+    return Cell(tuple(parts), tuple(flags), "\n".join(title), best=best)
+
+
+def score_parts(name, entry, cell, note) -> tuple:
+    """(the lines of a score: its text, then "≈ 3 dialogues" where its interval stands on fewer independent units
+    than a star needs (it is approximate); its tooltip lines). A score with no interval gives its reason to
+    ``note`` (a footnote under the summary) and to the tooltip."""
+    text = score_text(cell)
+    if cell.get("value") is not None and None in cell["ci"]:
+        why = no_interval_reason(cell)
+        note("(no interval)", why)
+        return [text], [f"no interval: {why}"]
+    count, word = score_units(name, entry, cell)
+    if cell.get("value") is None or count >= MIN_UNITS:
+        return [text], []
+    return [text, f"≈ {plural(count, word)}"], [f"approximate: an interval from {plural(count, word)}, fewer than "
+                                                f"the {MIN_UNITS} a star needs"]
+
+
+def no_interval_reason(c) -> str:
+    """Why a score or comparison has no interval, as report.json says it (``no_interval``)."""
+    return c.get("no_interval") or c.get("no_interval_reason") or "the report does not say why (an earlier report)"
+
+
+def score_units(name, entry, cell) -> tuple:
+    """(count, word) of the independent units a score stands on: its own ``units`` where report.json records them,
+    else its run's clusters of the task (where the task resamples by cluster), else its documents."""
+    units = cell.get("units")
+    if isinstance(units, list | tuple) and len(units) == 2:
+        return int(units[0]), str(units[1])
+    cluster = entry.get("cluster") or {}
+    count = ((cluster.get("runs") or {}).get(name) or {}).get("clusters")
+    if isinstance(units, int):
+        return units, (cluster.get("field") or "document") if count is not None else "document"
+    if count is not None and cluster.get("field"):
+        return count, cluster["field"]
+    return cell.get("n", 0), "document"
+
+
+def comparison_title(c) -> list:
+    """The tooltip lines of a comparison: its Δ and interval (or why it has none), p_holm and test, and whether
+    its test can detect a difference."""
+    lines = [f"Δ {delta_text(c)}, p_holm {p_text(c.get('p_holm'))} ({c.get('test', '')})"]
+    if c.get("delta") is not None and None in c["ci"]:
+        lines.append(f"Δ no interval: {no_interval_reason(c)}")
+    if c.get("underpowered"):
+        lines.append(c["underpowered"])
+    return lines
+
+
+def cell_flags(name, entry, scores, c, base, note, title) -> list:
+    """The red marks of a summary cell: a mostly unparseable run, fewer documents paired than the runs scored, a
+    pair not like with like, a run not compared (each reason to ``note`` or the tooltip ``title``)."""
     flags = []
     share = scores.get("unparseable", {}).get("value")
     if share is not None and share > UNPARSEABLE_FLAG:
         flags.append(f"⚠ {share:.0%} unparseable")
         title.append(f"{share:.0%} of the replies could not be read (flagged above {UNPARSEABLE_FLAG:.0%})")
+    if c is not None and (fewer := paired_fewer(name, entry, c, base)):
+        flags.append(fewer[0])
+        note("≠ documents", fewer[1])
     if caveats := entry.get("caveats", {}).get(name):
         flags.append(caveat_mark(caveats))
-        reasons.setdefault((caveat_mark(caveats), name, "; ".join(caveats)), []).append(label)
+        note(caveat_mark(caveats), "; ".join(caveats))
     if name != base and (why := not_compared(name, entry)):
         flags.append("not compared")
         title.append(f"not compared: {why}")
-    return Cell(tuple(parts), tuple(flags), "\n".join(title), best=best)
+    return flags
+
+
+def paired_fewer(name, entry, c, base):
+    """("≠ documents: 2 of 20 paired", why) where the comparison stands on fewer documents than a run scored
+    (``paired_of``; an earlier report: the two scores' n), else None. Why: the task's note on the pairing."""
+    main = entry["main_metric"]
+    of = c.get("paired_of") or {"baseline": entry["scores"].get(base, {}).get(main, {}).get("n", 0),
+                                "run": entry["scores"].get(name, {}).get(main, {}).get("n", 0)}
+    most = max(of.values())
+    if c.get("n") is None or c["n"] >= most:
+        return None
+    said = next((n.split(": ", 1)[1] for n in entry.get("notes", []) if n.startswith(f"{name} vs {base}: ")), None)
+    why = said or f"paired on the {c['n']} documents both scored ({base} {of['baseline']}, {name} {of['run']})"
+    return f"≠ documents: {c['n']} of {most} paired", why
 
 
 def comparison_marks(c, alpha, best) -> list:
@@ -273,8 +394,10 @@ def comparison_marks(c, alpha, best) -> list:
     marks = [f"Δ {delta}" + (" *" if starred(c, alpha) else " †" if no_star(c, alpha) else "")]
     if best:
         marks.append("best")
-    if c.get("underpowered") and not starred(c, alpha):
-        marks.append("underpowered")
+    if c.get("delta") is not None and c.get("p") is None:  # too few units for any test: say so, not a bare Δ
+        marks.append("no test possible")
+    elif not starred(c, alpha) and (c.get("underpowered") or (c.get("mde") is None and not no_star(c, alpha))):
+        marks.append("underpowered")  # no MDE: nothing says what the test could detect (an earlier report)
     return marks
 
 
@@ -297,35 +420,56 @@ def marks_legend(rows, base, alpha) -> str:
     """What each mark used in the summary means (those used only)."""
     used = " ".join(str(cell) for row in rows for cell in row[1:])
     legend = [f"score [{1 - alpha:.0%} interval]"]
-    for mark, meaning in (
-            ("Δ", f"the run minus {base} on the documents both scored, * where it differs (p_holm < {alpha:.2g}, "
-                  "Holm over every comparison), none where no difference is shown"),
-            ("†", f"p_holm < {alpha:.2g} but no star (the reason below)"),
-            ("underpowered", "the difference is below the minimum detectable one (see the task)"),
-            ("best", "beats every other run of the task significantly"),
-            ("rank", f"the run's rank on the task [its {1 - alpha:.0%} confidence set of ranks]"),
-            ("unparseable", f"more than {UNPARSEABLE_FLAG:.0%} of the run's replies could not be read: the score "
-                            "says more about the reply format than about the answers"),
-            ("≠", "compared with a caveat (not like with like: the reason below), never starred"),
-            ("not compared", f"no comparison with {base} (the task's section says why)")):
-        if mark in used:
+    for mark, seen, meaning in (
+            ("Δ", ("Δ",), f"the run minus {base} on the documents both scored, * where it differs (p_holm < "
+                          f"{alpha:.2g}, Holm over every comparison), none where no difference is shown"),
+            ("†", ("†",), f"p_holm < {alpha:.2g} but no star (the reason below)"),
+            ("underpowered", ("underpowered",), "the test cannot detect a difference this small (below the "
+                                                "minimum detectable one, or none can be significant with these "
+                                                "documents): a Δ near 0 does not mean the runs are equal"),
+            ("no test possible", ("no test possible",), "too few independent units for any test (the reason below)"),
+            ("≈ N", ("≈",), f"the interval stands on fewer than {MIN_UNITS} independent units (documents, or "
+                            "clusters where a task resamples whole clusters): approximate"),
+            ("(no interval)", ("(no interval)",), "no interval can be given (the reason below; hover for it)"),
+            ("best", ("best",), "beats every other run of the task significantly"),
+            ("rank", ("rank",), f"the run's rank on the task [its {1 - alpha:.0%} confidence set of ranks]"),
+            ("unparseable", ("unparseable",), f"more than {UNPARSEABLE_FLAG:.0%} of the run's replies could not be "
+                                              "read: the score says more about the reply format than about the "
+                                              "answers"),
+            ("≠ documents", ("≠ documents",), "the Δ stands on fewer documents than the runs scored (the scores "
+                                              "are not on the same documents; the reason below)"),
+            ("≠", ("≠ prompts", "≠ shots", "≠ setup"), "compared with a caveat (not like with like: the reason "
+                                                        "below), never starred"),
+            ("not compared", ("not compared",), f"no comparison with {base} (the task's section says why)")):
+        if any(text in used for text in seen):
             legend.append(f"{mark}: {meaning}")
     return "; ".join(legend) + "."
 
 
 def weakest(data, name, count=2) -> list:
     """The ``count`` categories (over every task's breakdowns) where ``name``'s main metric is furthest below the
-    baseline's, as text."""
+    baseline's, as text; only categories where both scores have an interval from at least ``MIN_UNITS``
+    documents (fewer say nothing about a category), each number rounded to what its interval supports."""
     base, gaps = data["settings"]["baseline"], []
     for task, entry in data["tasks"].items():
         main = entry["main_metric"]
         for field, cats in entry["breakdown"].items():
             for cat, per_run in cats.items():
-                mine, theirs = (per_run.get(run, {}).get(main, {}).get("value") for run in (name, base))
-                if mine is not None and theirs is not None and mine < theirs:
-                    gaps.append(((mine - theirs) / max(abs(theirs), 1e-12), task, field, cat, mine, theirs, main))
-    return [f"{task} {field}={cat}: {main} {number(mine)} against {number(theirs)}"
+                mine, theirs = (per_run.get(run, {}).get(main) for run in (name, base))
+                if enough(mine) and enough(theirs) and mine["value"] < theirs["value"]:
+                    gap = (mine["value"] - theirs["value"]) / max(abs(theirs["value"]), 1e-12)
+                    gaps.append((gap, task, field, cat, mine, theirs, main))
+    return [f"{task} {field}={cat}: {main} {score_text(mine)} against {score_text(theirs)} (n={mine['n']})"
             for _, task, field, cat, mine, theirs, main in sorted(gaps, key=lambda g: g[0])[:count]]
+
+
+def enough(c) -> bool:
+    """Whether a category's score says something: a value and an interval from at least ``MIN_UNITS`` units
+    (its ``units`` where recorded, else its documents)."""
+    if not c or c.get("value") is None or None in c["ci"]:
+        return False
+    units = c.get("units", c.get("n", 0))
+    return (units[0] if isinstance(units, list | tuple) else units) >= MIN_UNITS
 
 
 def task_blocks(task, entry, settings, figures):
