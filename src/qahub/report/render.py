@@ -473,7 +473,8 @@ def enough(c) -> bool:
 
 
 def task_blocks(task, entry, settings, figures):
-    alpha = 1 - settings["confidence"]
+    """A task's section: what it warns and notes, its scores, intervals and ranking, its figure, its breakdowns and
+    its paired comparisons with the baseline."""
     out = [("h", 2, task)]
     out += [("p", f"Warning: {w}") for w in entry["warnings"]] + [("p", n) for n in entry["notes"]]
     if entry.get("best"):
@@ -491,11 +492,15 @@ def task_blocks(task, entry, settings, figures):
         out.append(("p", "Intervals: " + interval_methods(entry["intervals"])))
     out += ranking_blocks(task, entry)
     out += [("img", name) for name in figures.get(task, [])[:1]]
-    main = entry["main_metric"]
-    many = len(entry["scores"]) > LEADERBOARD
+    return out + breakdown_blocks(task, entry, figures) + comparison_blocks(task, entry, settings)
+
+
+def breakdown_blocks(task, entry, figures) -> list:
+    """A table (and figure) a breakdown field: a row a category, a column a run (runs as rows when many)."""
+    main, out = entry["main_metric"], []
+    many, names = len(entry["scores"]) > LEADERBOARD, list(entry["scores"])
     for field, cats in entry["breakdown"].items():
         out.append(("h", 3, f"{task} by {field} ({main}; unparseable)"))
-        names = list(entry["scores"])
         if many:  # runs as rows: a column a category
             rows = [[name] + [_cat_text(per_run.get(name), main) for per_run in cats.values()] for name in names]
             out.append(("table", ["run", *cats], rows))
@@ -503,21 +508,25 @@ def task_blocks(task, entry, settings, figures):
             rows = [[cat] + [_cat_text(per_run.get(name), main) for name in names] for cat, per_run in cats.items()]
             out.append(("table", [field, *names], rows))
         out += [("img", name) for name in figures.get(task, []) if name.endswith(f"_{field}.png")]
-    if any(entry["comparisons"].values()):
-        out.append(("h", 3, f"{task}: paired comparisons with {settings['baseline']}"))
-        unit = (entry.get("cluster") or {}).get("field")
-        rows = [[name, m, delta_text(c), p_text(c["p"]),
-                 p_text(c["p_holm"]) + (" *" if starred(c, alpha) else " †" if no_star(c, alpha) else ""),
-                 p_text(c.get("p_bh")), mde_text(c) + (" (underpowered)" if c.get("underpowered") else ""),
-                 units_text(c, unit), c["test"]]
-                for name, per in entry["comparisons"].items() for m, c in per.items()]
-        out.append(("table", ["run", "metric", "delta [CI]", "p", "p_holm", "p_bh", "MDE", "n", "test"], rows))
-        if not many:  # many runs: the table's MDE column says "(underpowered)"
-            out += [("p", f"{name}, {m}: {c['underpowered']}") for name, per in entry["comparisons"].items()
-                    for m, c in per.items() if c.get("underpowered")]
-        out += [("p", f"† {name}, {m}: {no_star(c, alpha)}") for name, per in entry["comparisons"].items()
-                for m, c in per.items() if no_star(c, alpha)]
     return out
+
+
+def comparison_blocks(task, entry, settings) -> list:
+    """The task's paired comparisons with the baseline: a row a run and metric, then why a comparison is
+    underpowered (few runs) and why a p below alpha has no star."""
+    if not any(entry["comparisons"].values()):
+        return []
+    alpha, unit = 1 - settings["confidence"], (entry.get("cluster") or {}).get("field")
+    every = [(name, m, c) for name, per in entry["comparisons"].items() for m, c in per.items()]
+    rows = [[name, m, delta_text(c), p_text(c["p"]),
+             p_text(c["p_holm"]) + (" *" if starred(c, alpha) else " †" if no_star(c, alpha) else ""),
+             p_text(c.get("p_bh")), mde_text(c) + (" (underpowered)" if c.get("underpowered") else ""),
+             units_text(c, unit), c["test"]] for name, m, c in every]
+    out = [("h", 3, f"{task}: paired comparisons with {settings['baseline']}"),
+           ("table", ["run", "metric", "delta [CI]", "p", "p_holm", "p_bh", "MDE", "n", "test"], rows)]
+    if len(entry["scores"]) <= LEADERBOARD:  # many runs: the table's MDE column says "(underpowered)"
+        out += [("p", f"{name}, {m}: {c['underpowered']}") for name, m, c in every if c.get("underpowered")]
+    return out + [("p", f"† {name}, {m}: {no_star(c, alpha)}") for name, m, c in every if no_star(c, alpha)]
 
 
 def interval_methods(methods: dict) -> str:
@@ -686,10 +695,9 @@ def _forest(title, labels, series, baseline, limits=(None, None)) -> bytes:
         # fixed margins: tight_layout is slow
         fig.subplots_adjust(left=label_in / width_in, right=1 - legend / width_in, top=1 - 0.5 / height_in,
                             bottom=bottom / height_in)
-        buffer = io.BytesIO()
-        fig.savefig(buffer, format="png", metadata={"Software": None})
+        png = _png(fig)
     plt.close(fig)
-    return buffer.getvalue()
+    return png
 
 
 ROW = 0.2  # inches a run's row takes in the leaderboard figure (20 px: one line of its 15 px name)
@@ -704,16 +712,14 @@ def _ladder(title, cells, baseline, limits=(None, None)) -> bytes:
                    key=lambda item: -item[0])
     label_in = 0.4 + 0.085 * max([min(len(str(run)), 2 * NAME) for _, run, _ in shown] or [0])
     width_in, height_in = 12.5, max(2.4, 1.2 + ROW * len(shown))
-    low_limit, high_limit = limits
     with plt.rc_context({"text.parse_math": False, "font.size": FONT}):
         fig, ax = plt.subplots(figsize=(width_in, height_in), dpi=100)
         colors = ["black" if run == baseline else "C0" for _, run, _ in shown]
         lines, ends, cut = [], [], False  # one call for every line, one for every dot: 100 calls each are slow
         for y, (_, run, (low, high)) in enumerate(shown):
             if low is not None and high is not None:
-                a = max(low, low_limit) if low_limit is not None else low
-                b = min(high, high_limit) if high_limit is not None else high
-                cut = cut or a - low > NOISE or high - b > NOISE
+                a, b, beyond = _clipped(low, high, limits)
+                cut = cut or any(beyond)
                 lines.append((y, a, b, colors[y]))
                 ends += [a, b]
                 if run == baseline:
@@ -730,13 +736,18 @@ def _ladder(title, cells, baseline, limits=(None, None)) -> bytes:
         ax.grid(axis="x", linewidth=0.3)
         ax.set_title(title, fontsize=FONT + 2)
         if cut:
-            fig.text(0.01, 0.1 / height_in, f"an interval reaching beyond the metric's range ({number(low_limit)} to "
-                     f"{number(high_limit)}) is cut at it", fontsize=FONT, color="#b00000")
+            fig.text(0.01, 0.1 / height_in, f"an interval reaching beyond the metric's range ({number(limits[0])} to "
+                     f"{number(limits[1])}) is cut at it", fontsize=FONT, color="#b00000")
         fig.subplots_adjust(left=min(0.45, (label_in + 1.2) / width_in), right=0.97, top=1 - 0.5 / height_in,
                             bottom=(0.55 + 0.3 * cut) / height_in)
-        buffer = io.BytesIO()
-        fig.savefig(buffer, format="png", metadata={"Software": None})
+        png = _png(fig)
     plt.close(fig)
+    return png
+
+
+def _png(fig) -> bytes:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", metadata={"Software": None})  # no matplotlib version: the same bytes
     return buffer.getvalue()
 
 
@@ -744,31 +755,21 @@ def _draw(ax, title, labels, series, baseline, limits):
     """A row per run within a group per label: the score as a dot, its interval as a line (cut at the metric's
     range, with an arrow at the cut end); the baseline's interval shaded across its group; a line at 0 where 0
     is on the axis. The sentence saying which intervals were cut, or ""."""
-    low_limit, high_limit = limits
     step = 1.0 / (len(series) + 1)
     handles, shown, cut = [], [], False
     for i, (run, cells) in enumerate(series.items()):
-        for row, c in enumerate(cells):
-            if not c or c["value"] is None:
-                continue
-            y, (low, high) = row + (i + 1) * step, c["ci"]
+        values = [(row, row + (i + 1) * step, c) for row, c in enumerate(cells) if c and c["value"] is not None]
+        for row, y, c in values:
             shown.append(c["value"])
-            if low is None or high is None:
+            ends = _interval_line(ax, y, c["ci"], f"C{i}", limits)
+            if ends is None:
                 continue
-            a, b = max(low, low_limit) if low_limit is not None else low, \
-                min(high, high_limit) if high_limit is not None else high
-            shown += [a, b]
-            ax.plot([a, b], [y, y], color=f"C{i}", linewidth=2.5)
-            # beyond by more than float noise (a resampled BLEU of 100.00000000000001 is 100)
-            for edge, beyond, marker in ((a, a - low > NOISE, "<"), (b, high - b > NOISE, ">")):
-                if beyond:
-                    cut = True
-                    ax.plot([edge], [y], marker=marker, color=f"C{i}", markersize=9)
+            shown, cut = shown + list(ends[:2]), cut or ends[2]
             if run == baseline:
-                ax.axvspan(a, b, ymin=1 - (row + 1) / len(labels), ymax=1 - row / len(labels), color=f"C{i}",
+                ax.axvspan(*ends[:2], ymin=1 - (row + 1) / len(labels), ymax=1 - row / len(labels), color=f"C{i}",
                            alpha=0.15, linewidth=0)
-        values = [(row + (i + 1) * step, c["value"]) for row, c in enumerate(cells) if c and c["value"] is not None]
-        handles.append(ax.scatter([v for _, v in values], [y for y, _ in values], color=f"C{i}", zorder=3, s=36))
+        handles.append(ax.scatter([c["value"] for _, _, c in values], [y for _, y, _ in values], color=f"C{i}",
+                                  zorder=3, s=36))
     ax.set_xlim(*axis_span(shown, limits))
     left, right = ax.get_xlim()
     if left <= 0 <= right:
@@ -784,8 +785,31 @@ def _draw(ax, title, labels, series, baseline, limits):
     ax.legend(handles, names, fontsize=FONT, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     if not cut:
         return ""
-    return (f"◂ ▸ an interval reaching beyond the metric's range ({number(low_limit)} to {number(high_limit)}) "
+    return (f"◂ ▸ an interval reaching beyond the metric's range ({number(limits[0])} to {number(limits[1])}) "
             "is cut at it")
+
+
+def _interval_line(ax, y, ci, color, limits):
+    """An interval drawn as a line at ``y``, cut at the metric's range with an arrow at a cut end: (its drawn
+    ends, whether one was cut), or None where there is no interval."""
+    low, high = ci
+    if low is None or high is None:
+        return None
+    a, b, beyond = _clipped(low, high, limits)
+    ax.plot([a, b], [y, y], color=color, linewidth=2.5)
+    for edge, cut, marker in ((a, beyond[0], "<"), (b, beyond[1], ">")):
+        if cut:
+            ax.plot([edge], [y], marker=marker, color=color, markersize=9)
+    return a, b, any(beyond)
+
+
+def _clipped(low, high, limits):
+    """(low, high) cut at the metric's range ``limits``, and whether each end was beyond it by more than float
+    noise (a resampled BLEU of 100.00000000000001 is 100)."""
+    low_limit, high_limit = limits
+    a = max(low, low_limit) if low_limit is not None else low
+    b = min(high, high_limit) if high_limit is not None else high
+    return a, b, (a - low > NOISE, high - b > NOISE)
 
 
 def axis_span(shown, limits) -> tuple:
