@@ -72,6 +72,26 @@ def test_two_lm_eval_runs_on_other_documents_are_told_of_limit_and_samples_not_o
     assert "lighteval draws --max-samples documents at random (a)" in _paired_note(("lighteval", "inspect"))
 
 
+def test_documents_with_no_value_in_either_run_are_not_fewer_paired():
+    """A metric with no value on some documents (in both runs) pairs every document that has one: no mark."""
+    from first_screen import SETTINGS
+
+    from qahub.report.build import adjust, task_report
+    from qahub.report.lm_eval_runs import LmEvalRun
+    from qahub.report.runs import qahub_tasks
+
+    values = {"a": [None] * 5 + [0.0, 1.0] * 5 + [1.0] * 5, "b": [None] * 5 + [1.0] * 15}
+    runs = [LmEvalRun(name, name, "m", "r.json", tasks={LIMUR: task_run(LIMUR, {"exact_match": v}, range(20))})
+            for name, v in zip(("tiny-a", "b"), values.values())]
+    entry = task_report(LIMUR, qahub_tasks()[LIMUR], runs, "tiny-a", SETTINGS)
+    adjust({LIMUR: entry})
+    c = entry["comparisons"]["b"]["exact_match"]
+    assert c["n"] == 15 and c["paired_of"] == {"baseline": 15, "run": 15}
+    data = {"settings": SETTINGS, "tasks": {LIMUR: entry}, "skipped": [],
+            "runs": {run.name: {"harness": "lm-eval", "model": "m"} for run in runs}}
+    assert "≠ documents" not in _summary(data)[("b", "limur")]
+
+
 # 13/14. a Δ that cannot be told apart, approximate intervals, no interval
 
 

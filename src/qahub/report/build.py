@@ -149,9 +149,8 @@ def task_report(task, spec, runs, baseline, settings) -> dict:
     for name, pairs in pairings.items():
         entry["comparisons"][name] = compare(name, metrics, matches[name], len(pairs[0]), draws, settings,
                                              paired_designs[name], entry["cluster"]["field"])
-        for c in entry["comparisons"][name].values():  # the documents each run scored: fewer paired is marked
-            c["paired_of"] = {"baseline": entry["run_facts"][baseline]["documents"],
-                              "run": entry["run_facts"][name]["documents"]}
+        for m, c in entry["comparisons"][name].items():  # the documents each run scored: fewer paired is marked
+            c["paired_of"] = {"baseline": entry["scores"][baseline][m]["n"], "run": entry["scores"][name][m]["n"]}
         for c in entry["comparisons"][name].values():  # a pair that is not like with like is never starred
             if c["no_star"] is None and entry["caveats"].get(name):
                 c["no_star"] = "not like with like: " + "; ".join(entry["caveats"][name])
