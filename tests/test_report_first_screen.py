@@ -149,6 +149,16 @@ def test_a_no_interval_of_an_earlier_report_says_it_does_not_know_why():
     assert "(no interval) base, limur: the report does not say why (an earlier report)." in _summary_text(data)
 
 
+def test_runs_with_the_same_reason_on_the_same_tasks_share_a_line_and_each_cell_says_it_on_hover():
+    data = hostile_data()
+    for name in ("extra0", "extra1"):
+        data["tasks"]["qahub_limur"]["scores"][name]["exact_match"]["ci"] = [None, None]
+    text = _summary_text(data)
+    assert "(no interval) extra0, extra1, limur: the report does not say why (an earlier report)." in text
+    html = page(blocks(data, {}), {})
+    assert all("different prompts (chat format)" in cell for cell in _cells_with(html, "≠ prompts"))
+
+
 # 15. the weakest categories
 
 

@@ -247,12 +247,21 @@ def summary_blocks(data) -> list:
         out.append(("p", f"{len(names)} runs: the leaderboard view. Rows in order of each run's mean rank over the "
                          "tasks it is ranked on (an order for reading, not a test); in each cell its rank on the task "
                          "and the confidence set of that rank (each task's ranking says how it is made)."))
-    out += [("p", f"{mark} {name}, {_tasks_text(labels, len(tasks))}: {why}.")  # a line each: read, not skimmed
-            for (mark, name, why), labels in reasons.items()]
+    out += [("p", line) for line in reason_lines(reasons, len(tasks))]
     for name in data["runs"]:
         if name != base and (weak := weakest(data, name)):
             out.append(("p", f"{name}, weakest against {base}: " + "; ".join(weak)))
     return out
+
+
+def reason_lines(reasons, every) -> list:
+    """A line per mark and reason (read, not skimmed), naming the runs and tasks it holds for: ``reasons`` as
+    ``{(mark, run, reason): [task labels]}``; runs with the same reason on the same tasks share a line."""
+    runs = {}
+    for (mark, name, why), labels in reasons.items():
+        runs.setdefault((mark, why, tuple(labels)), []).append(name)
+    return [f"{mark} {names_text(names, None)}, {_tasks_text(list(labels), every)}: {why}."
+            for (mark, why, labels), names in runs.items()]
 
 
 def run_cell(name, run, base) -> Cell:
@@ -299,6 +308,7 @@ def summary_cell(name, task, entry, base, alpha, reasons, ranked=False) -> Cell:
         title += comparison_title(c)
         if no_star(c, alpha):
             note("†", no_star(c, alpha))
+            title.append(f"† {no_star(c, alpha)}")
         if c.get("p") is None and c.get("test"):
             note("no test possible", c["test"])
     elif best:
@@ -365,9 +375,11 @@ def cell_flags(name, entry, scores, c, base, note, title) -> list:
     if c is not None and (fewer := paired_fewer(name, entry, c, base)):
         flags.append(fewer[0])
         note("≠ documents", fewer[1])
+        title.append(f"≠ documents: {fewer[1]}")
     if caveats := entry.get("caveats", {}).get(name):
         flags.append(caveat_mark(caveats))
         note(caveat_mark(caveats), "; ".join(caveats))
+        title.append(f"{caveat_mark(caveats)}: {'; '.join(caveats)}")
     if name != base and (why := not_compared(name, entry)):
         flags.append("not compared")
         title.append(f"not compared: {why}")
