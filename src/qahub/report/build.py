@@ -145,20 +145,27 @@ def task_report(task, spec, runs, baseline, settings) -> dict:
     for (n, _), (clusters, keyed) in by_design.items():
         draws.update(bootstrap(keyed, n, settings["seed"], settings["resamples"], clusters))
     scores(entry, runs, task, estimators, draws, settings["confidence"], metrics, designs)
-    entry["run_facts"] = {run.name: run_facts(run.tasks[task], run.harness) for run in runs}
     for name, pairs in pairings.items():
         entry["comparisons"][name] = compare(name, metrics, matches[name], len(pairs[0]), draws, settings,
                                              paired_designs[name], entry["cluster"]["field"])
-        for m, c in entry["comparisons"][name].items():  # the documents each run scored: fewer paired is marked
-            c["paired_of"] = {"baseline": entry["scores"][baseline][m]["n"], "run": entry["scores"][name][m]["n"]}
         for c in entry["comparisons"][name].values():  # a pair that is not like with like is never starred
             if c["no_star"] is None and entry["caveats"].get(name):
                 c["no_star"] = "not like with like: " + "; ".join(entry["caveats"][name])
+    shown_facts(entry, task, runs, baseline)
     entry["ranking"] = ranking(task, spec, runs, baseline, estimators, designs, draws, settings["confidence"],
                                (entry, pairings))
     entry["leader"] = leader_test(task, spec, metrics, runs, baseline, estimators, designs, entry["cluster"]["field"],
                                   settings, draws)
     return entry
+
+
+def shown_facts(entry, task, runs, baseline):
+    """What the first screen shows beside the numbers: each run's ``run_facts`` and, on each comparison,
+    ``paired_of``, the documents each run scored with a value of the metric (fewer paired than that is marked)."""
+    entry["run_facts"] = {run.name: run_facts(run.tasks[task], run.harness) for run in runs}
+    for name, per in entry["comparisons"].items():
+        for m, c in per.items():
+            c["paired_of"] = {"baseline": entry["scores"][baseline][m]["n"], "run": entry["scores"][name][m]["n"]}
 
 
 def run_facts(task_run, harness) -> dict:

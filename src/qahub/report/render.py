@@ -346,11 +346,10 @@ def score_units(name, entry, cell) -> tuple:
         return int(units[0]), str(units[1])
     cluster = entry.get("cluster") or {}
     count = ((cluster.get("runs") or {}).get(name) or {}).get("clusters")
+    word = cluster.get("field") if count is not None and cluster.get("field") else None  # resampled by cluster
     if isinstance(units, int):
-        return units, (cluster.get("field") or "document") if count is not None else "document"
-    if count is not None and cluster.get("field"):
-        return count, cluster["field"]
-    return cell.get("n", 0), "document"
+        return units, word or "document"
+    return (count, word) if word else (cell.get("n", 0), "document")
 
 
 def comparison_title(c) -> list:
