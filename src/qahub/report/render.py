@@ -182,7 +182,7 @@ def fact_texts(f) -> tuple:
     unknown = "not recorded"
     limit = f.get("limit")
     how = "" if limit is None else f" (--max-samples {limit}, drawn at random)" if f.get("harness") == "lighteval" \
-        else f" (--limit {limit}, the first {limit})" if f.get("harness") == "lm-eval" else f" (limit {limit})"
+        else f" (--limit {limit}, the first {limit})" if f.get("harness") == "lm-eval" else f" (--limit {limit})"
     return (str(f.get("dataset") or unknown), str(f.get("config") or "default"), str(f.get("split") or unknown),
             unknown if f.get("n_shot") is None else str(f["n_shot"]), str(f.get("prompt_format") or unknown),
             f"{f.get('documents', '–')}{how}")
