@@ -1061,11 +1061,12 @@ def test_the_readme_s_report_example_is_this_report_s_first_screen(report):
 def test_each_run_s_weakest_categories_against_the_baseline_are_named():
     from qahub.report.render import weakest
 
-    def scores(value):
-        return {"m": {"value": value, "ci": [value, value], "n": 3}}
+    def scores(value):  # an interval from enough documents (issue 42: a category of n = 2 says nothing)
+        return {"m": {"value": value, "ci": [value - 0.05, value + 0.05], "n": 40}}
 
     cats = {"a": {"b": scores(0.9), "r": scores(0.1)}, "b": {"b": scores(0.5), "r": scores(0.45)},
             "c": {"b": scores(0.2), "r": scores(0.6)}, "d": {"b": scores(0.8), "r": scores(0.4)}}
     data = {"settings": {"baseline": "b"},
             "tasks": {"t": {"main_metric": "m", "breakdown": {"kind": cats}}}}
-    assert weakest(data, "r") == ["t kind=a: m 0.1 against 0.9", "t kind=d: m 0.4 against 0.8"]
+    assert weakest(data, "r") == ["t kind=a: m 0.10 [0.05, 0.15] against 0.90 [0.85, 0.95] (n=40)",
+                                  "t kind=d: m 0.40 [0.35, 0.45] against 0.80 [0.75, 0.85] (n=40)"]

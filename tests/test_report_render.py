@@ -270,16 +270,20 @@ def test_the_summary_fits_a_1400_px_window_without_a_horizontal_scrollbar(tmp_pa
 
 
 def scroll_width(data, folder) -> int:
-    """The page's scroll width in a 1,400 px Chromium window (a script writes it into the page)."""
-    html = page(blocks(data, {}), {}).replace(
-        "</body>", "<script>document.body.setAttribute('data-width', "
-                   "document.documentElement.scrollWidth)</script></body>")
-    (folder / "p.html").write_text(html, encoding="utf-8")
+    """The page's scroll width in a 1,400 px Chromium window."""
+    return int(laid_out(page(blocks(data, {}), {}), folder, "document.documentElement.scrollWidth"))
+
+
+def laid_out(html, folder, expression) -> str:
+    """What the JavaScript ``expression`` gives on the page ``html`` laid out in a 1,400 x 900 Chromium window (a
+    script writes it into the page, which Chromium then dumps)."""
+    script = f"<script>document.body.setAttribute('data-found', String({expression}))</script></body>"
+    (folder / "p.html").write_text(html.replace("</body>", script), encoding="utf-8")
     done = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
                            "--disable-background-networking", "--disable-component-update", "--disable-sync",
                            f"--user-data-dir={folder / 'profile'}", "--window-size=1400,900", "--dump-dom",
                            (folder / "p.html").as_uri()], capture_output=True, text=True, timeout=120)
-    return int(re.search(r'data-width="(\d+)"', done.stdout).group(1))
+    return re.search(r'data-found="([^"]*)"', done.stdout).group(1)
 
 
 def test_the_first_screen_cells_are_built_from_a_copy_and_leave_the_data_as_it_was():

@@ -45,12 +45,22 @@ def pairing(task, base, run, entry):
             entry.setdefault("not_compared", {})[run.name] = "no document in common"
             return None
         entry["notes"].append(f"{run.name} vs {base.name}: paired on the {len(found)} documents both scored "
-                              f"({base.name} {len(b.keys)}, {run.name} {len(r.keys)}: a different --limit?)")
+                              f"({base.name} {len(b.keys)}, {run.name} {len(r.keys)}): {why_fewer(base, run)}")
         pairs = tuple(np.array(side) for side in zip(*found))
     found = caveats(b, r, *pairs)
     if found:
         entry.setdefault("caveats", {})[run.name] = found
     return pairs
+
+
+def why_fewer(*runs) -> str:
+    """Why two runs of a task scored other documents: lighteval's ``--max-samples N`` draws N documents it
+    shuffles itself, so two such runs share few; lm-eval's ``--limit N`` takes the first N."""
+    drawn = [run.name for run in runs if getattr(run, "harness", "") == "lighteval"]
+    if drawn:
+        return (f"lighteval draws --max-samples documents at random ({', '.join(drawn)}): give lighteval no "
+                "--max-samples to compare it on every document")
+    return "another --limit, --samples or --sample-id?"
 
 
 def caveats(b, r, base_index, run_index) -> list:

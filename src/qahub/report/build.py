@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 
@@ -150,11 +151,32 @@ def task_report(task, spec, runs, baseline, settings) -> dict:
         for c in entry["comparisons"][name].values():  # a pair that is not like with like is never starred
             if c["no_star"] is None and entry["caveats"].get(name):
                 c["no_star"] = "not like with like: " + "; ".join(entry["caveats"][name])
+    shown_facts(entry, task, runs, baseline)
     entry["ranking"] = ranking(task, spec, runs, baseline, estimators, designs, draws, settings["confidence"],
                                (entry, pairings))
     entry["leader"] = leader_test(task, spec, metrics, runs, baseline, estimators, designs, entry["cluster"]["field"],
                                   settings, draws)
     return entry
+
+
+def shown_facts(entry, task, runs, baseline):
+    """What the first screen shows beside the numbers: each run's ``run_facts`` and, on each comparison,
+    ``paired_of``, the documents each run scored with a value of the metric (fewer paired than that is marked)."""
+    entry["run_facts"] = {run.name: run_facts(run.tasks[task], run.harness) for run in runs}
+    for name, per in entry["comparisons"].items():
+        for m, c in per.items():
+            c["paired_of"] = {"baseline": entry["scores"][baseline][m]["n"], "run": entry["scores"][name][m]["n"]}
+
+
+def run_facts(task_run, harness) -> dict:
+    """What a run of a task read and how, for the report's run table: the dataset, config and split its harness
+    recorded (a local folder by its name only: a local path is never shown), shots, how prompts were sent, the
+    documents it scored and its document limit (lm-eval's --limit, lighteval's --max-samples)."""
+    path, config, split = (*task_run.dataset, None, None, None)[:3]
+    if isinstance(path, str) and os.path.isabs(path):
+        path = f"local folder {os.path.basename(path.rstrip(os.sep))}"
+    return {"harness": harness, "dataset": path, "config": config, "split": split, "n_shot": task_run.n_shot,
+            "prompt_format": task_run.prompt_format, "documents": len(task_run.keys), "limit": task_run.limit}
 
 
 def leader_test(task, spec, metrics, runs, baseline, estimators, designs, field, settings, draws=None):
@@ -528,8 +550,9 @@ def power(delta, se, alpha, exact, n, clusters, field, scale=None):
     ``exact`` (count, word) non-tied units whose smallest p is not below alpha can detect nothing; a zero
     standard error gives no MDE (McNemar's has the exact test's own: ``fewest_units`` documents discordant one
     way)."""
-    if exact is not None and exact[0] == 0:
-        return None, "not estimable: the paired values do not differ", None
+    if exact is not None and exact[0] == 0:  # Δ 0 from a test that cannot reject is not "the two are equal"
+        return None, "not estimable: the paired values do not differ", \
+            f"underpowered: no difference can be significant ({plural(*exact)}: the paired values do not differ)"
     if exact is not None and smallest_p(exact[0]) >= alpha:
         why = f"the exact test's smallest p with {plural(*exact)} is {smallest_p(exact[0]):.3g}"
         return None, f"not estimable: {why}", f"underpowered: no difference can be significant ({why})"

@@ -9,6 +9,8 @@ import math
 import textwrap
 from dataclasses import dataclass
 
+from .stats import MIN_UNITS
+
 UNPARSEABLE_FLAG = 0.2  # a run whose share of unreadable replies is above this is flagged on the first screen:
 # its score then says more about the reply format than about the answers
 NOISE = 1e-9  # a number closer to 0 than this is floating-point noise (1.388e-17 from summed zeros): shown as 0
@@ -139,12 +141,57 @@ def blocks(data, figures) -> list:
            ("table", ["run", "harness", "model", "results file"],
             [[name, r.get("harness", "–"), r.get("model", "–"), r.get("results_file", "–")]
              for name, r in data["runs"].items()]),
-           ("h", 2, "Methods"), ("p", methods(data["settings"]))]
+           *facts_blocks(data), ("h", 2, "Methods"), ("p", methods(data["settings"]))]
     for task, entry in data["tasks"].items():
         out += task_blocks(task, entry, data["settings"], figures)
     if data["skipped"]:
         out.append(("p", skipped_text(data["skipped"], data["tasks"])))
     return out
+
+
+FACTS = ["dataset", "config", "split", "shots", "prompts", "documents"]  # the run table's columns after the runs
+NAMES = 6  # a run table row names at most this many runs (then "and N more")
+
+
+def facts_blocks(data) -> list:
+    """The run table: what each run of each task read and how (report.json's ``run_facts``), a row per task and
+    group of runs that read alike; a cell that differs from the baseline's marked "≠" (its value on hover).
+    Nothing for a report that records no facts (an earlier report)."""
+    base, rows = data["settings"]["baseline"], []
+    for task, entry in data["tasks"].items():
+        facts = entry.get("run_facts") or {}
+        groups = {}
+        for name, f in facts.items():
+            groups.setdefault(fact_texts(f), []).append(name)
+        if not groups:
+            continue
+        reference = fact_texts(facts[base]) if base in facts else next(iter(groups))
+        for texts, names in groups.items():
+            cells = [text if text == theirs else Cell((), (f"≠ {text}",), title=f"{base}: {theirs}")
+                     for text, theirs in zip(texts, reference)]
+            rows.append([short_label(task), names_text(names, base), *cells])
+    if not rows:
+        return []
+    marked = any(isinstance(cell, Cell) for row in rows for cell in row)
+    return [("h", 3, "What each run read"), ("table", ["task", "runs", *FACTS], rows)] + \
+        [("p", f"≠: not what {base} read on the task (hover for {base}'s).")] * marked
+
+
+def fact_texts(f) -> tuple:
+    """A run's ``run_facts`` of a task as the run table's cells (``FACTS``)."""
+    unknown = "not recorded"
+    limit = f.get("limit")
+    how = "" if limit is None else f" (--max-samples {limit}, drawn at random)" if f.get("harness") == "lighteval" \
+        else f" (--limit {limit}, the first {limit})" if f.get("harness") == "lm-eval" else f" (--limit {limit})"
+    return (str(f.get("dataset") or unknown), str(f.get("config") or "default"), str(f.get("split") or unknown),
+            unknown if f.get("n_shot") is None else str(f["n_shot"]), str(f.get("prompt_format") or unknown),
+            f"{f.get('documents', '–')}{how}")
+
+
+def names_text(names, base) -> str:
+    shown = [f"{name} (baseline)" if name == base else name for name in names]
+    return ", ".join(shown) if len(shown) <= NAMES else ", ".join(shown[:NAMES - 1]) + \
+        f" and {len(shown) - NAMES + 1} more"
 
 
 def methods(s) -> str:
@@ -200,13 +247,21 @@ def summary_blocks(data) -> list:
         out.append(("p", f"{len(names)} runs: the leaderboard view. Rows in order of each run's mean rank over the "
                          "tasks it is ranked on (an order for reading, not a test); in each cell its rank on the task "
                          "and the confidence set of that rank (each task's ranking says how it is made)."))
-    if reasons:
-        out.append(("p", " ".join(f"{mark} {name}, {_tasks_text(labels, len(tasks))}: {why}."
-                                  for (mark, name, why), labels in reasons.items())))
+    out += [("p", line) for line in reason_lines(reasons, len(tasks))]
     for name in data["runs"]:
         if name != base and (weak := weakest(data, name)):
             out.append(("p", f"{name}, weakest against {base}: " + "; ".join(weak)))
     return out
+
+
+def reason_lines(reasons, every) -> list:
+    """A line per mark and reason (read, not skimmed), naming the runs and tasks it holds for: ``reasons`` as
+    ``{(mark, run, reason): [task labels]}``; runs with the same reason on the same tasks share a line."""
+    runs = {}
+    for (mark, name, why), labels in reasons.items():
+        runs.setdefault((mark, why, tuple(labels)), []).append(name)
+    return [f"{mark} {names_text(names, None)}, {_tasks_text(list(labels), every)}: {why}."
+            for (mark, why, labels), names in runs.items()]
 
 
 def run_cell(name, run, base) -> Cell:
@@ -234,13 +289,15 @@ def rank_text(r) -> str:
 
 def summary_cell(name, task, entry, base, alpha, reasons, ranked=False) -> Cell:
     """A run's main score on a task, with the marks the legend explains (and with ``ranked``, its rank on the task
-    and the rank's confidence set); the reasons behind † and ≠ go to ``reasons`` (``{(mark, run, reason): [task
-    labels]}``)."""
+    and the rank's confidence set); the reasons behind †, ≠ and "no interval" go to ``reasons`` (``{(mark, run,
+    reason): [task labels]}``), shown under the summary."""
     main, label = entry["main_metric"], short_label(task)
     scores = entry["scores"].get(name, {})
     if main not in scores:
         return Cell(("–",), title=f"{name} did not run {task}")
-    parts, title = [score_text(scores[main])], [f"{task}: {main} of {name}"]
+    note = lambda mark, why: reasons.setdefault((mark, name, why), []).append(label)  # noqa: E731
+    parts, title = score_parts(name, entry, scores[main], note)
+    title.insert(0, f"{task}: {main} of {name}")
     rank = ((entry.get("ranking") or {}).get("runs") or {}).get(name)
     if ranked and rank:
         parts.append(f"rank {rank_text(rank)}")
@@ -248,23 +305,98 @@ def summary_cell(name, task, entry, base, alpha, reasons, ranked=False) -> Cell:
     best = entry.get("best", best_of_two(entry, base, alpha)) == name
     if c is not None:
         parts.append(" · ".join(comparison_marks(c, alpha, best)))
-        title.append(f"Δ {delta_text(c)}, p_holm {p_text(c.get('p_holm'))} ({c.get('test', '')})")
+        title += comparison_title(c)
         if no_star(c, alpha):
-            reasons.setdefault(("†", name, no_star(c, alpha)), []).append(label)
+            note("†", no_star(c, alpha))
+            title.append(f"† {no_star(c, alpha)}")
+        if c.get("p") is None and c.get("test"):
+            note("no test possible", c["test"])
     elif best:
         parts.append("best")
+    flags = cell_flags(name, entry, scores, c, base, note, title)
+    return Cell(tuple(parts), tuple(flags), "\n".join(title), best=best)
+
+
+def score_parts(name, entry, cell, note) -> tuple:
+    """(the lines of a score: its text, then "≈ 3 dialogues" where its interval stands on fewer independent units
+    than a star needs (it is approximate); its tooltip lines). A score with no interval gives its reason to
+    ``note`` (a footnote under the summary) and to the tooltip."""
+    text = score_text(cell)
+    if cell.get("value") is not None and None in cell["ci"]:
+        why = no_interval_reason(cell)
+        note("(no interval)", why)
+        return [text], [f"no interval: {why}"]
+    count, word = score_units(name, entry, cell)
+    if cell.get("value") is None or count >= MIN_UNITS:
+        return [text], []
+    return [text, f"≈ {plural(count, word)}"], [f"approximate: an interval from {plural(count, word)}, fewer than "
+                                                f"the {MIN_UNITS} a star needs"]
+
+
+def no_interval_reason(c) -> str:
+    """Why a score or comparison has no interval, as report.json says it (``no_interval``)."""
+    return c.get("no_interval") or c.get("no_interval_reason") or "the report does not say why (an earlier report)"
+
+
+def score_units(name, entry, cell) -> tuple:
+    """(count, word) of the independent units a score stands on: its own ``units`` where report.json records them,
+    else its run's clusters of the task (where the task resamples by cluster), else its documents."""
+    units = cell.get("units")
+    if isinstance(units, list | tuple) and len(units) == 2:
+        return int(units[0]), str(units[1])
+    cluster = entry.get("cluster") or {}
+    count = ((cluster.get("runs") or {}).get(name) or {}).get("clusters")
+    word = cluster.get("field") if count is not None and cluster.get("field") else None  # resampled by cluster
+    if isinstance(units, int):
+        return units, word or "document"
+    return (count, word) if word else (cell.get("n", 0), "document")
+
+
+def comparison_title(c) -> list:
+    """The tooltip lines of a comparison: its Δ and interval (or why it has none), p_holm and test, and whether
+    its test can detect a difference."""
+    lines = [f"Δ {delta_text(c)}, p_holm {p_text(c.get('p_holm'))} ({c.get('test', '')})"]
+    if c.get("delta") is not None and None in c["ci"]:
+        lines.append(f"Δ no interval: {no_interval_reason(c)}")
+    if c.get("underpowered"):
+        lines.append(c["underpowered"])
+    return lines
+
+
+def cell_flags(name, entry, scores, c, base, note, title) -> list:
+    """The red marks of a summary cell: a mostly unparseable run, fewer documents paired than the runs scored, a
+    pair not like with like, a run not compared (each reason to ``note`` or the tooltip ``title``)."""
     flags = []
     share = scores.get("unparseable", {}).get("value")
     if share is not None and share > UNPARSEABLE_FLAG:
         flags.append(f"⚠ {share:.0%} unparseable")
         title.append(f"{share:.0%} of the replies could not be read (flagged above {UNPARSEABLE_FLAG:.0%})")
+    if c is not None and (fewer := paired_fewer(name, entry, c, base)):
+        flags.append(fewer[0])
+        note("≠ documents", fewer[1])
+        title.append(f"≠ documents: {fewer[1]}")
     if caveats := entry.get("caveats", {}).get(name):
         flags.append(caveat_mark(caveats))
-        reasons.setdefault((caveat_mark(caveats), name, "; ".join(caveats)), []).append(label)
+        note(caveat_mark(caveats), "; ".join(caveats))
+        title.append(f"{caveat_mark(caveats)}: {'; '.join(caveats)}")
     if name != base and (why := not_compared(name, entry)):
         flags.append("not compared")
         title.append(f"not compared: {why}")
-    return Cell(tuple(parts), tuple(flags), "\n".join(title), best=best)
+    return flags
+
+
+def paired_fewer(name, entry, c, base):
+    """("≠ documents: 2 of 20 paired", why) where the comparison stands on fewer documents than a run scored
+    (``paired_of``; an earlier report: the two scores' n), else None. Why: the task's note on the pairing."""
+    main = entry["main_metric"]
+    of = c.get("paired_of") or {"baseline": entry["scores"].get(base, {}).get(main, {}).get("n", 0),
+                                "run": entry["scores"].get(name, {}).get(main, {}).get("n", 0)}
+    most = max(of.values())
+    if c.get("n") is None or c["n"] >= most:
+        return None
+    said = next((n.split(": ", 1)[1] for n in entry.get("notes", []) if n.startswith(f"{name} vs {base}: ")), None)
+    why = said or f"paired on the {c['n']} documents both scored ({base} {of['baseline']}, {name} {of['run']})"
+    return f"≠ documents: {c['n']} of {most} paired", why
 
 
 def comparison_marks(c, alpha, best) -> list:
@@ -273,8 +405,10 @@ def comparison_marks(c, alpha, best) -> list:
     marks = [f"Δ {delta}" + (" *" if starred(c, alpha) else " †" if no_star(c, alpha) else "")]
     if best:
         marks.append("best")
-    if c.get("underpowered") and not starred(c, alpha):
-        marks.append("underpowered")
+    if c.get("delta") is not None and c.get("p") is None:  # too few units for any test: say so, not a bare Δ
+        marks.append("no test possible")
+    elif not starred(c, alpha) and (c.get("underpowered") or (c.get("mde") is None and not no_star(c, alpha))):
+        marks.append("underpowered")  # no MDE: nothing says what the test could detect (an earlier report)
     return marks
 
 
@@ -297,39 +431,61 @@ def marks_legend(rows, base, alpha) -> str:
     """What each mark used in the summary means (those used only)."""
     used = " ".join(str(cell) for row in rows for cell in row[1:])
     legend = [f"score [{1 - alpha:.0%} interval]"]
-    for mark, meaning in (
-            ("Δ", f"the run minus {base} on the documents both scored, * where it differs (p_holm < {alpha:.2g}, "
-                  "Holm over every comparison), none where no difference is shown"),
-            ("†", f"p_holm < {alpha:.2g} but no star (the reason below)"),
-            ("underpowered", "the difference is below the minimum detectable one (see the task)"),
-            ("best", "beats every other run of the task significantly"),
-            ("rank", f"the run's rank on the task [its {1 - alpha:.0%} confidence set of ranks]"),
-            ("unparseable", f"more than {UNPARSEABLE_FLAG:.0%} of the run's replies could not be read: the score "
-                            "says more about the reply format than about the answers"),
-            ("≠", "compared with a caveat (not like with like: the reason below), never starred"),
-            ("not compared", f"no comparison with {base} (the task's section says why)")):
-        if mark in used:
+    for mark, seen, meaning in (
+            ("Δ", ("Δ",), f"the run minus {base} on the documents both scored, * where it differs (p_holm < "
+                          f"{alpha:.2g}, Holm over every comparison), none where no difference is shown"),
+            ("†", ("†",), f"p_holm < {alpha:.2g} but no star (the reason below)"),
+            ("underpowered", ("underpowered",), "the test cannot detect a difference this small (below the "
+                                                "minimum detectable one, or none can be significant with these "
+                                                "documents): a Δ near 0 does not mean the runs are equal"),
+            ("no test possible", ("no test possible",), "too few independent units for any test (the reason below)"),
+            ("≈ N", ("≈",), f"the interval stands on fewer than {MIN_UNITS} independent units (documents, or "
+                            "clusters where a task resamples whole clusters): approximate"),
+            ("(no interval)", ("(no interval)",), "no interval can be given (the reason below; hover for it)"),
+            ("best", ("best",), "beats every other run of the task significantly"),
+            ("rank", ("rank",), f"the run's rank on the task [its {1 - alpha:.0%} confidence set of ranks]"),
+            ("unparseable", ("unparseable",), f"more than {UNPARSEABLE_FLAG:.0%} of the run's replies could not be "
+                                              "read: the score says more about the reply format than about the "
+                                              "answers"),
+            ("≠ documents", ("≠ documents",), "the Δ stands on fewer documents than the runs scored (the scores "
+                                              "are not on the same documents; the reason below)"),
+            ("≠", ("≠ prompts", "≠ shots", "≠ setup"), "compared with a caveat (not like with like: the reason "
+                                                        "below), never starred"),
+            ("not compared", ("not compared",), f"no comparison with {base} (the task's section says why)")):
+        if any(text in used for text in seen):
             legend.append(f"{mark}: {meaning}")
     return "; ".join(legend) + "."
 
 
 def weakest(data, name, count=2) -> list:
     """The ``count`` categories (over every task's breakdowns) where ``name``'s main metric is furthest below the
-    baseline's, as text."""
+    baseline's, as text; only categories where both scores have an interval from at least ``MIN_UNITS``
+    documents (fewer say nothing about a category), each number rounded to what its interval supports."""
     base, gaps = data["settings"]["baseline"], []
     for task, entry in data["tasks"].items():
         main = entry["main_metric"]
         for field, cats in entry["breakdown"].items():
             for cat, per_run in cats.items():
-                mine, theirs = (per_run.get(run, {}).get(main, {}).get("value") for run in (name, base))
-                if mine is not None and theirs is not None and mine < theirs:
-                    gaps.append(((mine - theirs) / max(abs(theirs), 1e-12), task, field, cat, mine, theirs, main))
-    return [f"{task} {field}={cat}: {main} {number(mine)} against {number(theirs)}"
+                mine, theirs = (per_run.get(run, {}).get(main) for run in (name, base))
+                if enough(mine) and enough(theirs) and mine["value"] < theirs["value"]:
+                    gap = (mine["value"] - theirs["value"]) / max(abs(theirs["value"]), 1e-12)
+                    gaps.append((gap, task, field, cat, mine, theirs, main))
+    return [f"{task} {field}={cat}: {main} {score_text(mine)} against {score_text(theirs)} (n={mine['n']})"
             for _, task, field, cat, mine, theirs, main in sorted(gaps, key=lambda g: g[0])[:count]]
 
 
+def enough(c) -> bool:
+    """Whether a category's score says something: a value and an interval from at least ``MIN_UNITS`` units
+    (its ``units`` where recorded, else its documents)."""
+    if not c or c.get("value") is None or None in c["ci"]:
+        return False
+    units = c.get("units", c.get("n", 0))
+    return (units[0] if isinstance(units, list | tuple) else units) >= MIN_UNITS
+
+
 def task_blocks(task, entry, settings, figures):
-    alpha = 1 - settings["confidence"]
+    """A task's section: what it warns and notes, its scores, intervals and ranking, its figure, its breakdowns and
+    its paired comparisons with the baseline."""
     out = [("h", 2, task)]
     out += [("p", f"Warning: {w}") for w in entry["warnings"]] + [("p", n) for n in entry["notes"]]
     if entry.get("best"):
@@ -347,11 +503,15 @@ def task_blocks(task, entry, settings, figures):
         out.append(("p", "Intervals: " + interval_methods(entry["intervals"])))
     out += ranking_blocks(task, entry)
     out += [("img", name) for name in figures.get(task, [])[:1]]
-    main = entry["main_metric"]
-    many = len(entry["scores"]) > LEADERBOARD
+    return out + breakdown_blocks(task, entry, figures) + comparison_blocks(task, entry, settings)
+
+
+def breakdown_blocks(task, entry, figures) -> list:
+    """A table (and figure) a breakdown field: a row a category, a column a run (runs as rows when many)."""
+    main, out = entry["main_metric"], []
+    many, names = len(entry["scores"]) > LEADERBOARD, list(entry["scores"])
     for field, cats in entry["breakdown"].items():
         out.append(("h", 3, f"{task} by {field} ({main}; unparseable)"))
-        names = list(entry["scores"])
         if many:  # runs as rows: a column a category
             rows = [[name] + [_cat_text(per_run.get(name), main) for per_run in cats.values()] for name in names]
             out.append(("table", ["run", *cats], rows))
@@ -359,21 +519,25 @@ def task_blocks(task, entry, settings, figures):
             rows = [[cat] + [_cat_text(per_run.get(name), main) for name in names] for cat, per_run in cats.items()]
             out.append(("table", [field, *names], rows))
         out += [("img", name) for name in figures.get(task, []) if name.endswith(f"_{field}.png")]
-    if any(entry["comparisons"].values()):
-        out.append(("h", 3, f"{task}: paired comparisons with {settings['baseline']}"))
-        unit = (entry.get("cluster") or {}).get("field")
-        rows = [[name, m, delta_text(c), p_text(c["p"]),
-                 p_text(c["p_holm"]) + (" *" if starred(c, alpha) else " †" if no_star(c, alpha) else ""),
-                 p_text(c.get("p_bh")), mde_text(c) + (" (underpowered)" if c.get("underpowered") else ""),
-                 units_text(c, unit), c["test"]]
-                for name, per in entry["comparisons"].items() for m, c in per.items()]
-        out.append(("table", ["run", "metric", "delta [CI]", "p", "p_holm", "p_bh", "MDE", "n", "test"], rows))
-        if not many:  # many runs: the table's MDE column says "(underpowered)"
-            out += [("p", f"{name}, {m}: {c['underpowered']}") for name, per in entry["comparisons"].items()
-                    for m, c in per.items() if c.get("underpowered")]
-        out += [("p", f"† {name}, {m}: {no_star(c, alpha)}") for name, per in entry["comparisons"].items()
-                for m, c in per.items() if no_star(c, alpha)]
     return out
+
+
+def comparison_blocks(task, entry, settings) -> list:
+    """The task's paired comparisons with the baseline: a row a run and metric, then why a comparison is
+    underpowered (few runs) and why a p below alpha has no star."""
+    if not any(entry["comparisons"].values()):
+        return []
+    alpha, unit = 1 - settings["confidence"], (entry.get("cluster") or {}).get("field")
+    every = [(name, m, c) for name, per in entry["comparisons"].items() for m, c in per.items()]
+    rows = [[name, m, delta_text(c), p_text(c["p"]),
+             p_text(c["p_holm"]) + (" *" if starred(c, alpha) else " †" if no_star(c, alpha) else ""),
+             p_text(c.get("p_bh")), mde_text(c) + (" (underpowered)" if c.get("underpowered") else ""),
+             units_text(c, unit), c["test"]] for name, m, c in every]
+    out = [("h", 3, f"{task}: paired comparisons with {settings['baseline']}"),
+           ("table", ["run", "metric", "delta [CI]", "p", "p_holm", "p_bh", "MDE", "n", "test"], rows)]
+    if len(entry["scores"]) <= LEADERBOARD:  # many runs: the table's MDE column says "(underpowered)"
+        out += [("p", f"{name}, {m}: {c['underpowered']}") for name, m, c in every if c.get("underpowered")]
+    return out + [("p", f"† {name}, {m}: {no_star(c, alpha)}") for name, m, c in every if no_star(c, alpha)]
 
 
 def interval_methods(methods: dict) -> str:
@@ -542,10 +706,9 @@ def _forest(title, labels, series, baseline, limits=(None, None)) -> bytes:
         # fixed margins: tight_layout is slow
         fig.subplots_adjust(left=label_in / width_in, right=1 - legend / width_in, top=1 - 0.5 / height_in,
                             bottom=bottom / height_in)
-        buffer = io.BytesIO()
-        fig.savefig(buffer, format="png", metadata={"Software": None})
+        png = _png(fig)
     plt.close(fig)
-    return buffer.getvalue()
+    return png
 
 
 ROW = 0.2  # inches a run's row takes in the leaderboard figure (20 px: one line of its 15 px name)
@@ -560,16 +723,14 @@ def _ladder(title, cells, baseline, limits=(None, None)) -> bytes:
                    key=lambda item: -item[0])
     label_in = 0.4 + 0.085 * max([min(len(str(run)), 2 * NAME) for _, run, _ in shown] or [0])
     width_in, height_in = 12.5, max(2.4, 1.2 + ROW * len(shown))
-    low_limit, high_limit = limits
     with plt.rc_context({"text.parse_math": False, "font.size": FONT}):
         fig, ax = plt.subplots(figsize=(width_in, height_in), dpi=100)
         colors = ["black" if run == baseline else "C0" for _, run, _ in shown]
         lines, ends, cut = [], [], False  # one call for every line, one for every dot: 100 calls each are slow
         for y, (_, run, (low, high)) in enumerate(shown):
             if low is not None and high is not None:
-                a = max(low, low_limit) if low_limit is not None else low
-                b = min(high, high_limit) if high_limit is not None else high
-                cut = cut or a - low > NOISE or high - b > NOISE
+                a, b, beyond = _clipped(low, high, limits)
+                cut = cut or any(beyond)
                 lines.append((y, a, b, colors[y]))
                 ends += [a, b]
                 if run == baseline:
@@ -586,13 +747,18 @@ def _ladder(title, cells, baseline, limits=(None, None)) -> bytes:
         ax.grid(axis="x", linewidth=0.3)
         ax.set_title(title, fontsize=FONT + 2)
         if cut:
-            fig.text(0.01, 0.1 / height_in, f"an interval reaching beyond the metric's range ({number(low_limit)} to "
-                     f"{number(high_limit)}) is cut at it", fontsize=FONT, color="#b00000")
+            fig.text(0.01, 0.1 / height_in, f"an interval reaching beyond the metric's range ({number(limits[0])} to "
+                     f"{number(limits[1])}) is cut at it", fontsize=FONT, color="#b00000")
         fig.subplots_adjust(left=min(0.45, (label_in + 1.2) / width_in), right=0.97, top=1 - 0.5 / height_in,
                             bottom=(0.55 + 0.3 * cut) / height_in)
-        buffer = io.BytesIO()
-        fig.savefig(buffer, format="png", metadata={"Software": None})
+        png = _png(fig)
     plt.close(fig)
+    return png
+
+
+def _png(fig) -> bytes:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", metadata={"Software": None})  # no matplotlib version: the same bytes
     return buffer.getvalue()
 
 
@@ -600,31 +766,21 @@ def _draw(ax, title, labels, series, baseline, limits):
     """A row per run within a group per label: the score as a dot, its interval as a line (cut at the metric's
     range, with an arrow at the cut end); the baseline's interval shaded across its group; a line at 0 where 0
     is on the axis. The sentence saying which intervals were cut, or ""."""
-    low_limit, high_limit = limits
     step = 1.0 / (len(series) + 1)
     handles, shown, cut = [], [], False
     for i, (run, cells) in enumerate(series.items()):
-        for row, c in enumerate(cells):
-            if not c or c["value"] is None:
-                continue
-            y, (low, high) = row + (i + 1) * step, c["ci"]
+        values = [(row, row + (i + 1) * step, c) for row, c in enumerate(cells) if c and c["value"] is not None]
+        for row, y, c in values:
             shown.append(c["value"])
-            if low is None or high is None:
+            ends = _interval_line(ax, y, c["ci"], f"C{i}", limits)
+            if ends is None:
                 continue
-            a, b = max(low, low_limit) if low_limit is not None else low, \
-                min(high, high_limit) if high_limit is not None else high
-            shown += [a, b]
-            ax.plot([a, b], [y, y], color=f"C{i}", linewidth=2.5)
-            # beyond by more than float noise (a resampled BLEU of 100.00000000000001 is 100)
-            for edge, beyond, marker in ((a, a - low > NOISE, "<"), (b, high - b > NOISE, ">")):
-                if beyond:
-                    cut = True
-                    ax.plot([edge], [y], marker=marker, color=f"C{i}", markersize=9)
+            shown, cut = shown + list(ends[:2]), cut or ends[2]
             if run == baseline:
-                ax.axvspan(a, b, ymin=1 - (row + 1) / len(labels), ymax=1 - row / len(labels), color=f"C{i}",
+                ax.axvspan(*ends[:2], ymin=1 - (row + 1) / len(labels), ymax=1 - row / len(labels), color=f"C{i}",
                            alpha=0.15, linewidth=0)
-        values = [(row + (i + 1) * step, c["value"]) for row, c in enumerate(cells) if c and c["value"] is not None]
-        handles.append(ax.scatter([v for _, v in values], [y for y, _ in values], color=f"C{i}", zorder=3, s=36))
+        handles.append(ax.scatter([c["value"] for _, _, c in values], [y for _, y, _ in values], color=f"C{i}",
+                                  zorder=3, s=36))
     ax.set_xlim(*axis_span(shown, limits))
     left, right = ax.get_xlim()
     if left <= 0 <= right:
@@ -640,8 +796,31 @@ def _draw(ax, title, labels, series, baseline, limits):
     ax.legend(handles, names, fontsize=FONT, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     if not cut:
         return ""
-    return (f"◂ ▸ an interval reaching beyond the metric's range ({number(low_limit)} to {number(high_limit)}) "
+    return (f"◂ ▸ an interval reaching beyond the metric's range ({number(limits[0])} to {number(limits[1])}) "
             "is cut at it")
+
+
+def _interval_line(ax, y, ci, color, limits):
+    """An interval drawn as a line at ``y``, cut at the metric's range with an arrow at a cut end: (its drawn
+    ends, whether one was cut), or None where there is no interval."""
+    low, high = ci
+    if low is None or high is None:
+        return None
+    a, b, beyond = _clipped(low, high, limits)
+    ax.plot([a, b], [y, y], color=color, linewidth=2.5)
+    for edge, cut, marker in ((a, beyond[0], "<"), (b, beyond[1], ">")):
+        if cut:
+            ax.plot([edge], [y], marker=marker, color=color, markersize=9)
+    return a, b, any(beyond)
+
+
+def _clipped(low, high, limits):
+    """(low, high) cut at the metric's range ``limits``, and whether each end was beyond it by more than float
+    noise (a resampled BLEU of 100.00000000000001 is 100)."""
+    low_limit, high_limit = limits
+    a = max(low, low_limit) if low_limit is not None else low
+    b = min(high, high_limit) if high_limit is not None else high
+    return a, b, (a - low > NOISE, high - b > NOISE)
 
 
 def axis_span(shown, limits) -> tuple:
