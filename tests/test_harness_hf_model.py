@@ -1,11 +1,10 @@
-"""The README's lm-eval block, followed as written: `lm_eval --model hf` (lm-eval's Hugging Face model, which the
+"""The harnesses guide's lm-eval block (docs/harnesses.md, `test: lm-eval-hf`), followed as written: `lm_eval --model hf` (lm-eval's Hugging Face model, which the
 `harness` extra installs) on a qahub task, with a tiny GPT-2 of random weights and a byte-level tokenizer made here
 (nothing is downloaded)."""
 
 import json
 import math
 import os
-import re
 import shlex
 import subprocess
 import sys
@@ -13,6 +12,7 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
+from guides import commands
 from packaging.requirements import Requirement
 
 from qahub import registry
@@ -20,20 +20,11 @@ from qahub import registry
 pytest.importorskip("lm_eval", reason="lm-eval is the [harness] extra")
 pytest.importorskip("transformers", reason="--model hf needs the [harness] extra")
 
-ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 
 
-def _readme_block(section: str = "## Evaluate a language model", holding: str = "lm_eval --model hf") -> list[str]:
-    """The commands of the README's block in ``section`` that holds ``holding``, continuation lines joined."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text[text.index(section):]
-    block = next(b for b in re.findall(r"^```bash\n(.*?)^```", section, re.M | re.S) if holding in b)
-    return [line for line in block.replace("\\\n", " ").splitlines() if line.strip()]
-
-
 def _command(argv: list[str]) -> list[str]:
-    """The README's command in this environment: its script here, or ``python -m`` in a venv that has no script
+    """The guide's command in this environment: its script here, or ``python -m`` in a venv that has no script
     of its own for a package it sees among the system's."""
     script = BIN / argv[0]
     if script.exists():
@@ -63,14 +54,14 @@ def test_the_harness_extra_brings_lm_evals_hf_model_and_every_tasks_scorer():
     assert {"sudachipy", "Levenshtein", "scipy", "nltk", "pymorphy3", "sacrebleu"} <= {r.name for r in harness}
     hf = [Requirement(r) for r in metadata.requires("lm_eval") if "extra == \"hf\"" in r]
     assert {"transformers", "torch", "accelerate"} <= {r.name for r in hf}
-    assert _readme_block()[0].startswith('pip install -e ".[harness]"')
+    assert commands("lm-eval-hf")[0].startswith('pip install -e ".[harness]"')
 
 
-def test_the_readme_lm_eval_block_runs_model_hf_on_a_tiny_local_model(tiny_model, tmp_path):
+def test_the_guides_lm_eval_block_runs_model_hf_on_a_tiny_local_model(tiny_model, tmp_path):
     env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
            "TOKENIZERS_PARALLELISM": "false"}
     samples = f"{registry.samples_dir()}/"
-    for line in _readme_block()[1:]:  # the first line is the install, which made this environment
+    for line in commands("lm-eval-hf")[1:]:  # the first line is the install, which made this environment
         argv = [arg.replace("src/qahub/samples/", samples) for arg in shlex.split(line, comments=True)]
         argv = [f"pretrained={tiny_model}" if arg == "pretrained=MODEL" else arg for arg in argv]
         done = subprocess.run(_command(argv), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
@@ -85,8 +76,8 @@ def test_the_readme_lm_eval_block_runs_model_hf_on_a_tiny_local_model(tiny_model
         assert isinstance(value, float | int) and math.isfinite(value) and 0 <= value <= 1, (metric, scores)
 
 
-def test_the_readme_inspect_block_runs_offline_on_a_tiny_local_model(tiny_model, tmp_path):
-    """inspect's hf/ provider on a local model folder, HF_HUB_OFFLINE=1 as the README sets it: every sample is
+def test_the_guides_inspect_block_runs_offline_on_a_tiny_local_model(tiny_model, tmp_path):
+    """inspect's hf/ provider on a local model folder, HF_HUB_OFFLINE=1 as the guide sets it: every sample is
     generated (greedy: the provider refuses temperature 0 while it samples) and scored."""
     pytest.importorskip("inspect_ai", reason="inspect-ai is the [inspect] extra")
     from inspect_ai.log import read_eval_log
@@ -94,7 +85,7 @@ def test_the_readme_inspect_block_runs_offline_on_a_tiny_local_model(tiny_model,
     env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "TOKENIZERS_PARALLELISM": "false"}
     env.pop("HF_HUB_OFFLINE", None)
     samples = f"{registry.samples_dir()}/"
-    lines = _readme_block("## Evaluate with inspect-ai", "--model hf/")
+    lines = commands("inspect-hf")
     assert any(line.startswith("HF_HUB_OFFLINE=1 inspect eval") for line in lines)
     for line in lines:
         words = [w.replace("src/qahub/samples/", samples).replace("MODEL_DIR", str(tiny_model))

@@ -14,6 +14,7 @@ import pytest
 pytest.importorskip("inspect_ai", reason="inspect-ai is the [inspect] extra")
 
 import inspect_models  # noqa: E402
+from guides import commands  # noqa: E402
 from inspect_ai import eval as inspect_eval  # noqa: E402
 from inspect_ai.model import get_model  # noqa: E402
 from test_harness import GARBAGE, TOP, Oracle, _evaluate  # noqa: E402  (lm-eval's run, the same tables)
@@ -506,13 +507,16 @@ def test_a_normal_inspect_run_logs_no_warning(locations, tmp_path):
 
 
 def test_the_oracle_model_smoke_tests_a_task_offline(locations, tmp_path):
-    """README's smoke test: ``inspect eval qahub/jemhopqa --model qahub/oracle -T dataset=...`` by inspect's own
-    ``inspect`` command, offline, with nothing of the tests on the path: the model qahub registers replies each
-    sample's target, so each metric with an ``oracle`` value reads it."""
+    """The harnesses guide's smoke test (`test: inspect-oracle`: ``HF_HUB_OFFLINE=1 inspect eval qahub/jemhopqa
+    --model qahub/oracle -T dataset=...``) by inspect's own ``inspect`` command, offline, with nothing of the tests
+    on the path, on one sample: the model qahub registers replies each sample's target, so each metric with an
+    ``oracle`` value reads it."""
+    [line] = commands("inspect-oracle")
+    words = [f"dataset={locations['jemhopqa']}" if w == "dataset=exports/jemhopqa" else w for w in line.split()]
+    assert words[:3] == ["HF_HUB_OFFLINE=1", "inspect", "eval"] and words[-2:] == ["--log-dir", "logs"]
     env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"} | {"HF_HUB_OFFLINE": "1"}
-    done = subprocess.run([str(Path(sys.executable).with_name("inspect")), "eval", "qahub/jemhopqa", "--model",
-                           "qahub/oracle", "-T", f"dataset={locations['jemhopqa']}", "--limit", "1", "--log-dir",
-                           str(tmp_path / "logs"), "--log-format", "json", "--display", "none"],
+    done = subprocess.run([str(Path(sys.executable).with_name("inspect")), *words[2:], "--limit", "1",
+                           "--log-format", "json", "--display", "none"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     (path,) = (tmp_path / "logs").glob("*.json")

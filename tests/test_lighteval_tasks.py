@@ -12,13 +12,14 @@ import pytest
 
 pytest.importorskip("lighteval", reason="lighteval is the [lighteval] extra")
 
+from guides import commands  # noqa: E402
 from lighteval.logging.evaluation_tracker import EvaluationTracker  # noqa: E402
 from lighteval.models.dummy.dummy_model import DummyModel, DummyModelConfig  # noqa: E402
 from lighteval.models.model_output import ModelResponse  # noqa: E402
 from lighteval.pipeline import ParallelismManager, Pipeline, PipelineParameters  # noqa: E402
 from lighteval.tasks.prompt_manager import PromptManager  # noqa: E402
 from test_harness import GARBAGE, TOP, Oracle, _evaluate, _scores  # noqa: E402  (lm-eval's run, the same tables)
-from test_harness_hf_model import _command, _readme_block  # noqa: E402  (tiny_model: conftest.py)
+from test_harness_hf_model import _command  # noqa: E402  (tiny_model: conftest.py)
 from test_limur_judge import MERA_REPLIES, _mera_env, prose_judge  # noqa: E402, F401  (the fixture is used)
 
 from qahub import harness, lighteval_tasks, planning, registry  # noqa: E402
@@ -221,15 +222,15 @@ def test_a_bad_task_name_or_a_damaged_export_is_one_line(data, sample_exports, m
         assert "\n" not in str(err.value)
 
 
-def test_the_readme_block_runs_lightevals_command_line_on_a_tiny_local_model(tiny_model, tmp_path):
-    """The README's block as written (the model: the tiny one, one request at a time rather than lighteval's
+def test_the_guides_block_runs_lightevals_command_line_on_a_tiny_local_model(tiny_model, tmp_path):
+    """The harnesses guide's block (`test: lighteval-accelerate`) as written (the model: the tiny one, one request at a time rather than lighteval's
     search for a batch size), offline: results and details hold every per-document value and document id."""
     import pandas
 
     env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
            "TOKENIZERS_PARALLELISM": "false"}
     samples = f"{registry.samples_dir()}/"
-    lines = _readme_block("## Evaluate with lighteval", "--custom-tasks")
+    lines = commands("lighteval-accelerate")
     assert lines[0].startswith('pip install -e ".[lighteval]"')
     for line in lines[1:]:  # the first line is the install, which made this environment
         words = [w.replace("src/qahub/samples/", samples).replace("model_name=MODEL,", f"model_name={tiny_model},"

@@ -12,6 +12,7 @@ import zipfile
 from importlib import metadata
 from pathlib import Path
 
+import guides
 import pytest
 
 from qahub import cli, demo
@@ -76,11 +77,12 @@ def _install_lines(text: str) -> list[str]:
     return found + re.findall(r"`([^`\n]*pip install[^`\n]*)`", text)
 
 
-def test_every_install_line_of_the_readme_and_contributing_installs_from_the_clone():
+def test_every_install_line_of_the_guides_and_contributing_installs_from_the_clone():
     """qahub is not on PyPI: `pip install "qahub[...]"` fails. Each line installs the clone (`-e ".[extras]"`,
     extras that pyproject.toml declares) or a package by its own name; the messages of the code say the same."""
     extras = set(metadata.metadata("qahub").get_all("Provides-Extra"))
-    lines = [line for doc in ("README.md", "CONTRIBUTING.md") for line in _install_lines((ROOT / doc).read_text("utf-8"))]
+    docs = [*guides.pages(), "CONTRIBUTING.md"]
+    lines = [line for doc in docs for line in _install_lines((ROOT / doc).read_text("utf-8"))]
     assert any('-e ".[harness,report]"' in line for line in lines)
     for line in lines:
         assert not re.search(r"""pip install\s+(-\S+\s+)*["']?qahub""", line), line

@@ -998,12 +998,12 @@ def test_the_first_screen_is_a_summary_of_every_run_and_task_main_metric(report)
     assert html.index("<table") < html.index("<h2>")  # the summary before any task
 
 
-README = Path(__file__).parent.parent / "README.md"
+GUIDE = Path(__file__).parent.parent / "docs" / "report.md"  # the report guide's example
 EXAMPLE = ("<!-- report example (tests/test_report.py) -->\n", "<!-- end of the report example -->\n")
 
 
 def example(out, data):
-    """The README's example, from this module's report of the scripted runs: the Markdown summary, and the HTML
+    """The report guide's example, from this module's report of the scripted runs: the Markdown summary, and the HTML
     page (the scripted runs' model names, which lm-eval draws at random for a model object, read "scripted", and
     their results files are named from the runs' folder)."""
     from qahub.report.render import blocks, markdown, page
@@ -1021,17 +1021,17 @@ def example(out, data):
 
 
 def write_example(out, summary, html):
-    """QAHUB_WRITE_EXAMPLE=1: the README's example table, docs/report-first-screen.png (Chromium at 1,400 x 900),
+    """QAHUB_WRITE_EXAMPLE=1: the report guide's example table, docs/report-first-screen.png (Chromium at 1,400 x 900),
     docs/report-marks.png (the same of test_report_render's report with every mark) and
     docs/report-jeopardy-by-value.png, made again."""
     from test_report_render import hostile_data
 
     from qahub.report.render import blocks, page
 
-    docs = README.parent / "docs"
-    text = README.read_text(encoding="utf-8")
+    docs = GUIDE.parent
+    text = GUIDE.read_text(encoding="utf-8")
     start, end = text.index(EXAMPLE[0]) + len(EXAMPLE[0]), text.index(EXAMPLE[1])
-    README.write_text(text[:start] + summary.rstrip("\n") + "\n\n" + text[end:], encoding="utf-8")
+    GUIDE.write_text(text[:start] + summary.rstrip("\n") + "\n\n" + text[end:], encoding="utf-8")
     shutil.copyfile(out / "figures" / "qahub_jeopardy_question_number.png", docs / "report-jeopardy-by-value.png")
     screenshot(html, docs / "report-first-screen.png", out.parent)
     screenshot(page(blocks(hostile_data(), {}), {}), docs / "report-marks.png", out.parent)
@@ -1048,14 +1048,14 @@ def screenshot(html, png, work):
                     (work / "example.html").as_uri()], check=True, capture_output=True, timeout=120)
 
 
-def test_the_readme_s_report_example_is_this_report_s_first_screen(report):
+def test_the_report_guide_s_example_is_this_report_s_first_screen(report):
     out, data, _ = report
     summary, html = example(out, data)
     if os.environ.get("QAHUB_WRITE_EXAMPLE"):
         write_example(out, summary, html)
-    text = README.read_text(encoding="utf-8")
+    text = GUIDE.read_text(encoding="utf-8")
     assert text[text.index(EXAMPLE[0]) + len(EXAMPLE[0]):text.index(EXAMPLE[1])] == summary.rstrip("\n") + "\n\n", \
-        "the README's report example is not this report's: QAHUB_WRITE_EXAMPLE=1 pytest tests/test_report.py -k readme"
+        "the report guide's example is not this report's: QAHUB_WRITE_EXAMPLE=1 pytest tests/test_report.py -k report_guide"
 
 
 def test_each_run_s_weakest_categories_against_the_baseline_are_named():

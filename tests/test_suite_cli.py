@@ -171,6 +171,17 @@ def _readme_example(metric) -> str:
     return runnable[0]
 
 
+
+def test_the_readmes_metric_example_runs_from_the_clone(tmp_path, monkeypatch, capsys):
+    """README's `evaluate.load("metrics/jemhopqa")` example as written, in a folder where that path is the clone's
+    (run here, where `evaluate` is imported already)."""
+    from guides import block
+
+    (tmp_path / "metrics").symlink_to(registry.metrics_root())
+    monkeypatch.chdir(tmp_path)
+    exec(compile(block("readme-metric").code, "README.md", "exec"), {"__name__": "__readme__"})
+    assert capsys.readouterr().out.startswith("{'em': 1.0")
+
 @pytest.mark.parametrize("metric", registry.metric_names())
 def test_metric_loads_without_qahub_and_runs_its_readme_example(metric, tmp_path):
     assert cli.main(["metric-copy", metric, "--out", str(tmp_path)]) == 0

@@ -328,7 +328,7 @@ def test_on_the_real_jemhopqa_the_card_and_the_readme_say_the_counts_the_build_p
     assert printed == {("jemhopqa", config, split): c for config, s in counts.items() for split, c in s.items()}
     c = counts["sft"]["train"]
     assert f"| sft | train | {c['documents']:,} | {c['rows']:,} | {c['exact']:,} | {c['ngram']:,} |" in card.text
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "docs" / "training.md").read_text(encoding="utf-8")
     assert f"the real JEMHopQA keeps {c['rows']:,} of {c['documents']:,}" in readme
 
 

@@ -1,21 +1,20 @@
 """TRL's ``SFTTrainer`` on the training configs (issue 38): the suite's tiny random GPT-2 (``tiny_model``, with a chat
 template set here) trains a few steps on ``load_dataset(export, "sft")`` of two corpora and on a ``messages``
 config, offline; the collator masks every prompt token; the loss on a repeated batch goes down; the trained
-folder generates through lm-eval's ``hf`` model on the matching qahub task; the README's example runs."""
+folder generates through lm-eval's ``hf`` model on the matching qahub task; the training guide's example runs."""
 
-import re
 import shutil
 from pathlib import Path
 
 import datasets
 import pytest
+from guides import block
 
 from qahub import harness
 
 pytest.importorskip("trl", reason="TRL is in the [test] extra")
 pytest.importorskip("lm_eval", reason="lm-eval is the [harness] extra")
 
-ROOT = Path(__file__).resolve().parents[1]
 IGNORE = -100  # the label of a token that carries no loss
 # a minimal chat template; {% generation %} marks the assistant's tokens for TRL's assistant_only_loss
 TEMPLATE = (
@@ -142,17 +141,11 @@ def test_assistant_only_loss_on_a_messages_config(sample_exports, chat_model, tm
     assert _losses(trainer)
 
 
-def _readme_example() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("## Training on the corpora"):]
-    return re.search(r"^```python\n(.*?)^```", section, re.M | re.S).group(1)
-
-
-def test_the_readmes_trl_example_runs(sample_exports, chat_model, tmp_path, monkeypatch):
-    code = _readme_example()
+def test_the_training_guides_trl_example_runs(sample_exports, chat_model, tmp_path, monkeypatch):
+    code = block("trl-sft").code  # docs/training.md, copied in README.md
     assert len(code.strip().splitlines()) <= 10
     monkeypatch.chdir(tmp_path)
     code = code.replace('"qahub-hub/jemhopqa"', repr(str(sample_exports["jemhopqa"])))
     code = code.replace('"MODEL"', repr(str(chat_model)))
-    exec(compile(code, "README.md", "exec"), {})
+    exec(compile(code, "docs/training.md", "exec"), {})
     assert (tmp_path / "sft-model" / "config.json").is_file()
