@@ -429,9 +429,11 @@ def test_a_cli_score_is_the_evaluate_modules_own_without_importing_evaluate(argv
     """Each demo.json evaluation: its scores in a fresh process, which never imports evaluate, transformers,
     torch, nor (for METEOR, through NLTK's package) scipy.stats and scikit-learn, are those of
     ``evaluate.load(metric_dir).compute(...)`` given the same inputs. An upstream Jeopardy! file as references is
-    read by the builder's own reader, without ``datasets``; every other reference is read through it."""
+    read by the builder's own reader, without ``datasets``, and so is JEMHopQA's ``--data-dir``; every other reference
+    is read through it."""
     printed, status, imported, stderr = _evaluate_in_a_fresh_process(argv)
-    upstream_file = argv[0] == "jeopardy_meteor" and "--references" in argv
+    upstream_file = (argv[0] == "jeopardy_meteor" and "--references" in argv) or (
+        argv[0] == "jemhopqa" and "--data-dir" in argv)
     assert (status, imported) == (0, [] if upstream_file else ["datasets"]), stderr[-2000:]
 
     adapter = evaluate_cli.scoring_modules()[argv[0]].ADAPTER

@@ -284,15 +284,21 @@ def built_rows(corpus, config, split, data_dir=None, *, cache_dir=None, mirror_u
 
     check_split(corpus, config, split, no_split or _no_split(data_dir or corpus, config, split))
     if data_dir is not None:
-        data_dir = Path(data_dir).expanduser()
-        if not data_dir.exists():
-            raise FileNotFoundError(f"--data-dir {data_dir}: no such file or folder")
-        if not data_dir.is_dir():
-            raise NotADirectoryError(f"--data-dir {data_dir}: not a folder")
+        data_dir = data_folder(data_dir)
     cache = tempfile.TemporaryDirectory(prefix=f"qahub-{corpus}-") if data_dir else contextlib.nullcontext(cache_dir)
     with cache as cache_dir:
         splits = qahub.load(corpus, config, data_dir=data_dir, cache_dir=cache_dir, mirror_url=mirror_url, **options)
         return splits[_pick(list(splits), split, no_split or _no_split(data_dir or corpus, config, split))].to_list()
+
+
+def data_folder(data_dir) -> Path:
+    """``--data-dir`` as a folder (``~`` expanded), or a one-line error when it is absent or a file."""
+    folder = Path(data_dir).expanduser()
+    if not folder.exists():
+        raise FileNotFoundError(f"--data-dir {folder}: no such file or folder")
+    if not folder.is_dir():
+        raise NotADirectoryError(f"--data-dir {folder}: not a folder")
+    return folder
 
 
 def check_split(corpus, config, split, no_split):

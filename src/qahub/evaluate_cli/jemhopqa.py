@@ -23,7 +23,7 @@ from pathlib import Path
 from qahub import registry
 from qahub.evaluate_cli import predictions
 from qahub.evaluate_cli.adapter import Adapter
-from qahub.exports import built_rows, check_split, export_rows
+from qahub.exports import built_rows, check_split, data_folder, export_rows
 from qahub.files import write_output
 from qahub.metrics.jemhopqa.records import JemhopqaInputError
 
@@ -264,10 +264,7 @@ def _local_rows(config, split, data_dir) -> list[dict]:
     if config not in FILES:
         raise ValueError(f"jemhopqa has no config {config!r} (configs: {', '.join(FILES)})")
     check_split("jemhopqa", config, split, f"jemhopqa: config {config} has no split {split!r} (splits: {{found}})")
-    folder = Path(data_dir).expanduser()
-    if not folder.is_dir():
-        raise FileNotFoundError(f"--data-dir {data_dir}: no such folder")
-    return list(read_rows(local_file(folder, config, split)))
+    return list(read_rows(local_file(data_folder(data_dir), config, split)))
 
 
 def _upstream_file(path: Path, config, split):
