@@ -20,7 +20,7 @@ NOISE = ["", "   ", "не знаю", "**Ответ:** Б.", '{"answer": ', "x" *
 
 def _exports(root: Path) -> dict:
     from qahub import planning, registry
-    from qahub.export import export
+    from qahub.export.writer import export
 
     locations = {}
     for corpus in planning.corpora():

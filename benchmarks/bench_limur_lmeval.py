@@ -51,7 +51,7 @@ def _scripted_lm():
 def limur_export(root: Path) -> Path:
     """A LIMUR export in ``root`` whose test split holds DOCUMENTS rows (also the lighteval judge benchmark's)."""
     from qahub import registry
-    from qahub.export import export
+    from qahub.export.writer import export
 
     samples = registry.samples_dir("limur")
     rows = [json.loads(line) for line in (samples / "test.jsonl").read_text(encoding="utf-8").splitlines()]

@@ -42,7 +42,7 @@ def _topical_chat_files(root: Path) -> Path | None:
 def _exports(root: Path) -> dict:
     """{corpus: export folder} of the real corpora, builder configs only."""
     from qahub import registry
-    from qahub.export import export
+    from qahub.export.writer import export
 
     found = {}
     if (SHARED_DATA / "jemhopqa").is_dir():

@@ -85,7 +85,7 @@ def generation():
 def sample_exports(tmp_path_factory):
     """``{corpus: folder}``: every corpus's bundled sample, exported once per session (copy one before damaging)."""
     from qahub import planning, registry
-    from qahub.export import export
+    from qahub.export.writer import export
 
     root = tmp_path_factory.mktemp("sample-exports")
     for corpus in planning.corpora():

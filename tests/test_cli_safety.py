@@ -19,7 +19,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from qahub import cli, publish, registry
-from qahub.export import ExportError, export, parse_options
+from qahub.export import ExportError
+from qahub.export.options import parse_options
+from qahub.export.writer import export
 from qahub.files import DuplicateKeyError, check_output, loads_strict, write_output
 from qahub.testing import sample_copy
 

@@ -16,7 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from qahub.loaders import doc2dial as loader
 
-from qahub import export, registry
+from qahub import registry
+from qahub.export import writer
 from qahub.readers import SourceDataError
 from qahub.testing import build
 
@@ -276,7 +277,7 @@ def test_failed_export_leaves_no_output(tmp_path, name, damage):
     out = tmp_path / "export" / "doc2dial"
     out.parent.mkdir()
     with pytest.raises(SourceDataError, match=rf"{name}: record "):
-        export.export("doc2dial", out, data_dir=root, cache_dir=str(tmp_path / "cache"))
+        writer.export("doc2dial", out, data_dir=root, cache_dir=str(tmp_path / "cache"))
     assert list(out.parent.iterdir()) == []  # neither the folder nor a .partial-* staging folder
     assert hostile.half_written(tmp_path / "cache") == []
 

@@ -351,7 +351,7 @@ import datasets  # noqa: E402
 from qahub.metrics.doc2dial import task_api  # noqa: E402
 from qahub.metrics.doc2dial.dialogues import agent_turn_references  # noqa: E402
 
-from qahub import export  # noqa: E402
+from qahub.export import writer  # noqa: E402
 
 VALIDATION_AGENT_IDS = [
     "bc38627ff52a6287de58ebef8f7409bd_1", "bc38627ff52a6287de58ebef8f7409bd_3", "bc38627ff52a6287de58ebef8f7409bd_4",
@@ -631,7 +631,7 @@ def test_cli_scores_the_sample_harness_replies(tmp_path):
 
 def test_response_docs_need_the_document_config(tmp_path):
     folder = tmp_path / "doc2dial"
-    export.export("doc2dial", folder, configs=["dialogue_domain"], data_dir=SAMPLES, cache_dir=str(tmp_path / "cache"), sample=True)
+    writer.export("doc2dial", folder, configs=["dialogue_domain"], data_dir=SAMPLES, cache_dir=str(tmp_path / "cache"), sample=True)
     with pytest.raises(ValueError, match=r"doc2dial: .*doc2dial: has no document_domain config; the response task reads"):
         task_api.response_docs(rows_of(str(folder), "dialogue_domain"), str(folder))
 

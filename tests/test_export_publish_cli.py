@@ -11,7 +11,9 @@ from huggingface_hub import DatasetCard
 from qahub.loaders._rows import RowsBuilder
 
 from qahub import cli, console, publish, registry
-from qahub.export import ExportError, export, size_category
+from qahub.export import ExportError
+from qahub.export.card import size_category
+from qahub.export.writer import export
 from qahub.readers import SourceDataError
 from qahub.testing import build, sample_copy
 

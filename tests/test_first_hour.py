@@ -13,7 +13,7 @@ import pytest
 from huggingface_hub import DatasetCard
 
 from qahub import cli, publish, registry
-from qahub.export import SAMPLE_TAG
+from qahub.export.card import SAMPLE_TAG
 from qahub.testing import sample_copy
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -16,7 +16,8 @@ import pytest
 from datasets.info import DatasetInfosDict
 from huggingface_hub import DatasetCard
 
-from qahub import exports, registry
+from qahub import registry
+from qahub.export import reader
 
 QAHUB = [str(Path(sys.executable).with_name("qahub"))] if Path(sys.executable).with_name("qahub").exists() \
     else [sys.executable, "-m", "qahub.cli"]
@@ -47,9 +48,9 @@ def test_reader_gives_the_rows_and_features_load_dataset_gives(sample_exports, t
     """Every config and split of every corpus: equal to ``load_dataset`` on a fresh cache (ClassLabels as ints,
     nested features as datasets returns them)."""
     for corpus, folder in sample_exports.items():
-        for config in exports.export_configs(folder):
-            for split in exports.export_splits(folder, config):
-                ours = exports.export_dataset(folder, config, split, corpus=corpus)
+        for config in reader.export_configs(folder):
+            for split in reader.export_splits(folder, config):
+                ours = reader.export_dataset(folder, config, split, corpus=corpus)
                 theirs = datasets.load_dataset(str(folder), config, split=split, cache_dir=tmp_path / corpus)
                 assert ours.features == theirs.features, (corpus, config, split)
                 assert ours.to_list() == theirs.to_list(), (corpus, config, split)

@@ -15,7 +15,7 @@ from lm_eval.api.model import LM  # noqa: E402
 from lm_eval.tasks import TaskManager  # noqa: E402
 
 from qahub import cli, harness, planning, registry  # noqa: E402
-from qahub.export import export  # noqa: E402
+from qahub.export.writer import export  # noqa: E402
 
 DEV = "corpus_ver1.2/dev_ver1.2.json"
 

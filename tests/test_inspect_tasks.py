@@ -458,7 +458,7 @@ def test_epochs_reducer_on_the_command_line(locations, tmp_path):
 
 def _closed_limur(tmp_path):
     """The LIMUR sample exported with its test answers closed (``outputs`` "", as in MERA's public files)."""
-    from qahub.export import export
+    from qahub.export.writer import export
 
     data = tmp_path / "limur-data"
     shutil.copytree(registry.samples_dir("limur"), data)

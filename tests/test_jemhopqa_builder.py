@@ -125,7 +125,7 @@ def test_missing_file_names_it(tmp_path):
 
 
 def test_failed_export_leaves_no_folder(tmp_path):
-    from qahub.export import export
+    from qahub.export.writer import export
 
     data_dir = hostile.sample_copy("jemhopqa", tmp_path)
     _write_dev(data_dir, "not json")

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from qahub import registry
-from qahub.export import export
+from qahub.export.writer import export
 from qahub.readers import SourceDataError
 from qahub.testing import build
 

@@ -20,7 +20,7 @@ from qahub.loaders import jeopardy
 from qahub.metrics.jeopardy_meteor import task_api
 
 from qahub import registry
-from qahub.export import export
+from qahub.export.writer import export
 from qahub.readers import SourceDataError
 from qahub.testing import build
 

@@ -1014,9 +1014,9 @@ def test_the_adapter_has_no_reference_csv_parser():
     and JSON rows of references, are read by the one prediction reader, qahub.evaluate_cli.predictions)."""
     import inspect
 
-    from qahub import exports
+    from qahub.export import reader
 
-    assert (scoring.export_rows, scoring.built_rows) == (exports.export_rows, exports.built_rows)
+    assert (scoring.export_rows, scoring.built_rows) == (reader.export_rows, reader.built_rows)
     reader = inspect.getsource(scoring.read_references)
     assert "export_rows(" in reader and "built_rows(" in reader
     source = inspect.getsource(scoring)

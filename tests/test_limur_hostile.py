@@ -15,7 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from qahub import export, registry, testing
+from qahub import registry, testing
+from qahub.export import writer
 from qahub.readers import SourceDataError
 
 SAMPLES = registry.samples_dir("limur")
@@ -303,7 +304,7 @@ def test_damaged_samples_export_whole_or_not_at_all(tmp_path, mutation):
     damaged = _damaged_copy(tmp_path, mutation, 0)
     out = tmp_path / "hub" / "limur"
     try:
-        export.export("limur", out, data_dir=tmp_path / "data", cache_dir=str(tmp_path / "cache"))
+        writer.export("limur", out, data_dir=tmp_path / "data", cache_dir=str(tmp_path / "cache"))
     except Exception as err:  # noqa: BLE001
         _assert_documented_error(err, damaged)
         assert not out.exists(), "a failed export left its folder"

@@ -227,7 +227,7 @@ def test_mera_grades_through_qahub_evaluate(prose_judge, tmp_path):
 @pytest.fixture(scope="module")
 def judge_tasks(tmp_path_factory):
     """A LIMUR export of the samples and a ``qahub harness-tasks --judge`` folder for it."""
-    from qahub.export import export
+    from qahub.export.writer import export
 
     root = tmp_path_factory.mktemp("judge-tasks")
     export("limur", root / "limur", data_dir=SAMPLES, cache_dir=root / "cache", sample=True)

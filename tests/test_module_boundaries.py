@@ -5,7 +5,7 @@
   never climbs back into a command;
 - the loaders' private source helper, ``loaders/_sources.py`` (``qahub.loaders._sources``), is imported only by the
   loaders beside it: what others read with is the public ``qahub.readers``;
-- the export reader ``qahub.exports`` and the strict readers ``qahub.readers`` import nothing of the command line.
+- the export reader ``qahub.export.reader`` and the strict readers ``qahub.readers`` import nothing of the command line.
 
 Checked: the installed package (``src/qahub``, ``loaders/``, ``metrics/``) and the benchmarks. The tests are not:
 they import what they test, private modules included.
@@ -86,9 +86,9 @@ def test_the_scan_reads_every_kind_of_import():
     assert "qahub.loaders._sources" in imported(LOADERS / "limur.py")  # from ._sources import ...
     assert "qahub.readers" in imported(LOADERS / "limur.py")
     assert "qahub.evaluate_cli" in imported(SRC / "cli.py")  # from qahub import evaluate_cli
-    assert "qahub.exports" in imported(EVALUATE_CLI / "limur.py")
+    assert "qahub.export.reader" in imported(EVALUATE_CLI / "limur.py")
     assert {"qahub.evaluate_cli.predictions", "qahub.evaluate_cli.adapter"} <= imported(EVALUATE_CLI / "limur.py")
-    assert len(FILES) > 50 and SRC / "exports.py" in FILES and SRC / "readers.py" in FILES
+    assert len(FILES) > 50 and SRC / "export" / "reader.py" in FILES and SRC / "readers.py" in FILES
 
 
 def test_only_the_command_line_imports_the_evaluate_commands():
@@ -102,7 +102,7 @@ def test_only_the_loaders_import_their_source_helper():
     assert importers("qahub.loaders._sources", outside) == {}
 
 
-@pytest.mark.parametrize("module", ["exports.py", "readers.py"])
+@pytest.mark.parametrize("module", ["export/reader.py", "readers.py"])
 def test_the_library_readers_import_nothing_of_the_command_line(module):
     path = SRC / module
     assert importers("qahub.evaluate_cli", [path]) == {}

@@ -157,6 +157,9 @@ def test_the_wheel_builds_without_setuptools_warnings_and_ships_every_metric_dir
     samples = [p for p in (ROOT / "src" / "qahub" / "samples").rglob("*") if p.is_file()]
     assert samples and all(f"qahub/{p.relative_to(ROOT / 'src' / 'qahub').as_posix()}" in names for p in samples)
     assert {"qahub/corpora.json", "qahub/loaders/jemhopqa.py", "qahub/dataset_cards/jemhopqa.md"} <= names
+    modules = [p.relative_to(ROOT / "src").as_posix() for p in (ROOT / "src" / "qahub").rglob("*.py")
+               if "samples" not in p.parts]  # every subpackage listed in pyproject's packages (qahub.export, ...)
+    assert modules and {name for name in modules if name not in names} == set()
 
 
 def test_each_metric_directory_of_the_wheel_loads_with_evaluate_without_qahub(wheel, tmp_path):

@@ -330,7 +330,7 @@ def test_docstring_examples_give_their_stated_results_without_qahub(metric, tmp_
     assert summary == f"DOCTEST 0 failed of {tries}" and tries >= 2, done.stdout[-3000:]
 
 
-# --- qahub evaluate: every metric's references are read by qahub/exports.py
+# --- qahub evaluate: every metric's references are read by qahub/export/reader.py
 
 def _first_evaluation(corpus):
     """``(metric, its sample predictions, the options it needs)``: the first ``qahub evaluate`` line of the
@@ -379,7 +379,7 @@ def test_a_build_of_local_files_reads_them_as_they_are_now(tmp_path):
     import json
     import shutil
 
-    from qahub.exports import built_rows
+    from qahub.export.reader import built_rows
 
     folder = shutil.copytree(registry.samples_dir("jemhopqa"), tmp_path / "jemhopqa")
     dev = folder / "corpus_ver1.2" / "dev_ver1.2.json"

@@ -16,8 +16,8 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 import qahub
-from qahub import export as export_mod
 from qahub import registry
+from qahub.export import writer
 from qahub.readers import SourceDataError
 
 SAMPLE = registry.samples_dir("topical_chat")
@@ -403,7 +403,7 @@ def test_a_failed_export_leaves_nothing(tmp_path, mutate, seed):
     path.write_bytes(mutate(path.read_bytes(), random.Random(f"export/{mutate.__name__}/{seed}")))
     out = tmp_path / "out" / "topical_chat"
     try:
-        export_mod.export("topical_chat", out, configs=["conversations"], data_dir=str(data),
+        writer.export("topical_chat", out, configs=["conversations"], data_dir=str(data),
                           cache_dir=str(tmp_path / "cache"), builder_options={"splits": ("test_freq",)})
     except (SourceDataError, FileNotFoundError) as err:
         assert str(data) in str(err)
@@ -421,7 +421,7 @@ def test_a_broken_export_really_fails(tmp_path):
     path.write_bytes(path.read_bytes()[:100])
     out = tmp_path / "out" / "topical_chat"
     with pytest.raises(SourceDataError, match=r"test_freq\.json: record"):
-        export_mod.export("topical_chat", out, configs=["conversations"], data_dir=str(data),
+        writer.export("topical_chat", out, configs=["conversations"], data_dir=str(data),
                           cache_dir=str(tmp_path / "cache"), builder_options={"splits": ("test_freq",)})
     assert not out.exists() and list(out.parent.glob(".*partial-*")) == []
 

@@ -604,13 +604,13 @@ def test_real_data_matches_the_official_squad_f1_and_sacrebleu(tmp_path):
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
     """The sample exported twice: with the reading_sets config, and with conversations only."""
-    from qahub import export as export_mod
+    from qahub.export import writer
 
     root = tmp_path_factory.mktemp("tc_export")
     full, bare = root / "full", root / "bare"
-    export_mod.export("topical_chat", full, configs=["conversations", "reading_sets"], data_dir=str(SAMPLE),
+    writer.export("topical_chat", full, configs=["conversations", "reading_sets"], data_dir=str(SAMPLE),
                       cache_dir=str(root / "cache"))
-    export_mod.export("topical_chat", bare, configs=["conversations"], data_dir=str(SAMPLE),
+    writer.export("topical_chat", bare, configs=["conversations"], data_dir=str(SAMPLE),
                       cache_dir=str(root / "cache"))
     return full, bare
 

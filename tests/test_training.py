@@ -16,7 +16,8 @@ from huggingface_hub import DatasetCard
 
 from qahub import cli, harness, planning, registry, training
 from qahub.decontaminate import Checker, EvaluationIndex, Texts, ngrams, words
-from qahub.export import ExportError, export
+from qahub.export import ExportError
+from qahub.export.writer import export
 from qahub.testing import shared_data
 
 CORPORA = registry.corpus_names()
@@ -217,6 +218,46 @@ def test_the_sample_exports_say_their_training_configs_in_the_card(sample_export
             assert infos[config].features == training.features(config)
         assert set(datasets.get_dataset_config_names(str(sample_exports[corpus]))) == \
             set(registry.export_config_names(corpus))
+
+
+def test_the_training_configs_are_made_from_the_build_itself_and_the_card_is_written_once(tmp_path, monkeypatch):
+    """Issue 44: no temporary card. The training configs are made while the staged folder holds shards only (no
+    README.md: nothing reads it as an export), and the card is written once, at the end, with every config."""
+    from qahub.export import writer
+
+    seen, cards = [], []
+    real_training, real_card = training.write_training, writer.write_card
+
+    def spy_training(corpus, location, folder, *args):
+        seen.append(sorted(path.name for path in folder.iterdir()))
+        return real_training(corpus, location, folder, *args)
+
+    def spy_card(corpus, folder, infos, *args, **kwargs):
+        cards.append(sorted(infos))
+        return real_card(corpus, folder, infos, *args, **kwargs)
+
+    monkeypatch.setattr(training, "write_training", spy_training)
+    monkeypatch.setattr(writer, "write_card", spy_card)
+    out = tmp_path / "out"
+    export("jemhopqa", out, data_dir=registry.samples_dir("jemhopqa"), cache_dir=tmp_path / "cache", sample=True)
+    configs = registry.export_config_names("jemhopqa")
+    assert seen == [sorted(c for c in configs if c not in registry.training_configs("jemhopqa"))]  # shards only
+    assert cards == [sorted(configs)]
+    assert sorted(datasets.get_dataset_config_names(str(out))) == sorted(configs)
+
+
+@pytest.mark.parametrize("corpus", CORPORA)
+def test_the_training_configs_made_in_the_build_are_those_made_from_the_finished_export(corpus, sample_exports,
+                                                                                        tmp_path):
+    """The build reads its own shards through its own description of them (``reader.Export.described``): the
+    training shards it wrote are byte for byte those ``write_training`` makes reading the finished export."""
+    folder = sample_exports[corpus]
+    made = training.write_training(corpus, str(folder), tmp_path, registry.training_configs(corpus), 1 << 29)
+    for config in made:
+        ours = sorted(path.relative_to(tmp_path) for path in (tmp_path / config).glob("*.parquet"))
+        assert ours == sorted(path.relative_to(folder) for path in (folder / config).glob("*.parquet"))
+        for shard in ours:
+            assert (tmp_path / shard).read_bytes() == (folder / shard).read_bytes(), shard
 
 
 def test_an_unknown_config_names_the_training_configs():
@@ -505,7 +546,7 @@ def test_a_shard_with_an_empty_row_group_fails_the_exports_own_load_check(tmp_pa
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from qahub.export import check_loads
+    from qahub.export.writer import check_loads
 
     features = training.features("sft")
     (tmp_path / "sft").mkdir()

@@ -8,7 +8,7 @@ import pytest
 from huggingface_hub import DatasetCard
 
 from qahub import cli, registry
-from qahub.export import SAMPLE_TAG
+from qahub.export.card import SAMPLE_TAG
 
 ROOT = Path(__file__).resolve().parents[1]
 HINT = " (rerun with --debug for the traceback)"

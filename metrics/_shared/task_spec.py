@@ -55,7 +55,10 @@ class TaskSpec:
     configs: tuple[str, ...]  # the export configs it runs on, in preference (the first the location has)
     splits: tuple[str, ...]  # evaluation splits, in preference (the first present with usable docs)
     fewshot_split: str | None = None  # where demonstrations come from (the evaluated split when it is absent)
-    docs: Callable | None = None  # (dataset, location, load=None) -> the docs of a split (lm-eval's process_docs)
+    # (dataset, location, load=None, config_names=None, split_names=None) -> the docs of a split (lm-eval's
+    # process_docs); a joined config is read with load(location, config, split), found with config_names(location)
+    # and split_names(location, config): datasets' own functions when not given
+    docs: Callable | None = None
     usable: Callable | None = None  # (doc) -> whether it holds its gold; a split with none is not scored
     doc_id: Callable | None = None  # (doc) -> its id, unique within a split; None (or it returns None): its position
     cluster: Callable | None = None  # (doc) -> its cluster (e.g. conversation): demonstrations come from others

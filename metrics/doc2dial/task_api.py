@@ -156,13 +156,14 @@ def response_dialogue(doc):
 # --- subtask 2 docs: agent turns of the dialogue rows, with their document
 
 
-def response_docs(dataset, location, load=None):
+def response_docs(dataset, location, load=None, config_names=None, split_names=None):
     """One doc per agent turn of the split's ``dialogue_domain`` rows, its document text joined by ``doc_id``
     from the ``document_domain`` config (split train) of the same ``location`` (read with
-    ``load(location, config, split)``, by default ``datasets.load_dataset``)."""
+    ``load(location, config, split)``, by default ``datasets.load_dataset``; the configs there found with
+    ``config_names(location)``, by default ``datasets``'; ``split_names`` is not needed)."""
     import datasets  # only when docs are made (see DOC_COLUMNS)
 
-    documents = document_texts(str(location), load or _load_dataset)
+    documents = document_texts(str(location), load or _load_dataset, config_names)
     rows = []
     for index, dialogue in enumerate(dataset):
         where = f"doc2dial: {location}: dialogue_domain row {index}"
@@ -187,11 +188,11 @@ def _load_dataset(location, config, split):
     return datasets.load_dataset(location, config, split=split)
 
 
-def document_texts(location, load=_load_dataset):
+def document_texts(location, load=_load_dataset, config_names=None):
     """``{doc_id: doc_text}`` of the ``document_domain`` config of ``location``."""
     import datasets  # only when docs are made (see DOC_COLUMNS)
 
-    if "document_domain" not in datasets.get_dataset_config_names(location):
+    if "document_domain" not in (config_names or datasets.get_dataset_config_names)(location):
         raise ValueError(f"doc2dial: {location}: has no document_domain config; the response task reads the "
                          "documents from it (export the corpus with all its configs)")
     rows = load(location, "document_domain", "train").select_columns(["doc_id", "doc_text"])

@@ -33,14 +33,15 @@ def doc_features():
     })
 
 
-def docs(dataset, location, load=None):
+def docs(dataset, location, load=None, config_names=None, split_names=None):
     """The split's conversation rows as turn docs, with the knowledge of each turn joined from the
     ``reading_sets`` config of the same location and split when that config exists (read with
-    ``load(location, config, split)``, by default ``datasets.load_dataset``)."""
+    ``load(location, config, split)``, by default ``datasets.load_dataset``; the configs and splits there
+    found with ``config_names(location)`` and ``split_names(location, config)``, by default ``datasets``')."""
     import datasets  # only when docs are made (see DOC_COLUMNS)
 
     split = str(dataset.split) if getattr(dataset, "split", None) is not None else None
-    reading = reading_sets(str(location), split, load or _load_dataset)
+    reading = reading_sets(str(location), split, load or _load_dataset, config_names, split_names)
     rows = []
     for conversation in dataset:
         reading_set = reading.get(conversation["conversation_id"])
@@ -54,14 +55,14 @@ def _load_dataset(location, config, split):
     return datasets.load_dataset(location, config, split=split)
 
 
-def reading_sets(location, split, load=_load_dataset):
+def reading_sets(location, split, load=_load_dataset, config_names=None, split_names=None):
     """``{conversation_id: reading-set row}`` of ``location``'s reading_sets config ({} without that config);
     every split when ``split`` is None (conversation ids are unique across splits)."""
     import datasets  # only when docs are made (see DOC_COLUMNS)
 
-    if "reading_sets" not in datasets.get_dataset_config_names(location):
+    if "reading_sets" not in (config_names or datasets.get_dataset_config_names)(location):
         return {}
-    present = datasets.get_dataset_split_names(location, "reading_sets")
+    present = (split_names or datasets.get_dataset_split_names)(location, "reading_sets")
     names = [split] if split is not None else present
     return {row["conversation_id"]: row for name in names if name in present
             for row in load(location, "reading_sets", name)}

@@ -7,7 +7,9 @@ from pathlib import Path
 
 from qahub import registry
 from qahub.console import print_rows, scrub
-from qahub.export import OutputExistsError, export, option_kinds, parse_options
+from qahub.export import OutputExistsError
+from qahub.export.options import option_kinds, parse_options
+from qahub.export.writer import export
 
 
 def build(args) -> int:

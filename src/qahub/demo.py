@@ -16,7 +16,7 @@ from pathlib import Path
 import datasets
 
 from qahub import registry
-from qahub.export import export
+from qahub.export.writer import export
 from qahub.files import Guard, check_folder, listed, write_output
 
 MARKER = "qahub_demo.json"  # written first in every demo folder: proof that the demo wrote it, and what it holds

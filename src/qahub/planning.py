@@ -82,23 +82,23 @@ def resolve_location(location) -> str:
 
 
 def configs(location: str) -> list[str]:
-    from qahub import exports
+    from qahub.export import reader
 
-    return _reading(exports.export_configs, location)
+    return _reading(reader.export_configs, location)
 
 
 def splits(location: str, config: str) -> list[str]:
-    from qahub import exports
+    from qahub.export import reader
 
-    return _reading(exports.export_splits, location, config)
+    return _reading(reader.export_splits, location, config)
 
 
 def reference_rows(location: str, config: str, split: str, corpus: str | None = None):
     """The rows of one split as a ``datasets.Dataset``, read as ``qahub evaluate`` reads them (from a folder:
     fresh from its shards, checked against its README, and against ``corpus``'s builder when given)."""
-    from qahub import exports
+    from qahub.export import reader
 
-    return _reading(exports.export_dataset, location, config, split, what="an exported corpus", corpus=corpus)
+    return _reading(reader.export_dataset, location, config, split, what="an exported corpus", corpus=corpus)
 
 
 def _reading(read, *args, **kwargs):
@@ -152,7 +152,7 @@ def revision(location: str) -> str | None:
     a rebuilt export with other rows has another; None for a Hub id (the commit read is not known here)."""
     import hashlib
 
-    from qahub.exports import DATA_FILES
+    from qahub.export.reader import DATA_FILES
 
     folder = Path(str(location))
     if not folder.is_dir():

@@ -64,7 +64,7 @@ def export_files(folder: Path) -> list[str]:
     reads them, with datasets' ``MetadataConfigs``), each readable and together holding the rows its
     ``dataset_info`` counts; files that match a split's pattern but are not Parquet (``*.parquet.bak``) are
     left out, so the Hub never reads them as data."""
-    from qahub.exports import Export
+    from qahub.export.reader import Export
 
     try:
         export = Export(folder, "an export folder")
@@ -89,7 +89,7 @@ def _shard_rows(shard: Path, info) -> int:
     """The row count of a shard's Parquet footer, after checking its columns are the README's features."""
     import pyarrow.parquet as pq
 
-    from qahub.exports import check_columns
+    from qahub.export.reader import check_columns
 
     try:
         metadata = pq.read_metadata(shard)
@@ -105,7 +105,7 @@ def _shard_rows(shard: Path, info) -> int:
 
 
 def _refuse_partial(folder: Path):
-    from qahub.export import describe_missing, partial_of
+    from qahub.export.card import describe_missing, partial_of
 
     missing = partial_of(folder / "README.md")
     if missing:

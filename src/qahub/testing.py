@@ -11,8 +11,8 @@ from pathlib import Path
 import datasets
 
 import qahub
-from qahub import export as export_mod
 from qahub import registry
+from qahub.export import writer
 
 SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 
@@ -44,7 +44,7 @@ def assert_export_roundtrip(corpus: str, data_dir, tmp_path: Path, configs=None)
     """
     configs = list(configs or registry.config_names(corpus))
     out = tmp_path / f"{corpus}-hub"
-    export_mod.export(corpus, out, configs=configs, data_dir=data_dir, cache_dir=str(tmp_path / "export-cache"))
+    writer.export(corpus, out, configs=configs, data_dir=data_dir, cache_dir=str(tmp_path / "export-cache"))
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
     args = [sys.executable, "-m", "qahub.testing", corpus, str(data_dir or ""), str(out), str(tmp_path), *configs]
     done = subprocess.run(args, env=env, capture_output=True, text=True)

@@ -1,5 +1,5 @@
-"""The training configs of an export, made from its other configs when it is built (``export.py`` calls
-``write_training``).
+"""The training configs of an export, made from its other configs when it is built (``export/writer.py`` calls
+``write_training`` on the shards it has just written, read through its own description of them).
 
 ``sft``: one row per document of every qahub task of the corpus, from the task's training split only, in TRL's
 conversational prompt-completion form: ``prompt`` one user message holding the task's own prompt
@@ -48,21 +48,33 @@ def texts_of(corpus: str, name: str, spec):
 # --- reading the tasks' documents at an export
 
 
-def task_docs(corpus: str, name: str, location: str, config: str, split: str):
-    """The documents of task ``name`` in ``split`` of ``config`` at ``location``, as its lm-eval task reads them
-    (a ``datasets.Dataset``)."""
-    spec = planning.task_api(corpus).TASKS[name]
-    functions = planning.task_functions(corpus, name, location, config=config, splits=(split,))
-    rows = functions.dataset()[split]
-    return functions.process_docs(rows) if spec.docs else rows
+def export_at(location):
+    """The export to read: ``location`` itself when it is one (``qahub.export.reader.Export``; the writer's own
+    description of a build in progress), else the export folder at ``location``."""
+    from qahub.export.reader import Export
+
+    return location if isinstance(location, Export) else Export(location, "an exported corpus")
+
+
+def task_docs(corpus: str, name: str, location, config: str, split: str):
+    """The documents of task ``name`` in ``split`` of ``config`` of the export at ``location`` (``export_at``), as
+    its lm-eval task reads them (a ``datasets.Dataset``): rows fresh from the shards, checked against the corpus's
+    builder; a config its docs join (doc2dial's documents, Topical-Chat's reading sets) read there too."""
+    export, spec = export_at(location), planning.task_api(corpus).TASKS[name]
+    rows = export.dataset(export.config(config), split, corpus=corpus)
+    if not spec.docs:
+        return rows
+    return spec.docs(rows, str(export.folder), load=lambda _, joined, part: export.dataset(export.config(joined), part),
+                     config_names=lambda _: list(export.configs),
+                     split_names=lambda _, joined: list(export.patterns(export.config(joined))))
 
 
 class Docs:
     """``task_docs`` at one location, each (config, split, docs function) read once: two tasks with the same
     documents (Topical-Chat's freq and rare on train) and the messages config share them."""
 
-    def __init__(self, corpus: str, location: str):
-        self.corpus, self.location, self.read = corpus, location, {}
+    def __init__(self, corpus: str, location):
+        self.corpus, self.location, self.read = corpus, export_at(location), {}
 
     def __call__(self, name: str, config: str, split: str):
         key = (planning.task_api(self.corpus).TASKS[name].docs, config, split)
@@ -110,11 +122,10 @@ class Layout:
     evaluated: list = field(default_factory=list)  # [(task, config, split)]
 
     @classmethod
-    def of(cls, corpus: str, location: str):
-        from qahub import exports
-
-        configs = exports.export_configs(location)
-        layout = cls(configs, {c: exports.export_splits(location, c) for c in configs})
+    def of(cls, corpus: str, location):
+        export = export_at(location)
+        configs = list(export.configs)
+        layout = cls(configs, {c: list(export.patterns(c)) for c in configs})
         specs = planning.task_api(corpus).TASKS
         declared = {s for spec in specs.values() for s in spec.splits if s != TRAIN}
         for name, spec in specs.items():
@@ -205,10 +216,11 @@ class ShardWriter:
         return size
 
 
-def write_training(corpus: str, location: str, folder: Path, configs: list[str], max_shard_bytes: int) -> dict:
-    """Write ``configs`` (of ``config_names(corpus)``) of the export at ``location`` into ``folder/<config>/``;
-    ``{config: Made}``."""
+def write_training(corpus: str, location, folder: Path, configs: list[str], max_shard_bytes: int) -> dict:
+    """Write ``configs`` (of ``config_names(corpus)``) of the export at ``location`` (``export_at``) into
+    ``folder/<config>/``; ``{config: Made}``."""
     start = time.perf_counter()  # indexing the evaluated documents is counted in the first config's seconds
+    location = export_at(location)  # its card read once
     layout = Layout.of(corpus, location)
     if not layout.sources:
         raise ValueError(f"no qahub task of {corpus} has a {TRAIN} split (nor a few-shot split it "

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from qahub.evaluate_cli import predictions
 from qahub.evaluate_cli.adapter import Adapter, direct_score
-from qahub.exports import built_rows, export_rows
+from qahub.export.reader import built_rows, export_rows
 from qahub.metrics.doc2dial.dialogues import agent_turns
 
 HELP = "DialDoc21 shared-task scores on doc2dial: subtask1 grounding (SQuAD v2 EM/F1), subtask2 generation (sacreBLEU)"

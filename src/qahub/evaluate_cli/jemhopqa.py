@@ -23,7 +23,7 @@ from pathlib import Path
 from qahub import registry
 from qahub.evaluate_cli import predictions
 from qahub.evaluate_cli.adapter import Adapter
-from qahub.exports import built_rows, check_split, data_folder, export_rows
+from qahub.export.reader import built_rows, check_split, data_folder, export_rows
 from qahub.files import write_output
 from qahub.metrics.jemhopqa.records import JemhopqaInputError
 

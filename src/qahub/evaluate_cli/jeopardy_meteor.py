@@ -1,9 +1,9 @@
 """``qahub evaluate jeopardy_meteor``: score Russian QA Jeopardy! replies, matched to gold answers by question id.
 
 References are the builder's rows, handed to the metric as they are: ``--references`` an export (``qahub build --out``
-or ``qahub.export``: a folder, or a Hub dataset id, read with ``datasets.load_dataset``), or ``--data-dir`` a
+or ``qahub.export.writer``: a folder, or a Hub dataset id, read with ``datasets.load_dataset``), or ``--data-dir`` a
 folder of upstream files, built with ``qahub.load("jeopardy", config, data_dir=...)`` (both through
-``qahub.exports``), with ``--config`` and ``--split``. Kept for compatibility: ``--references`` an upstream file
+``qahub.export.reader``), with ``--config`` and ``--split``. Kept for compatibility: ``--references`` an upstream file
 (the tab-separated ``Russian_QA_Jeopardy_dataset_extended.csv`` layout, or a ``QuestionText,Answer`` file whose
 question ids are its 0-based rows) is read by the builder's own reader (``loaders/_jeopardy_tables.py``, no
 ``datasets`` import), a folder of upstream files is a ``--data-dir``, and
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from qahub.evaluate_cli import predictions
 from qahub.evaluate_cli.adapter import Adapter
-from qahub.exports import built_rows, export_rows
+from qahub.export.reader import built_rows, export_rows
 
 HELP = "Russian QA Jeopardy!: METEOR correctness (official recipe), accuracy and the game score"
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from qahub.evaluate_cli import predictions
 from qahub.evaluate_cli.adapter import Adapter
-from qahub.exports import built_file_rows, built_rows, export_rows
+from qahub.export.reader import built_file_rows, built_rows, export_rows
 from qahub.metrics.limur.judge_settings import SETTINGS, resolve
 from qahub.metrics.limur.score import ALL_CLOSED, all_closed
 

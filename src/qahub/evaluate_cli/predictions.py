@@ -333,7 +333,7 @@ def _with_reply(path, where, record, fields, reply_field):
 
 def _gold_problem(gold, others, fields):
     """Why a record holding the gold field ``gold`` and the fields ``others`` is refused."""
-    from qahub.exports import dataset_fields
+    from qahub.export.reader import dataset_fields
 
     candidates = [name for name in others if name not in dataset_fields(fields.corpus)]
     if candidates:

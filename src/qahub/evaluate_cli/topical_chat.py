@@ -13,7 +13,7 @@ from pathlib import Path
 
 from qahub.evaluate_cli import predictions
 from qahub.evaluate_cli.adapter import Adapter
-from qahub.exports import built_rows, export_configs, export_rows
+from qahub.export.reader import built_rows, export_configs, export_rows
 
 HELP = "Topical-Chat responses: unigram F1, BLEU-4 (sacrebleu), distinct-1/2 and knowledge F1"
 CORPUS = "topical_chat"

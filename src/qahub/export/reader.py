@@ -1,4 +1,4 @@
-"""The reader of exports (``export.py`` writes them): the rows of one split of an export (a folder, read from its
+"""The reader of exports (``writer.py`` writes them): the rows of one split of an export (a folder, read from its
 Parquet shards, or a Hub dataset id, read with ``datasets.load_dataset``) or of a build of the corpus by its builder
 (``qahub.load``), for every corpus. The reference rows of ``qahub evaluate``, the lm-eval tasks' documents
 (``harness.py``) and the check of a folder before it is published (``publish.py``) all come from here.
@@ -106,6 +106,14 @@ class Export:
             raise ValueError(f"{readme}: not {what} ({type(err).__name__}: {err})") from None
         if not self.configs:
             raise ValueError(f"{readme}: not {what} (its YAML lists no configs:)")
+
+    @classmethod
+    def described(cls, folder, configs, infos):
+        """The export in ``folder`` as ``configs`` (``MetadataConfigs``) and ``infos`` (``{config: DatasetInfo}``)
+        describe it, without a README: how the writer reads the shards it has just written."""
+        export = cls.__new__(cls)
+        export.folder, export.configs, export.infos = Path(folder), configs, infos
+        return export
 
     def config(self, name) -> str:
         """``name``, or the default config when None; an error naming the configs there when it is not one."""
