@@ -20,13 +20,13 @@ MARKER = "report.json"
 SCHEMA = "qahub-report/2"  # report.json's "schema": what marks a folder as a report --out may replace
 SCHEMAS = {SCHEMA, "qahub-report/1"}  # an earlier version's report is a report too
 REPORT_FILES = {"report.json", "report.md", "report.html"}
-HUB_FOLDERS = {"eval_results": {".yaml"}, "eee": {".json", ".jsonl"}}  # qahub.hub_results's: folder -> file kinds
+HUB_FOLDERS = {"eval_results": {".yaml"}, "eee": {".json", ".jsonl"}}  # report.hub_files's: folder -> file kinds
 
 
 def write_report(arguments, out, baseline=None, resamples=1000, seed=12345, confidence=0.95, overwrite=False,
                  progress=True, jobs=None, hub_datasets=None) -> dict:
-    """``hub_datasets``: None, or ``{corpus: qahub.hub_results.HubDataset}`` (may be empty) to also write each
-    run's ``eval_results/`` and ``eee/`` files (``qahub.hub_results``)."""
+    """``hub_datasets``: None, or ``{corpus: hub_files.HubDataset}`` (may be empty) to also write each
+    run's ``eval_results/`` and ``eee/`` files (``qahub.report.hub_files``)."""
     from qahub.gc_pause import gc_paused
 
     if resamples < 1:
@@ -71,7 +71,7 @@ def _write(arguments, out, specs, baseline, resamples, seed, confidence, progres
         data["runs"][run.name]["files"] = read_from(run)
     extra = {}
     if hub_datasets is not None:
-        from qahub.hub_results import hub_files
+        from .hub_files import hub_files
 
         extra = hub_files(data, runs, specs, hub_datasets)
     write_folder(out, {"schema": SCHEMA, **data}, images, extra)
