@@ -11,7 +11,6 @@ from pathlib import Path
 from qahub.files import Guard, check_folder, staged
 
 from .runs import ReportError, qahub_tasks
-from .sources import local_paths, read_runs
 
 __all__ = ["ReportError", "write_report"]
 MARKER = "report.json"
@@ -46,6 +45,7 @@ def _write(arguments, out, specs, baseline, resamples, seed, confidence, progres
     from tqdm import tqdm
 
     from .build import report_data, task_names
+    from .sources import read_runs
     from .stats import POWER
     from .workers import jobs as workers
 
@@ -153,3 +153,11 @@ def write_folder(out: Path, data: dict, figures: dict, extra=None):
             (work / name).write_bytes(body)
         (work / MARKER).write_text(json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n",
                                    encoding="utf-8")
+
+
+def local_paths(arguments) -> list:
+    """The runs named by a local path (``sources.local_paths``), read only when a report is written: importing the
+    package, as rendering a saved report.json does, imports no run reader and no task."""
+    from .sources import local_paths as paths
+
+    return paths(arguments)
