@@ -185,41 +185,41 @@ def test_a_run_that_loaded_its_corpus_from_the_hub_names_its_dataset_a_local_fol
     """Main took any recorded ORG/NAME that is not a folder here for a Hub id: a run made on a local export
     (``dataset_path: exports/jemhopqa``) reported from another folder was published as ``dataset.id:
     exports/jemhopqa``. A recorded id is taken only when the run's qahub signature names that id too."""
-    from qahub import hub_results
+    from qahub.report import hub_files
     from qahub.signature import Signature
 
     hub = Signature(dataset="org/jemhopqa")
-    facts = hub_results.run_facts(_run_of(_task_run("org/jemhopqa", hub)), "qahub_jemhopqa", None, "jemhopqa", {})
-    assert facts.hub == hub_results.HubDataset("org/jemhopqa") and facts.instances is None
-    given = {"jemhopqa": hub_results.HubDataset("org/jemhopqa", "v1")}
-    assert hub_results.run_facts(_run_of(_task_run("org/jemhopqa", hub)), "qahub_jemhopqa", None, "jemhopqa",
+    facts = hub_files.run_facts(_run_of(_task_run("org/jemhopqa", hub)), "qahub_jemhopqa", None, "jemhopqa", {})
+    assert facts.hub == hub_files.HubDataset("org/jemhopqa") and facts.instances is None
+    given = {"jemhopqa": hub_files.HubDataset("org/jemhopqa", "v1")}
+    assert hub_files.run_facts(_run_of(_task_run("org/jemhopqa", hub)), "qahub_jemhopqa", None, "jemhopqa",
                                  given).hub == given["jemhopqa"]
     local = Signature(dataset="jemhopqa", revision="sha256:0123456789abcdef")
     for signature in (local, None, Signature(dataset="org/jemhopqa")):  # the export's, none, another id's
         run = _run_of(_task_run("exports/jemhopqa", signature))
-        assert hub_results.run_facts(run, "qahub_jemhopqa", None, "jemhopqa", {}).hub is None
+        assert hub_files.run_facts(run, "qahub_jemhopqa", None, "jemhopqa", {}).hub is None
     # the local export named by --hub-dataset: its entries are that dataset's
     run = _run_of(_task_run("exports/jemhopqa", local))
-    assert hub_results.run_facts(run, "qahub_jemhopqa", None, "jemhopqa", given).hub == given["jemhopqa"]
+    assert hub_files.run_facts(run, "qahub_jemhopqa", None, "jemhopqa", given).hub == given["jemhopqa"]
     monkeypatch.chdir(tmp_path)
     (tmp_path / "exports" / "jemhopqa").mkdir(parents=True)  # a local folder that looks like ORG/NAME
     run = _run_of(_task_run("exports/jemhopqa", Signature(dataset="exports/jemhopqa")))
-    assert hub_results.run_facts(run, "qahub_jemhopqa", None, "jemhopqa", {}).hub is None
-    assert hub_results.run_facts(_run_of(_task_run("/data/jemhopqa", local)), "qahub_jemhopqa", None, "jemhopqa",
+    assert hub_files.run_facts(run, "qahub_jemhopqa", None, "jemhopqa", {}).hub is None
+    assert hub_files.run_facts(_run_of(_task_run("/data/jemhopqa", local)), "qahub_jemhopqa", None, "jemhopqa",
                                  {}).hub is None
 
 
 @pytest.mark.parametrize("signature", [None, "local", "hub"])
 def test_a_hub_dataset_other_than_the_one_the_run_read_is_refused_naming_both(signature):
     """Main published a run that read other-org/jemhopqa-fork under --hub-dataset org/jemhopqa without a word."""
-    from qahub import hub_results
+    from qahub.report import hub_files
     from qahub.signature import Signature
 
     signed = {None: None, "local": Signature(dataset="jemhopqa", revision="sha256:0123456789abcdef"),
               "hub": Signature(dataset="other-org/jemhopqa-fork")}[signature]
-    given = {"jemhopqa": hub_results.HubDataset("org/jemhopqa")}
-    with pytest.raises(hub_results.HubResultsError) as caught:
-        hub_results.run_facts(_run_of(_task_run("other-org/jemhopqa-fork", signed)), "qahub_jemhopqa", None,
+    given = {"jemhopqa": hub_files.HubDataset("org/jemhopqa")}
+    with pytest.raises(hub_files.HubResultsError) as caught:
+        hub_files.run_facts(_run_of(_task_run("other-org/jemhopqa-fork", signed)), "qahub_jemhopqa", None,
                               "jemhopqa", given)
     assert "org/jemhopqa" in str(caught.value) and "other-org/jemhopqa-fork" in str(caught.value)
 
@@ -255,17 +255,17 @@ def test_a_run_s_date_is_the_one_it_recorded_never_a_file_s_time(tmp_path):
     import os
     from types import SimpleNamespace
 
-    from qahub import hub_results
+    from qahub.report import hub_files
 
     results = tmp_path / "results_2025-03-04T05-06-07.123456.json"
     results.write_text("{}", encoding="utf-8")
     os.utime(results, (1e9, 1e9))  # 2001
     lighteval = SimpleNamespace(harness="lighteval", results={}, results_file=str(results))
-    assert hub_results.run_date(lighteval) == "2025-03-04T05:06:07Z"
+    assert hub_files.run_date(lighteval) == "2025-03-04T05:06:07Z"
     lm_eval = SimpleNamespace(harness="lm-eval", results={"date": 1700000000.5}, results_file=str(results))
-    assert hub_results.run_date(lm_eval) == "2023-11-14T22:13:20Z"
+    assert hub_files.run_date(lm_eval) == "2023-11-14T22:13:20Z"
     unnamed = SimpleNamespace(harness="lm-eval", results={}, results_file=str(tmp_path / "other.json"))
-    assert hub_results.run_date(unnamed) is None
+    assert hub_files.run_date(unnamed) is None
 
 
 # --- publish-results, over HTTP against the Hub double
@@ -413,7 +413,7 @@ def test_a_re_push_deletes_the_earlier_push_s_files_in_the_folders_it_owns_only(
 def test_a_failure_message_is_scrubbed_before_it_is_cut_so_no_piece_of_the_token_is_printed(monkeypatch):
     """Main cut the message to 300 characters and then scrubbed it: a token cut in two was not recognised and
     its first characters were printed."""
-    from qahub.publish_results import Upload, refusal
+    from qahub.report.publish import Upload, refusal
 
     monkeypatch.setenv("HF_TOKEN", TOKEN)
     upload = Upload("org/details", "dataset", False, "message")
@@ -427,7 +427,7 @@ def test_eval_results_notes_and_eee_details_of_a_run_resampled_by_document_name_
     None conversations", "no 95% CI (too few documents)" and resampled_by "conversation"."""
     from types import SimpleNamespace
 
-    from qahub import hub_results
+    from qahub.report import hub_files
 
     entry = {"main_metric": "f1", "intervals": {"f1": "percentile bootstrap over conversations"},
              "scores": {"old": {"f1": {"value": 0.5, "ci": [None, None], "n": 20}},
@@ -438,13 +438,13 @@ def test_eval_results_notes_and_eee_details_of_a_run_resampled_by_document_name_
                                           "by_document": "the run records no conversation"},
                                   "new": {"clusters": 1, "documents": 20, "design_effect": {}, "by_document": None}}}}
     settings = {"confidence": 0.95, "resamples": 50}
-    fact = hub_results.Facts("topical_chat", None, (), 0, None)
-    notes = {name: hub_results.notes_line(SimpleNamespace(name=name, harness="inspect", results={}), "t", fact, entry,
+    fact = hub_files.Facts("topical_chat", None, (), 0, None)
+    notes = {name: hub_files.notes_line(SimpleNamespace(name=name, harness="inspect", results={}), "t", fact, entry,
                                           settings) for name in ("old", "new")}
     assert "n=20 documents;" in notes["old"] and "None" not in notes["old"]
     assert "no 95% CI (no resample had a value)" in notes["old"]
     assert "n=20 documents in 1 conversation;" in notes["new"] and "no 95% CI (1 conversation: no interval)" in notes["new"]
-    details = {name: hub_results.score_details(entry["scores"][name]["f1"], entry, "f1", settings, name)["details"]
+    details = {name: hub_files.score_details(entry["scores"][name]["f1"], entry, "f1", settings, name)["details"]
                for name in ("old", "new")}
     assert details["old"]["resampled_by"] == "document" and details["new"]["resampled_by"] == "conversation"
 

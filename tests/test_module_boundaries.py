@@ -6,6 +6,8 @@
 - the loaders' private source helper, ``loaders/_sources.py`` (``qahub.loaders._sources``), is imported only by the
   loaders beside it: what others read with is the public ``qahub.readers``;
 - the export reader ``qahub.export.reader`` and the strict readers ``qahub.readers`` import nothing of the command line.
+- no import circle among modules, nor among packages (``qahub.report``, ``qahub.loaders``, ...), and nothing in
+  ``qahub.report`` reaches back up into its callers (issue 44, item 4).
 
 Checked: the installed package (``src/qahub``, ``loaders/``, ``metrics/``) and the benchmarks. The tests are not:
 they import what they test, private modules included.
@@ -247,3 +249,93 @@ def test_no_private_name_is_used_across_modules():
     ``direct_score._score`` in its module, ...: what another module needs is public."""
     found = {str(path.relative_to(ROOT)): uses for path in FILES if (uses := private_uses(path))}
     assert found == {}
+
+
+# --- packages import one way; the report imports nothing of its callers (issue 44, item 4)
+
+REPORT = "qahub.report"
+# who calls the report: the command line that dispatches to it, and the commands beside it at the top. The report
+# and its outputs (render, hub_files, publish) are imported by these, never the other way round.
+CALLERS = ("qahub.cli", "qahub.demo", "qahub.evaluate_cli", "qahub.harness", "qahub.pick_docs", "qahub.builds")
+
+
+def package_name(module: str) -> str:
+    """The node ``module`` is in the package graph: its sub-package of qahub (``qahub.report.runs`` ->
+    ``qahub.report``, ``qahub.metrics.limur.judge`` -> ``qahub.metrics``), or the module itself when it sits in
+    qahub's own folder (``qahub.tasks``): those are a flat set of modules, each its own node, not one layer."""
+    top = ".".join(module.split(".")[:2])
+    return top if any(name.startswith(top + ".") for name in MODULES) else module
+
+
+def package_graph(graph: dict) -> dict:
+    """The module graph folded onto packages: A -> B when a module of A imports one of B."""
+    folded = {}
+    for module, imports in graph.items():
+        node = package_name(module)
+        folded.setdefault(node, set()).update(package_name(name) for name in imports if package_name(name) != node)
+    return folded
+
+
+def reached(graph: dict, start) -> set:
+    """Every module ``start``'s modules import, directly or through others."""
+    seen, todo = set(), list(start)
+    while todo:
+        for name in graph.get(todo.pop(), ()):
+            if name not in seen:
+                seen.add(name)
+                todo.append(name)
+    return seen
+
+
+def callers_in(names) -> list:
+    return sorted(name for name in names if any(name == c or name.startswith(c + ".") for c in CALLERS))
+
+
+def in_report(name: str) -> bool:
+    return name == REPORT or name.startswith(REPORT + ".")
+
+
+MODULE_GRAPH = {name: qahub_imports(path) for name, path in MODULES.items()}
+
+
+def test_the_package_scan_finds_the_loop_the_hub_files_made(tmp_path):
+    """Main's loop, planted: ``qahub.hub_results`` imported ``report.runs`` (in a function), ``report/__init__``
+    imported ``hub_results``. No module imports itself back, so only the package graph shows it; and a report
+    module importing a caller, at module level or in a function, is found."""
+    planted = {"qahub.hub_results": {"qahub.report.runs", "qahub.tasks"}, "qahub.report": {"qahub.hub_results"},
+               "qahub.report.runs": {"qahub.tasks"}, "qahub.tasks": set()}
+    assert circles(planted) == []
+    assert circles(package_graph(planted)) == [["qahub.hub_results", "qahub.report"]]
+    assert package_name("qahub.metrics.limur.judge") == "qahub.metrics" and package_name("qahub.cli") == "qahub.cli"
+    inside = tmp_path / "inside.py"
+    inside.write_text("def run():\n    from qahub.cli import main\n    return main\n", encoding="utf-8")
+    top = tmp_path / "top.py"
+    top.write_text("import qahub.evaluate_cli.adapter\nfrom qahub import harness\n", encoding="utf-8")
+    assert callers_in(qahub_imports(inside)) == ["qahub.cli"]
+    assert callers_in(qahub_imports(top)) == ["qahub.evaluate_cli.adapter", "qahub.harness"]
+    assert callers_in(reached({"qahub.report.x": {"qahub.files"}, "qahub.files": {"qahub.cli"}}, ["qahub.report.x"])) \
+        == ["qahub.cli"]
+
+
+def test_no_import_circle_among_qahub_packages():
+    """``qahub.report``, ``qahub.evaluate_cli``, ``qahub.loaders``, ``qahub.metrics`` and the modules in qahub's
+    own folder: a package imports only what sits below it, at module level or inside a function."""
+    found = circles(package_graph(MODULE_GRAPH))
+    assert found == [], "package import circles: " + "; ".join(" <-> ".join(circle) for circle in found)
+
+
+def test_every_module_that_imports_the_report_is_a_named_caller():
+    """The list above stays true: a new module outside ``report/`` that imports it is named in CALLERS (or is
+    moved into the report, as its Hub files and ``publish-results`` were)."""
+    outside = {name for name, imports in MODULE_GRAPH.items() if not in_report(name) and any(map(in_report, imports))}
+    assert outside and set(callers_in(outside)) == outside, f"import the report, not named in CALLERS: {outside}"
+
+
+def test_nothing_in_the_report_imports_its_callers():
+    """Neither a report module's own imports (module level or inside a function) nor what those import in turn
+    reach the command line or a command beside the report."""
+    report = [name for name in MODULE_GRAPH if in_report(name)]
+    assert {"qahub.report.hub_files", "qahub.report.publish", "qahub.report.render"} <= set(report)
+    direct = {name: found for name in report if (found := callers_in(MODULE_GRAPH[name]))}
+    assert direct == {}
+    assert callers_in(reached(MODULE_GRAPH, report)) == []

@@ -302,7 +302,7 @@ def test_an_inspect_run_is_dated_by_its_logs_never_by_its_folder_s_time(runs, tm
     import yaml
     from huggingface_hub import parse_eval_result_entries
 
-    from qahub.hub_results import HubDataset
+    from qahub.report.hub_files import HubDataset
 
     copy = shutil.copytree(runs["inspect", "half"], tmp_path / "copied")
     for path in [copy, *copy.iterdir()]:

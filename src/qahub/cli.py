@@ -337,7 +337,7 @@ def _report(args) -> int:
 
     hub = None
     if args.hub_dataset or args.for_hub:
-        from qahub.hub_results import parse_hub_datasets
+        from qahub.report.hub_files import parse_hub_datasets
 
         hub = parse_hub_datasets(args.hub_dataset)
     data = write_report(args.runs, args.out, baseline=args.baseline, resamples=args.resamples, seed=args.seed,
@@ -361,7 +361,7 @@ def _add_publish_results(commands):
     p.add_argument("--dry-run", action="store_true", help="list every file and its destination; send nothing")
     p.add_argument("--no-pr", action="store_true", help="commit to each model's main branch instead of a pull "
                                                         "request (needs write access)")
-    p.set_defaults(func=_handler("qahub.publish_results", "publish_results_command"))
+    p.set_defaults(func=_handler("qahub.report.publish", "publish_results_command"))
 
 
 def _add_pick_docs(commands):

@@ -11,7 +11,6 @@ from pathlib import Path
 from qahub.files import Guard, check_folder, staged
 
 from .runs import ReportError, qahub_tasks
-from .sources import local_paths, read_runs
 
 __all__ = ["ReportError", "write_report"]
 MARKER = "report.json"
@@ -20,13 +19,13 @@ MARKER = "report.json"
 SCHEMA = "qahub-report/2"  # report.json's "schema": what marks a folder as a report --out may replace
 SCHEMAS = {SCHEMA, "qahub-report/1"}  # an earlier version's report is a report too
 REPORT_FILES = {"report.json", "report.md", "report.html"}
-HUB_FOLDERS = {"eval_results": {".yaml"}, "eee": {".json", ".jsonl"}}  # qahub.hub_results's: folder -> file kinds
+HUB_FOLDERS = {"eval_results": {".yaml"}, "eee": {".json", ".jsonl"}}  # report.hub_files's: folder -> file kinds
 
 
 def write_report(arguments, out, baseline=None, resamples=1000, seed=12345, confidence=0.95, overwrite=False,
                  progress=True, jobs=None, hub_datasets=None) -> dict:
-    """``hub_datasets``: None, or ``{corpus: qahub.hub_results.HubDataset}`` (may be empty) to also write each
-    run's ``eval_results/`` and ``eee/`` files (``qahub.hub_results``)."""
+    """``hub_datasets``: None, or ``{corpus: hub_files.HubDataset}`` (may be empty) to also write each
+    run's ``eval_results/`` and ``eee/`` files (``qahub.report.hub_files``)."""
     from qahub.gc_pause import gc_paused
 
     if resamples < 1:
@@ -46,6 +45,7 @@ def _write(arguments, out, specs, baseline, resamples, seed, confidence, progres
     from tqdm import tqdm
 
     from .build import report_data, task_names
+    from .sources import read_runs
     from .stats import POWER
     from .workers import jobs as workers
 
@@ -71,7 +71,7 @@ def _write(arguments, out, specs, baseline, resamples, seed, confidence, progres
         data["runs"][run.name]["files"] = read_from(run)
     extra = {}
     if hub_datasets is not None:
-        from qahub.hub_results import hub_files
+        from .hub_files import hub_files
 
         extra = hub_files(data, runs, specs, hub_datasets)
     write_folder(out, {"schema": SCHEMA, **data}, images, extra)
@@ -153,3 +153,11 @@ def write_folder(out: Path, data: dict, figures: dict, extra=None):
             (work / name).write_bytes(body)
         (work / MARKER).write_text(json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n",
                                    encoding="utf-8")
+
+
+def local_paths(arguments) -> list:
+    """The runs named by a local path (``sources.local_paths``), read only when a report is written: importing the
+    package, as rendering a saved report.json does, imports no run reader and no task."""
+    from .sources import local_paths as paths
+
+    return paths(arguments)

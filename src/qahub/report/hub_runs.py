@@ -64,7 +64,7 @@ def split_name(argument: str) -> tuple[str | None, str]:
 
 
 def parse_address(text: str) -> Address:
-    from qahub.hub_results import check_repo_id
+    from .hub_files import check_repo_id
 
     if not text.startswith(DATASETS):
         raise ReportError(f"{text}: only dataset repos are read: hf://datasets/ORG/NAME[/PATH][@REV]")
@@ -239,7 +239,7 @@ def harness_runs(name: str | None, snapshot: Snapshot, path: str, files: list, s
 def qahub_runs(name: str | None, snapshot: Snapshot, path: str, specs: dict) -> list:
     """A qahub details dataset: each ``runs/<run>/`` folder (``path``: one of them, or "" all) read by its
     harness's reader, under the run's name and model in the published report."""
-    from qahub.hub_results import folder_name
+    from .hub_files import folder_name
 
     folders = sorted({f.split("/")[1] for f in snapshot.files if f.startswith(f"{QAHUB_RUNS}/") and f.count("/") > 1})
     if not folders:

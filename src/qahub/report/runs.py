@@ -13,7 +13,6 @@ from typing import ClassVar
 
 import numpy as np
 
-from qahub import tasks
 from qahub.signature import Signature
 
 try:  # the report extra's JSON parser: the samples files are most of a report's time
@@ -121,6 +120,8 @@ def cluster_name(cluster) -> str | None:
 def qahub_tasks() -> dict:
     """``{task: spec}`` of every qahub lm-eval task (a corpus whose task_api does not import is left out, with a
     warning naming the file)."""
+    from qahub import tasks  # here: render, reading report.json alone, needs no task
+
     return tasks.all_tasks()
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import qahub
-from qahub.hub_results import check_repo_id, folder_name
+from qahub.report.hub_files import check_repo_id, folder_name
 
 SPLIT = "scored"  # the split of each details config: the documents a run scored
 MARK = "Written by `qahub publish-results`"  # in the README of every details dataset it pushes
