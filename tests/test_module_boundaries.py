@@ -259,12 +259,17 @@ REPORT = "qahub.report"
 CALLERS = ("qahub.cli", "qahub.demo", "qahub.evaluate_cli", "qahub.harness", "qahub.pick_docs", "qahub.builds")
 
 
+# the packages that are one layer each; qahub.export is not: its reader sits below the harness planning (which
+# reads exports) and its writer above the training configs (which plan with it), so its modules are nodes of their own
+LAYERS = ("qahub.report", "qahub.evaluate_cli", "qahub.loaders", "qahub.metrics")
+
+
 def package_name(module: str) -> str:
     """The node ``module`` is in the package graph: its sub-package of qahub (``qahub.report.runs`` ->
     ``qahub.report``, ``qahub.metrics.limur.judge`` -> ``qahub.metrics``), or the module itself when it sits in
     qahub's own folder (``qahub.tasks``): those are a flat set of modules, each its own node, not one layer."""
     top = ".".join(module.split(".")[:2])
-    return top if any(name.startswith(top + ".") for name in MODULES) else module
+    return top if top in LAYERS else module
 
 
 def package_graph(graph: dict) -> dict:
