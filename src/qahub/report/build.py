@@ -170,11 +170,12 @@ def shown_facts(entry, task, runs, baseline):
 
 def run_facts(task_run, harness) -> dict:
     """What a run of a task read and how, for the report's run table: the dataset, config and split its harness
-    recorded (a local folder by its name only: a local path is never shown), shots, how prompts were sent, the
-    documents it scored and its document limit (lm-eval's --limit, lighteval's --max-samples)."""
+    recorded (a local folder by its name only: a local path is never shown; its name alone, as publishing cuts it,
+    so a run reads the same here and from its published copy), shots, how prompts were sent, the documents it
+    scored and its document limit (lm-eval's --limit, lighteval's --max-samples)."""
     path, config, split = (*task_run.dataset, None, None, None)[:3]
     if isinstance(path, str) and os.path.isabs(path):
-        path = f"local folder {os.path.basename(path.rstrip(os.sep))}"
+        path = os.path.basename(path.rstrip(os.sep))
     return {"harness": harness, "dataset": path, "config": config, "split": split, "n_shot": task_run.n_shot,
             "prompt_format": task_run.prompt_format, "documents": len(task_run.keys), "limit": task_run.limit}
 
