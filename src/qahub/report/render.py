@@ -653,7 +653,7 @@ def task_figures(task, entry, baseline=None, limits=None) -> dict:
 
     matplotlib.use("Agg")
     main = entry["main_metric"]
-    limits = metric_range(task, main) if limits is None else limits
+    limits = metric_range(entry, main) if limits is None else limits
     cells = {run: scores[main] for run, scores in entry["scores"].items() if main in scores}
     if len(entry["scores"]) > LEADERBOARD:  # one figure, runs as rows, by score: a legend of 100 runs is unreadable
         return {f"{task}.png": _ladder(f"{task}: {main}", cells, baseline, limits)}
@@ -665,25 +665,11 @@ def task_figures(task, entry, baseline=None, limits=None) -> dict:
     return images
 
 
-def metric_range(task, metric):
-    """(low, high) a task's metric lies in: 0 to 1 for distinct-n, 0 to 100 for BLEU, 0 to its top value for a
-    metric scored against the gold (the task's ``oracle``) or a 0/1 one; (None, None) where unknown or
-    unbounded (a sum)."""
-    from qahub.tasks import all_tasks
-
-    from .runs import task_metrics
-
-    spec = all_tasks().get(task)
-    m = task_metrics(spec).get(metric) if spec is not None else None
-    if m is None or m.kind == "sum":
-        return None, None
-    if m.kind == "distinct":
-        return 0.0, 1.0
-    if m.kind == "bleu":
-        return 0.0, 100.0
-    top = spec.oracle.get(metric)
-    return (0.0, m.scale) if m.binary else (0.0, float(top)) if isinstance(top, int | float) and top > 0 else \
-        (None, None)
+def metric_range(entry, metric):
+    """(low, high) a task's metric lies in, as report.json records it (``ranges``: the task's declaration,
+    ``TaskSpec.range_of``); (None, None) where unknown or unbounded (a sum), or in an earlier report.json."""
+    bounds = (entry.get("ranges") or {}).get(metric)
+    return (float(bounds[0]), float(bounds[1])) if bounds else (None, None)
 
 
 NAME = 32  # a run name longer than this is wrapped in a figure's legend

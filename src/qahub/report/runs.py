@@ -40,7 +40,8 @@ class Metric:
     order: int = 0  # distinct-n's n
     score: object = None  # BLEU: the task's function of summed sacreBLEU statistics (None: sacrebleu's BLEU())
     scale: float = 1.0  # a binary metric's value of a right document (doc2dial's exact: 100)
-    bounded: bool = False  # every per-document value lies in [0, scale] (0/1, or the task declares its oracle)
+    bounded: bool = False  # every per-document value lies in [0, scale] (0/1, or the task declares its range)
+    range: tuple = None  # (low, high) the metric lies in (``TaskSpec.range_of``), None where nothing bounds it
 
 
 @dataclass
@@ -132,12 +133,13 @@ def task_metrics(spec) -> dict:
         if how not in KINDS:
             raise ReportError(f"metric {name}: no resampling known for its aggregation {how!r}")
         kind = KINDS[how]
-        # a metric the task declares 0/1 per document (0/100 for doc2dial's exact): McNemar's test compares them
-        oracle = spec.oracle.get(name)
-        scale = oracle if isinstance(oracle, int | float) and oracle > 0 else 1.0
+        # a metric the task declares 0/1 per document (0/100 for doc2dial's exact): McNemar's test compares them;
+        # a sum of bounded values is not bounded
+        bounds = spec.range_of(name) if kind != "sum" else None
+        scale = bounds[1] if bounds and bounds[0] == 0 else 1.0
         metrics[name] = Metric(name, kind, name in spec.binary, int(how[-1]) if kind == "distinct" else 0,
                                spec.bleu_of_statistics if kind == "bleu" else None, float(scale),
-                               name in spec.binary or scale == oracle)
+                               bounds is not None and bounds[0] == 0, bounds)
     return metrics
 
 
