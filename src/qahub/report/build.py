@@ -828,8 +828,36 @@ def report_data(runs, skipped, specs, settings, progress, workers=1) -> tuple[di
     data = {"settings": settings,
             "runs": {run.name: {"path": run.path, "model": run.model, "results_file": run.results_file,
                                 "harness": run.harness, "source": run.results_file} for run in runs},
-            "tasks": entries, "skipped": skipped}
+            "tasks": entries, "skipped": skipped, "leaderboard": leaderboard(entries, [run.name for run in runs])}
     return data, {task: images for task, (_, images) in done.items()}
+
+
+def leaderboard(tasks: dict, names: list) -> dict:
+    """The runs by their mean rank over the tasks that rank runs (``ranking``), in report.json: ``{"tasks",
+    "order": [run] best first, "mean_rank": {run: rank}, "unranked": {run: why}}``. A run is on it only when every
+    one of those tasks ranks it: a run that did not run a task, or was not ranked there (fewer documents, not like
+    with like), would otherwise be lifted by what it left out (its mean over its better tasks alone)."""
+    ranked = {task: entry["ranking"]["runs"] for task, entry in tasks.items()
+              if (entry.get("ranking") or {}).get("runs")}
+    unranked = {}
+    for name in names:
+        missing = [task for task in ranked if name not in ranked[task]]
+        if not ranked:
+            unranked[name] = "no task ranks its runs"
+        elif missing:
+            unranked[name] = "not ranked on " + "; ".join(f"{task} ({not_ranked_why(tasks[task], name)})"
+                                                           for task in missing)
+    mean = {name: sum(ranked[task][name]["rank"] for task in ranked) / len(ranked)
+            for name in names if name not in unranked}
+    order = sorted(mean, key=lambda name: (mean[name], names.index(name)))
+    return {"tasks": sorted(ranked), "order": order, "mean_rank": mean, "unranked": unranked}
+
+
+def not_ranked_why(entry, name) -> str:
+    """Why a task's ranking leaves ``name`` out."""
+    if name not in entry["scores"]:
+        return "it did not run it"
+    return entry["ranking"]["not_ranked"].get(name, "not ranked")
 
 
 def task_names(runs) -> list:

@@ -245,8 +245,11 @@ def summary_blocks(data) -> list:
            ("p", marks_legend(rows, base, alpha))]
     if many:
         out.append(("p", f"{len(names)} runs: the leaderboard view. Rows in order of each run's mean rank over the "
-                         "tasks it is ranked on (an order for reading, not a test); in each cell its rank on the task "
+                         "tasks that rank runs, every one of which ranks it (an order for reading, not a test; the others, "
+                         "unranked, last); in each cell its rank on the task "
                          "and the confidence set of that rank (each task's ranking says how it is made)."))
+        out += [("p", f"Unranked: {name}, {why}.") for name, why in (data.get("leaderboard") or {}).get(
+            "unranked", {}).items()]
     out += [("p", line) for line in reason_lines(reasons, len(tasks))]
     for name in data["runs"]:
         if name != base and (weak := weakest(data, name)):
@@ -271,7 +274,11 @@ def run_cell(name, run, base) -> Cell:
 
 
 def leaderboard_order(data) -> list:
-    """The runs by their mean rank over the tasks' rankings (the runs ranked nowhere last, as given)."""
+    """The runs by their mean rank over the tasks' rankings, as report.json's ``leaderboard`` orders them (the
+    unranked ones last, as given); an earlier report.json: by their mean rank over the tasks they are ranked on."""
+    board = data.get("leaderboard")
+    if board is not None:
+        return board["order"] + [name for name in data["runs"] if name not in board["order"]]
     ranks = {}
     for entry in data["tasks"].values():
         for name, r in ((entry.get("ranking") or {}).get("runs") or {}).items():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -80,7 +81,14 @@ class Run:
     samples: dict = field(default_factory=dict)  # task -> its samples file
     tasks: dict = field(default_factory=dict)  # task -> TaskRun, read when that task is reported (``with_task``)
     results_files: list = field(default_factory=list)  # every results file a task was read from
+    run_ids: dict = field(default_factory=dict)  # task -> the id the harness recorded for its eval (inspect's)
+    files: dict = field(default_factory=dict, repr=False)  # path -> {"bytes", "sha256"} of each file read
     harness: ClassVar[str] = ""  # what wrote the run: each harness's Run subclass says its own
+
+    def recorded_ids(self) -> dict:
+        """``{task: what identifies the eval that made it}`` as the harness recorded it (a copy of the run, e.g. its
+        published details, records the same)."""
+        return dict(self.run_ids)
 
     def with_task(self, task: str, spec) -> Run:
         """This run with ``task``'s samples read."""
@@ -99,6 +107,17 @@ class ResultsRun(Run):
 
     sources: dict = None  # task -> (results file, its contents)
     reader: ClassVar = None
+
+    def recorded_ids(self) -> dict:
+        """lm-eval's ``date`` (and start and end times) of the results file each task came from; lighteval's
+        ``config_general`` start and end times."""
+        found = {}
+        for task, (_, results) in (self.sources or {}).items():
+            general = results.get("config_general") if isinstance(results.get("config_general"), dict) else {}
+            when = tuple(place.get(key) for place in (results, general) for key in ("date", "start_time", "end_time"))
+            if any(isinstance(value, int | float) and not isinstance(value, bool) for value in when):
+                found[task] = (self.harness, *when)
+        return found
 
     def read(self, task: str, spec) -> TaskRun:
         file, results = self.sources[task]
@@ -166,8 +185,16 @@ def aggregates(scores: dict, present: list, where: str, key=str) -> dict:
         value = scores.get(key(metric))
         if not isinstance(value, int | float) or isinstance(value, bool):
             raise ReportError(f"{where} has no number {key(metric)!r}")
-        values[metric] = float(value)
+        values[metric] = finite(float(value), where, key(metric))
     return values
+
+
+def finite(value: float, where: str, metric: str) -> float:
+    """``value``, or the one-line refusal of a NaN or infinite aggregate (a score never ranked or starred)."""
+    if not math.isfinite(value):
+        raise ReportError(f"{where}: {metric} is {value}, not a finite number; a report ranks and compares no such "
+                          "score: run the task again, or correct the results file")
+    return value
 
 
 def load_line(line: bytes):
