@@ -285,23 +285,22 @@ def leader_cell(pair, metrics, main, estimators, designs, field, settings, draws
     """The leader's paired test of ``main`` with one other run (``pair``: the leader is its base)."""
     match = {main: matched(pair.run, pair.base, pair, estimators)[main]}
     clusters = _taken(designs.get(pair.base), pair.base_index) or _taken(designs.get(pair.run), pair.run_index)
-    found = reused(draws, estimators, pair, main, match[main]) or bootstrap(
+    found = reused(draws, pair, main, match[main]) or bootstrap(
         comparison_estimators(pair.run, match), len(pair.base_index), settings["seed"], settings["resamples"],
         clusters)
     return compare(pair.run, metrics, match, len(pair.base_index), found, settings, clusters, field)[main]
 
 
-def reused(draws, estimators, pair, m, match):
+def reused(draws, pair, m, match):
     """The leader's and the other run's draws of ``m`` from the task's own pass, as the pair's ``bootstrap`` would
     draw them, or None. The same: the pair is the two runs' own estimators (the same documents in the same order,
     every one with a value), the runs resampled alike (``pair.same_design``), and each estimator's draws not a
     matrix product's of other columns beside it: one that is not linear is drawn by itself, and a linear one's
     sums of whole numbers (BLEU's statistics, a 0/1 metric's values, Jeopardy's game score) are exact in any
     order. Saves a resampling pass a run (BLEU's is long)."""
-    eb, er, _ = match
+    eb, er, index = match
     lead, name = pair.base, pair.run
-    if draws is None or eb is not estimators[lead].get(m) or er is not estimators[name].get(m) or \
-            not pair.same_design:
+    if draws is None or not (pair.same_order and index is None and pair.same_design):  # not the runs' own
         return None
     if not all(not isinstance(est, Linear) or est.halved or whole(est.x) for est in (eb, er)):
         return None
