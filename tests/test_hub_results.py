@@ -42,7 +42,7 @@ def qahub(*argv, env=None):
 
 
 def hub_args(runs):
-    return [f"half={runs['half']}", f"oracle={runs['oracle']}", "--resamples", "50",
+    return [f"half={runs['half']}", f"oracle={runs['oracle']}", "--resamples", "200",
             "--hub-dataset", "limur=qahub/limur@0123456789abcdef0123456789abcdef01234567",
             "--hub-dataset", "topical_chat=qahub/topical_chat"]
 
@@ -71,8 +71,9 @@ def test_eval_results_read_back_with_the_report_s_values(hub_report):
             assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", entry.date)
             low, high = cell["ci"]
             method = cell.get("method", report["intervals"][report["main_metric"]])  # a cell's own, or its metric's
-            assert entry.notes.startswith(f"qahub 0.1.0: {report['main_metric']} {cell['value']:.4g}, 95% CI "
-                                          f"[{low:.4g}, {high:.4g}] ({method})")
+            interval = f"95% CI [{low:.4g}, {high:.4g}] ({method})" if low is not None else \
+                f"no 95% CI ({cell['no_interval']})"  # e.g. a percentile bootstrap over 3 conversations
+            assert entry.notes.startswith(f"qahub 0.1.0: {report['main_metric']} {cell['value']:.4g}, {interval}")
             assert f"n={cell['n']} documents" in entry.notes and "-shot; lm-eval " in entry.notes
             assert "\n" not in entry.notes and entry.source_url is None
     clustered = _entries(out / "eval_results" / "half" / ".eval_results" / "qahub_topical_chat_freq.yaml")[0]
@@ -232,7 +233,7 @@ def test_a_report_refuses_a_hub_dataset_its_run_did_not_read_in_one_line(runs, t
     data = json.loads(results.read_text(encoding="utf-8"))
     data["configs"]["qahub_jemhopqa"]["dataset_path"] = "other-org/jemhopqa-fork"
     results.write_text(json.dumps(data), encoding="utf-8")
-    argv = ["report", f"half={copy}", "--resamples", "20", "--hub-dataset", "jemhopqa=org/jemhopqa",
+    argv = ["report", f"half={copy}", "--resamples", "200", "--hub-dataset", "jemhopqa=org/jemhopqa",
             "--out", str(tmp_path / "o"), "--jobs", "1"]
     assert cli.main(argv) == 1
     err = capsys.readouterr().err.strip()
@@ -364,7 +365,7 @@ def test_dry_run_lists_every_file_and_destination_and_sends_nothing(hub_report, 
 
 def test_publish_results_refuses_a_report_without_hub_files_and_an_unknown_run(runs, hub_report, tmp_path, hub):
     plain = tmp_path / "plain"
-    assert cli.main(["--quiet", "report", f"half={runs['half']}", "--resamples", "20", "--out", str(plain),
+    assert cli.main(["--quiet", "report", f"half={runs['half']}", "--resamples", "200", "--out", str(plain),
                      "--jobs", "1"]) == 0
     done = publish(hub, plain, "--model", "half=org/model-a", tmp=tmp_path)
     assert done.returncode == 1 and "written without --hub-dataset" in done.stderr
@@ -627,7 +628,7 @@ def test_nothing_published_holds_a_credential_or_a_local_path(runs, hub, tmp_pat
                        encoding="utf-8")
     assert "hunter2pw" in samples.read_text(encoding="utf-8")
     out = home / "reports" / "out"
-    assert cli.main(["--quiet", "report", *args, "--resamples", "20", "--hub-dataset", "limur=qahub/limur",
+    assert cli.main(["--quiet", "report", *args, "--resamples", "200", "--hub-dataset", "limur=qahub/limur",
                      "--out", str(out), "--jobs", "1"]) == 0
     assert str(home) in (out / "report.json").read_text(encoding="utf-8")  # the local report keeps them
     env = {"HF_ENDPOINT": hub.url, "HF_TOKEN": TOKEN, "HF_HOME": str(tmp_path / "hf-home"), "HF_HUB_DISABLE_XET": "1",

@@ -108,7 +108,7 @@ def test_the_same_replies_score_the_same_in_lm_eval_and_lighteval(data, sample_e
 
     # qahub report reads both runs: the same numbers, every document paired, no difference
     data = write_report([f"lm_eval={tmp_path / 'lm-eval'}", f"lighteval={tmp_path / 'lighteval'}"],
-                        tmp_path / "report", resamples=20, progress=False, jobs=1)
+                        tmp_path / "report", resamples=200, progress=False, jobs=1)
     assert set(data["tasks"]) == set(names) and not data["skipped"]
     assert {name: run["harness"] for name, run in data["runs"].items()} == {"lm_eval": "lm-eval", "lighteval": "lighteval"}
     for name, entry in data["tasks"].items():
@@ -132,7 +132,7 @@ def test_the_same_replies_score_the_same_in_lm_eval_and_lighteval(data, sample_e
         assert lighteval_aggregates == pytest.approx(lm_eval_aggregates[name], rel=1e-12), name  # another order
     # their Every Eval Ever records have the same rows: score and reply per task, metric and document
     write_report([f"lm_eval={tmp_path / 'lm-eval'}", f"lighteval={tmp_path / 'lighteval'}"], tmp_path / "hub",
-                 resamples=20, progress=False, jobs=1, hub_datasets={})
+                 resamples=200, progress=False, jobs=1, hub_datasets={})
     rows = {}
     for name in ("lm_eval", "lighteval"):
         (samples,) = (tmp_path / "hub" / "eee" / name).glob("*_samples.jsonl")

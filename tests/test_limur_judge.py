@@ -680,7 +680,7 @@ def test_the_report_compares_judge_scores_of_one_judge_only(judge_tasks, prose_j
                                  ("b", "judge-b", ["R0", "R1"])):
         monkeypatch.setenv("QAHUB_JUDGE_MODEL", model)
         runs.append(f"{name}={_save_run(judge_tasks, replies, tmp_path / name)}")
-    data = write_report(runs, tmp_path / "report", resamples=50, progress=False, jobs=1)
+    data = write_report(runs, tmp_path / "report", resamples=200, progress=False, jobs=1)
     entry = data["tasks"]["qahub_limur"]
     assert "judge_score" in entry["comparisons"]["again"] and "judge_coverage" in entry["comparisons"]["again"]
     assert "judge_score" not in entry["comparisons"]["b"] and "exact_match" in entry["comparisons"]["b"]

@@ -2,6 +2,7 @@
 doubles, saved by lm-eval's own ``EvaluationTracker`` as ``lm_eval --output_path X --log_samples`` saves it."""
 
 import base64
+import itertools
 import json
 import math
 import os
@@ -111,7 +112,11 @@ def test_a_bleu_whose_resamples_cannot_vary_has_no_interval_not_a_point(report):
     assert oracle["value"] == pytest.approx(100) and oracle["ci"] == [None, None]
     assert oracle["no_interval"] == "every resample gives 100 (no variance): no interval"
     assert "no interval where every resample gives the same value" in entry["intervals"]["bleu"]
-    assert half["ci"][0] < half["ci"][1]
+    dialogues = entry["cluster"]["runs"]["half"]["clusters"]
+    if dialogues < 4:  # issue 42 item 13: a percentile bootstrap over 2-3 dialogues gives none, and says why
+        assert half["ci"] == [None, None] and half["no_interval"].startswith(f"{dialogues} dialogues: a percentile")
+    else:
+        assert half["ci"][0] < half["ci"][1]
 
 
 def test_breakdowns_are_the_mean_over_the_logged_documents_of_each_category(report, runs):
@@ -206,7 +211,8 @@ def test_clustered_bleu_p_is_sacrebleu_s_p_over_resampled_clusters(report, runs)
 
 def test_identical_runs_compare_at_delta_0_and_p_1(runs, tmp_path):
     out = tmp_path / "same"
-    done = qahub("report", f"a={runs['half']}", f"b={runs['half']}", "--out", str(out), "--resamples", "50")
+    again = _copy(runs["half"], tmp_path / "again")  # a deterministic model run again: the same replies
+    done = qahub("report", f"a={runs['half']}", f"b={again}", "--out", str(out), "--resamples", "200")
     assert done.returncode == 0, done.stderr
     data = json.loads((out / "report.json").read_text(encoding="utf-8"))
     cells = [c for e in data["tasks"].values() for c in e["comparisons"]["b"].values()]
@@ -267,7 +273,7 @@ def test_a_worker_that_dies_is_a_report_error_naming_jobs_1():
 
 def test_a_different_limit_pairs_the_common_documents_and_says_so(runs, tmp_path):
     out = tmp_path / "limited"
-    done = qahub("report", f"full={runs['half']}", f"two={runs['limited']}", "--out", str(out), "--resamples", "50")
+    done = qahub("report", f"full={runs['half']}", f"two={runs['limited']}", "--out", str(out), "--resamples", "200")
     assert done.returncode == 0, done.stderr
     entry = json.loads((out / "report.json").read_text(encoding="utf-8"))["tasks"]["qahub_limur"]
     assert entry["comparisons"]["two"]["exact_match"]["n"] == 2
@@ -278,7 +284,7 @@ def test_a_limited_run_of_one_conversation_has_no_interval_test_mde_or_star(runs
     """``lm_eval --limit`` takes a clustered task's first turns, all of one conversation (issue 36): main gave
     zero-width intervals, the cluster bootstrap's p = 1/(resamples+1), MDE 0 and a star."""
     out = tmp_path / "out"
-    done = qahub("report", f"two={runs['limited']}", f"full={runs['half']}", "--out", str(out), "--resamples", "50")
+    done = qahub("report", f"two={runs['limited']}", f"full={runs['half']}", "--out", str(out), "--resamples", "200")
     assert done.returncode == 0, done.stderr
     tasks = json.loads((out / "report.json").read_text(encoding="utf-8"))["tasks"]
     for task in ("qahub_topical_chat_freq", "qahub_doc2dial_response"):
@@ -293,8 +299,18 @@ def test_a_limited_run_of_one_conversation_has_no_interval_test_mde_or_star(runs
         assert entry["best"] is None
 
 
+_LATER = itertools.count(1)
+
+
 def _copy(src, dst):
+    """Another run of ``src``'s model: its files, at lm-eval's next second (one run given twice is refused:
+    test_report_compare)."""
     shutil.copytree(src, dst)
+    later = next(_LATER)
+    for path in Path(dst).rglob("results_*.json"):
+        results = json.loads(path.read_text(encoding="utf-8"))
+        results["date"] = (results.get("date") or 0) + later
+        path.write_text(json.dumps(results), encoding="utf-8")
     return dst
 
 
@@ -330,7 +346,7 @@ def test_two_runs_of_one_name_and_a_foreign_folder_are_refused(runs, tmp_path):
     foreign = tmp_path / "mine"
     foreign.mkdir()
     (foreign / "notes.txt").write_text("keep me", encoding="utf-8")
-    done = qahub("report", str(runs["half"]), "--out", str(foreign), "--resamples", "20")
+    done = qahub("report", str(runs["half"]), "--out", str(foreign), "--resamples", "200")
     assert done.returncode == 1 and "--overwrite" in done.stderr
     assert (foreign / "notes.txt").read_text(encoding="utf-8") == "keep me"
 
@@ -392,7 +408,7 @@ def test_a_pair_whose_logged_scorer_or_revision_differs_is_marked_and_never_star
     other, old = _copy(runs["oracle"], tmp_path / "other"), _copy(runs["oracle"], tmp_path / "old")
     _signatures(other, lambda signature: {**signature, "scorer": "changed=1", "revision": "sha256:other"})
     _signatures(old, lambda signature: None)
-    data = write_report([f"half={runs['half']}", f"other={other}", f"old={old}"], tmp_path / "out", resamples=50,
+    data = write_report([f"half={runs['half']}", f"other={other}", f"old={old}"], tmp_path / "out", resamples=200,
                         progress=False, jobs=1)
     for task, entry in data["tasks"].items():
         main = entry["main_metric"]
@@ -416,7 +432,7 @@ def test_a_different_task_version_is_a_warning(runs, tmp_path):
     results["versions"]["qahub_limur"] = 2.0
     path.write_text(json.dumps(results), encoding="utf-8")
     out = tmp_path / "out"
-    done = qahub("report", f"a={runs['oracle']}", f"b={run}", "--out", str(out), "--resamples", "20")
+    done = qahub("report", f"a={runs['oracle']}", f"b={run}", "--out", str(out), "--resamples", "200")
     assert done.returncode == 0, done.stderr
     data = json.loads((out / "report.json").read_text(encoding="utf-8"))
     assert any("task version 2.0 differs" in w for w in data["tasks"]["qahub_limur"]["warnings"])
@@ -504,7 +520,7 @@ def test_out_that_is_not_a_complete_report_is_kept_without_overwrite(report, run
     out.mkdir()
     make(out, report[0])
     before = _tree(out)
-    done = qahub("report", str(runs["half"]), "--out", str(out), "--resamples", "20")
+    done = qahub("report", str(runs["half"]), "--out", str(out), "--resamples", "200")
     _fails_in_one_line(done, "exists and is not a qahub report; pass --overwrite")
     assert _tree(out) == before
 
@@ -613,7 +629,7 @@ def test_samples_and_results_that_do_not_agree_are_one_line(runs, tmp_path, dama
     run = _copy(runs["half"], tmp_path / "run")
     message = damage(run)
     out = tmp_path / "out"
-    done = qahub("report", str(run), "--out", str(out), "--jobs", "1", "--resamples", "20")
+    done = qahub("report", str(run), "--out", str(out), "--jobs", "1", "--resamples", "200")
     _fails_in_one_line(done, message)
     assert not out.exists() and [p.name for p in tmp_path.iterdir()] == ["run"]
 
@@ -639,7 +655,7 @@ def test_runs_of_another_dataset_config_are_reported_but_not_compared(runs, tmp_
     config["dataset_name"] = "v1.1"
     path.write_text(json.dumps(results), encoding="utf-8")
     out = tmp_path / "out"
-    done = qahub("report", f"a={runs['oracle']}", f"b={run}", "--out", str(out), "--resamples", "20")
+    done = qahub("report", f"a={runs['oracle']}", f"b={run}", "--out", str(out), "--resamples", "200")
     assert done.returncode == 0, done.stderr
     data = json.loads((out / "report.json").read_text(encoding="utf-8"))
     limur = data["tasks"]["qahub_limur"]
@@ -696,7 +712,7 @@ def test_one_paired_document_of_bleu_or_distinct_is_too_few_documents():
 def test_run_names_are_shown_as_given(runs, tmp_path):
     out = tmp_path / "out"
     done = qahub("report", f"$\\foo$={runs['half']}", f"_x={runs['oracle']}", "--out", str(out),
-                 "--resamples", "20")
+                 "--resamples", "200")
     assert done.returncode == 0, done.stderr
     markdown = (out / "report.md").read_text(encoding="utf-8")
     assert "| $\\foo$ |" in markdown and "| _x |" in markdown
@@ -745,7 +761,9 @@ def test_the_report_s_doc2dial_bleu_is_the_task_s_own_with_zero_match_replies(ru
     shown = {}
     for name, folder in (("none", no_match), ("half", runs["half"])):
         cell, value = entry["scores"][name]["bleu"], _results(folder)["qahub_doc2dial_response"]["bleu,none"]
-        assert cell["value"] == value and cell["ci"][0] <= value <= cell["ci"][1], (name, cell)
+        assert cell["value"] == value, (name, cell)
+        assert cell["ci"][0] <= value <= cell["ci"][1] if cell["ci"][0] is not None else \
+            "a percentile bootstrap over fewer than 4" in cell["no_interval"], (name, cell)
         shown[name] = value
     assert 0 < shown["none"] < shown["half"]  # sacreBLEU 1.4.3's zero-match smoothing: not 0
     assert not entry["warnings"], entry["warnings"]
@@ -799,7 +817,8 @@ def test_every_interval_holds_its_point_value(report, runs, tmp_path):
                 slack = 1e-6 * max(1.0, abs(value))
                 assert low - slack <= value <= high + slack, (where, value, low, high)
                 seen.add(where[-1])
-    assert {"distinct_1", "distinct_2", "bleu", "exact_match", "game_score"} <= seen
+    # game_score, a sum over 2-3 themes here, has no percentile interval (issue 42 item 13)
+    assert {"distinct_1", "distinct_2", "bleu", "exact_match"} <= seen
     methods = report[1]["tasks"]["qahub_topical_chat_freq"]["intervals"]
     assert methods["distinct_1"].startswith("half-samples of the conversations without replacement")
 

@@ -62,9 +62,7 @@ def test_a_partial_pairing_with_lighteval_names_its_random_draw_not_another_limi
 def _paired_note(harnesses):
     runs = [SimpleNamespace(name=name, harness=harness, tasks={LIMUR: task_run(LIMUR, {}, ids)})
             for name, harness, ids in zip(("a", "b"), harnesses, (range(20), range(10, 30)))]
-    entry = {"notes": [], "warnings": []}
-    pairing(LIMUR, *runs, entry)
-    return entry["notes"][0]
+    return pairing(LIMUR, *runs).notes[0]
 
 
 def test_two_lm_eval_runs_on_other_documents_are_told_of_limit_and_samples_not_of_lighteval():
@@ -136,11 +134,22 @@ def test_every_no_interval_on_the_first_screen_gives_its_reason_on_hover_and_bel
     data, _, _, html = shown
     summary = html[:html.index("<h2>Runs</h2>")]
     cells = _cells_with(summary, "(no interval)")
-    assert cells  # tiny-b's METEOR: 0 on every question
-    why = data["tasks"][JEOPARDY]["scores"]["tiny-b"]["meteor"]["no_interval"]
+    assert cells  # tiny-b's doc2dial exact: 1 of 7 right, a percentile bootstrap over 3 dialogues
+    why = data["tasks"][DOC2DIAL]["scores"]["tiny-b"]["exact"]["no_interval"]
+    assert why.startswith("3 dialogues: a percentile bootstrap over fewer than 4 gives no sensible interval")
     for cell in cells:
         assert re.search(r'title="[^"]*no interval: [^"]+"', cell), cell
-    assert f"(no interval) tiny-b, jeopardy: {why}." in _summary_text(data)
+    assert f"(no interval) tiny-b, doc2dial grounding: {why}." in _summary_text(data)
+
+
+def test_meteor_knows_its_range_and_0_everywhere_gets_an_exact_interval(shown):
+    """Issue 42 item 14: METEOR is bounded in [0, 1] (the task declares it): 0 on every question is 0 [0, 0.84],
+    Clopper-Pearson over its 2 themes, as accuracy's would be, not "a value no known range bounds"."""
+    data, *_ = shown
+    entry = data["tasks"][JEOPARDY]
+    cell = entry["scores"]["tiny-b"]["meteor"]
+    assert cell["ci"][0] == 0.0 and 0.8 < cell["ci"][1] < 0.9 and cell["method"].startswith("Clopper-Pearson")
+    assert entry["ranges"]["meteor"] == [0.0, 1.0] and entry["ranges"]["game_score"] is None
 
 
 def test_a_no_interval_of_an_earlier_report_says_it_does_not_know_why():

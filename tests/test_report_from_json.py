@@ -68,13 +68,9 @@ def test_a_saved_report_json_renders_the_same_pages_and_figures_in_a_fresh_proce
     # no run is read: neither a harness's reader nor the Hub's
     assert not {m for m in found["modules"] if m.split(".")[-1] in ("sources", "lm_eval_runs", "inspect_logs",
                                                                     "lighteval_runs", "hub_runs", "build")}
-    # the one way qahub.tasks may still be reached (until report.json carries the metric ranges): metric_range
-    frames = found["tasks_imported_from"]
-    assert frames is None or ("render.py", "metric_range") in [tuple(f) for f in frames], frames
+    assert found["tasks_imported_from"] is None, found["tasks_imported_from"]  # the metric ranges are in report.json
 
 
-@pytest.mark.xfail(strict=True, reason="render.metric_range imports qahub.tasks to rebuild the metric ranges: branch "
-                                       "cmp carries them in report.json (entry['ranges']); drop this mark after it")
 def test_rendering_a_saved_report_json_imports_no_task(rendered):
     found, _ = rendered
     assert "qahub.tasks" not in found["modules"], found["tasks_imported_from"]

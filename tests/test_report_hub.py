@@ -182,7 +182,7 @@ def qahub_details(hub, published, tmp_path_factory):
     received during the offline call); ``(online, offline, requests, home, published report)``."""
     root = tmp_path_factory.mktemp("qahub-details")
     out = root / "published"
-    done = qahub("report", *local_runs(published), "--out", str(out), "--resamples", "20", "--jobs", "1",
+    done = qahub("report", *local_runs(published), "--out", str(out), "--resamples", "200", "--jobs", "1",
                  "--hub-dataset", "jemhopqa=qa-lab/jemhopqa", "--hub-dataset", "limur=qa-lab/limur",
                  "--hub-dataset", "topical_chat=qa-lab/topical-chat", env={**os.environ, "MPLBACKEND": "Agg"})
     assert done.returncode == 0, done.stderr[-4000:]

@@ -424,8 +424,9 @@ def _paired(base, other):
     from qahub.report.alike import pairing
 
     entry = {"warnings": [], "notes": []}
-    pairs = pairing("t", SimpleNamespace(name="a", tasks={"t": base}), SimpleNamespace(name="b", tasks={"t": other}),
-                    entry)
+    pair = pairing("t", SimpleNamespace(name="a", tasks={"t": base}), SimpleNamespace(name="b", tasks={"t": other}))
+    pair.record(entry)
+    pairs = pair.pairs if pair.compared else None
     return pairs, entry
 
 

@@ -239,7 +239,7 @@ def test_inspect_logs_give_the_every_eval_ever_rows_lm_eval_runs_give(runs, tmp_
     rows = {}
     for harness in ("lm-eval", "inspect"):
         out = tmp_path / harness
-        write_report([f"half={runs[harness, 'half']}"], out, resamples=20, progress=False, jobs=1, hub_datasets={})
+        write_report([f"half={runs[harness, 'half']}"], out, resamples=200, progress=False, jobs=1, hub_datasets={})
         (record,) = (out / "eee" / "half").glob("*[0-9a-f].json")
         Draft7Validator(eee_schemas["eval"]).validate(json.loads(record.read_text(encoding="utf-8")))
         lines = record.with_name(f"{record.stem}_samples.jsonl").read_text(encoding="utf-8").splitlines()
@@ -276,12 +276,12 @@ def test_inspect_logs_published_with_details_report_as_read_from_disk(runs, tmp_
             if "--out" in argv else None
 
     try:
-        local = qahub("report", f"half={runs['inspect', 'half']}", "--resamples", "20", "--jobs", "1",
+        local = qahub("report", f"half={runs['inspect', 'half']}", "--resamples", "200", "--jobs", "1",
                       "--hub-dataset", "limur=org/limur", "--out", tmp_path / "local")
         qahub("publish-results", tmp_path / "local", "--model", "half=org/model", "--details", repo)
         logs = {p for p in hub.repos["dataset", repo].branches["main"] if p.startswith("runs/")}
         assert logs == {f"runs/half/{Path(p).name}" for p in local["runs"]["half"]["files"]}
-        read = qahub("report", f"hf://datasets/{repo}", "--resamples", "20", "--jobs", "1",
+        read = qahub("report", f"hf://datasets/{repo}", "--resamples", "200", "--jobs", "1",
                      "--hub-dataset", "limur=org/limur", "--out", tmp_path / "read")
     finally:
         hub.close()
@@ -310,7 +310,7 @@ def test_an_inspect_run_is_dated_by_its_logs_never_by_its_folder_s_time(runs, tm
     created = min(datetime.datetime.fromisoformat(read_eval_log(str(log), header_only=True).eval.created)
                   for log in copy.iterdir())
     out = tmp_path / "out"
-    write_report([f"half={copy}"], out, resamples=20, progress=False, jobs=1,
+    write_report([f"half={copy}"], out, resamples=200, progress=False, jobs=1,
                  hub_datasets={"limur": HubDataset("org/limur")})
     (entry,) = parse_eval_result_entries(yaml.safe_load(
         (out / "eval_results" / "half" / ".eval_results" / "qahub_limur.yaml").read_text(encoding="utf-8")))

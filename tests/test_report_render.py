@@ -4,6 +4,7 @@ a p_holm below alpha without a star), numbers rounded to their interval, the met
 tasks with their reasons, figures readable at 1,400 px."""
 
 import copy
+import json
 import re
 import shutil
 import subprocess
@@ -248,12 +249,23 @@ def test_figures_are_readable_at_1400_px_with_an_axis_from_the_data_and_cut_inte
     assert not any("cut" in t.get_text() for t in drawn[0].texts)
 
 
-def test_a_task_s_metric_range_is_read_from_its_spec():
-    assert render.metric_range("qahub_limur", "exact_match") == (0.0, 1.0)
-    assert render.metric_range("qahub_doc2dial_grounding", "exact") == (0.0, 100.0)
-    assert render.metric_range("qahub_doc2dial_response", "bleu") == (0.0, 100.0)
-    assert render.metric_range("qahub_jeopardy", "game_score") == (None, None)  # a sum: unbounded
-    assert render.metric_range("not_a_task", "m") == (None, None)
+def test_a_task_s_metric_range_is_read_from_report_json_as_its_spec_declares_it():
+    from qahub.report.build import new_entry
+    from qahub.report.runs import qahub_tasks, task_metrics
+
+    specs = qahub_tasks()
+
+    def ranged(task, metric):  # the entry as report.json holds it: render needs no qahub.tasks
+        entry = json.loads(json.dumps(new_entry(task, specs[task], task_metrics(specs[task]), [])))
+        return render.metric_range(entry, metric)
+
+    assert ranged("qahub_limur", "exact_match") == (0.0, 1.0)
+    assert ranged("qahub_doc2dial_grounding", "exact") == (0.0, 100.0)
+    assert ranged("qahub_doc2dial_response", "bleu") == (0.0, 100.0)
+    assert ranged("qahub_jeopardy", "meteor") == (0.0, 1.0)  # declared in its TaskSpec.ranges
+    assert ranged("qahub_topical_chat_freq", "distinct_2") == (0.0, 1.0)
+    assert ranged("qahub_jeopardy", "game_score") == (None, None)  # a sum: unbounded
+    assert render.metric_range({"main_metric": "m"}, "m") == (None, None)  # an earlier report.json
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")

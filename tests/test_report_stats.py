@@ -86,7 +86,11 @@ def test_three_conversations_are_tested_by_the_exact_sign_flip_test_and_never_st
     assert cell["p"] == pytest.approx(np.mean([t >= abs(sums.sum()) - 1e-12 for t in totals])) == 0.25
     assert cell["mde"] is None and cell["underpowered"].startswith("underpowered: no difference can be significant")
     assert not any(c["star"] for c in entry["comparisons"]["b"].values())
-    assert entry["scores"]["a"]["f1"]["ci"][0] is not None  # 3 clusters: intervals are given
+    # issue 42 item 13: a percentile bootstrap over 3 conversations gives no interval, and says why where the number is
+    assert entry["scores"]["a"]["f1"]["ci"] == [None, None] and entry["scores"]["a"]["f1"]["no_interval"] == (
+        "3 conversations: a percentile bootstrap over fewer than 4 gives no sensible interval (its resamples are a "
+        "handful of the same few)")
+    assert cell["ci"] == [None, None] and cell["no_interval"].startswith("3 conversations: a percentile bootstrap")
     for m in ("bleu", "distinct_1"):  # the scripted replies' BLEU (0) and distinct-1 are the same in every resample
         assert entry["scores"]["a"][m]["no_interval"].startswith("every resample gives"), m
 
@@ -250,10 +254,15 @@ def test_an_unclustered_mean_whose_values_are_all_equal_gets_no_false_certainty(
         assert cell["no_interval"] == "every value is 0.4 (no variance), a value no known range bounds: no interval"
 
 
-def test_a_mean_of_no_known_range_all_0_has_no_interval(specs):
-    """Jeopardy's meteor declares no range (no oracle value): 0 everywhere bounds nothing."""
-    cell = reported(specs, JEOPARDY, [scripted(specs, JEOPARDY, "a", {"meteor": [0.0] * 30})])["scores"]["a"]["meteor"]
+def test_a_score_of_no_known_range_all_0_has_no_interval_and_meteor_s_range_is_known(specs):
+    """Jeopardy's game_score is a sum (no range): 0 everywhere bounds nothing. Its METEOR declares [0, 1]
+    (TaskSpec.ranges, issue 42 item 14): 0 everywhere gets Clopper-Pearson's exact interval of 0 of 30."""
+    entry = reported(specs, JEOPARDY, [scripted(specs, JEOPARDY, "a", {"meteor": [0.0] * 30,
+                                                                       "game_score": [0.0] * 30})])
+    cell = entry["scores"]["a"]["game_score"]
     assert cell["ci"] == [None, None] and cell["no_interval"].startswith("every value is 0 (no variance)")
+    meteor = entry["scores"]["a"]["meteor"]
+    assert meteor["ci"] == [0.0, pytest.approx(clopper_pearson_upper(30))] and entry["ranges"]["meteor"] == [0, 1]
 
 
 @pytest.mark.parametrize("clustered", [True, False])
@@ -352,15 +361,16 @@ def test_every_comparison_cell_has_the_contract_s_keys(specs):
 
 
 def test_a_caveat_of_the_pair_withholds_the_star(specs, monkeypatch):
-    from qahub.report import build
+    import dataclasses
 
-    pairing = build.pairing
+    from qahub.report import alike
 
-    def with_caveat(task, base, run, entry):
-        entry.setdefault("caveats", {})[run.name] = ["different prompts (chat format)"]
-        return pairing(task, base, run, entry)
+    pairing = alike.pairing
 
-    monkeypatch.setattr(build, "pairing", with_caveat)
+    def with_caveat(task, base, run, designs=None):
+        return dataclasses.replace(pairing(task, base, run, designs), caveats=("different prompts (chat format)",))
+
+    monkeypatch.setattr(alike, "pairing", with_caveat)
     runs = [scripted(specs, LIMUR, name, {"exact_match": [value] * 30}) for name, value in (("a", 0.0), ("b", 1.0))]
     cell = reported(specs, LIMUR, runs)["comparisons"]["b"]["exact_match"]
     assert cell["p_holm"] < 0.05 and cell["star"] is False

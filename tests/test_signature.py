@@ -96,8 +96,9 @@ def _task_run(signature, **fields):
 
 def _paired(base, other):
     entry = {"warnings": [], "notes": []}
-    pairs = pairing("t", SimpleNamespace(name="a", tasks={"t": base}), SimpleNamespace(name="b", tasks={"t": other}),
-                    entry)
+    pair = pairing("t", SimpleNamespace(name="a", tasks={"t": base}), SimpleNamespace(name="b", tasks={"t": other}))
+    pair.record(entry)
+    pairs = pair.pairs if pair.compared else None
     return pairs, entry.get("caveats", {}).get("b")
 
 

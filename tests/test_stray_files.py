@@ -229,7 +229,7 @@ def test_harness_tasks_and_report_of_a_jemhopqa_run_work_beside_a_broken_limur(b
     manager = TaskManager(include_path=str(folder))
     lm_eval_run(Oracle(manager), manager, ["qahub_jemhopqa"], tmp_path / "run", limit=4)
     capsys.readouterr()
-    assert cli.main(["report", str(tmp_path / "run"), "--out", str(tmp_path / "report"), "--resamples", "20"]) == 0
+    assert cli.main(["report", str(tmp_path / "run"), "--out", str(tmp_path / "report"), "--resamples", "200"]) == 0
     assert "Traceback" not in capsys.readouterr().err
     assert len(_left_out_warnings(caplog, broken_limur)) == 1
     assert (tmp_path / "report" / "report.json").is_file()

@@ -79,6 +79,9 @@ class TaskSpec:
     headline: str = ""  # the metric a summary shows first; "" -> the first metric that is not in NOT_HEADLINE
     oracle: Mapping[str, float]  # metric -> its aggregate when every reply is the target (tests/test_harness.py)
     binary: tuple[str, ...] = ()  # metrics that are 0/1 per document (0/100 too): `qahub report` pairs them by McNemar
+    # metric -> (low, high) its per-document values (so its aggregate) lie in, where neither its oracle (0 to the
+    # oracle's value) nor `binary` says it: METEOR's (0, 1), distinct-n's (0, 1). ``range_of`` reads all three.
+    ranges: Mapping[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
     bleu_of_statistics: Callable | None = None  # (summed BLEU statistics) -> BLEU: a report resamples corpus BLEU with it
     configuration: Callable | None = None  # () -> what the scorer runs with here (JSON-able; the YAML's metadata)
 
@@ -123,6 +126,26 @@ class TaskSpec:
             raise ValueError("TaskSpec.oracle: empty; name what a reply equal to the target scores")
         _known(self, "oracle", self.oracle, self.metrics)
         _known(self, "binary", self.binary, {**self.metrics, **self.judge_metrics})
+        _known(self, "ranges", self.ranges, {**self.metrics, **self.judge_metrics})
+        for metric, bounds in self.ranges.items():
+            if not (isinstance(bounds, tuple | list) and len(bounds) == 2
+                    and all(isinstance(b, int | float) and not isinstance(b, bool) for b in bounds)
+                    and bounds[0] < bounds[1]):
+                raise TypeError(f"TaskSpec.ranges[{metric!r}]: not a (low, high) pair of numbers, low < high: "
+                                f"{bounds!r}")
+
+    def range_of(self, metric: str) -> tuple[float, float] | None:
+        """(low, high) of a metric's per-document values and so of its mean or BLEU, None where nothing bounds it
+        (a sum, a score of no known range): the declared ``ranges``, else 0 to its oracle value where that is
+        above 0 (the score of replies equal to the gold is the best), else 0 to 1 for a 0/1 metric."""
+        if metric in self.ranges:
+            low, high = self.ranges[metric]
+            return float(low), float(high)
+        oracle = self.oracle.get(metric)
+        top = float(oracle) if isinstance(oracle, int | float) and oracle > 0 else None
+        if metric in self.binary:
+            return 0.0, top or 1.0
+        return (0.0, top) if top else None
 
 
 def _set(spec, name, value):

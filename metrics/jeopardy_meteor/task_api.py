@@ -156,6 +156,7 @@ TASKS = {
         },
         oracle={"accuracy": 1.0, "abstained": 0.0, "unparseable": 0.0},
         binary=["accuracy", "abstained", "unparseable"],
+        ranges={"meteor": (0.0, 1.0)},  # game_score, a sum, has none
         categories={"question_number": value_category},
         # the question id of config extended; a `qa` row has none (None: the document's position)
         doc_id=lambda doc: doc.get("question_id"),

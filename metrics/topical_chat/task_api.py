@@ -143,6 +143,7 @@ def _task(splits):
         },
         oracle={"f1": 1.0, "bleu": 100.0, "unparseable": 0.0},
         binary=["unparseable"],
+        ranges={"knowledge_f1": (0.0, 1.0), "distinct_1": (0.0, 1.0), "distinct_2": (0.0, 1.0)},
     )
 
 

@@ -317,7 +317,7 @@ def _add_report(commands):
                         "hf://datasets/ORG/NAME[/PATH][@REV] (or a local snapshot of one); optionally NAME=PATH")
     p.add_argument("--out", required=True, help="folder to write report.json, report.md, report.html, figures/ to")
     p.add_argument("--baseline", help="the run the others are compared with (default: the first)")
-    p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default: 1000)")
+    p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default: 1000, at least 200)")
     p.add_argument("--seed", type=int, default=12345, help="random seed (default: 12345, sacrebleu's)")
     p.add_argument("--confidence", type=float, default=0.95, help="interval level (default: 0.95)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing folder that is not a report")

@@ -14,6 +14,7 @@ from .runs import ReportError, qahub_tasks
 
 __all__ = ["ReportError", "write_report"]
 MARKER = "report.json"
+MIN_RESAMPLES = 200  # fewer bootstrap resamples: intervals and p of a handful of draws (p never below 1/201)
 
 
 SCHEMA = "qahub-report/2"  # report.json's "schema": what marks a folder as a report --out may replace
@@ -28,8 +29,9 @@ def write_report(arguments, out, baseline=None, resamples=1000, seed=12345, conf
     run's ``eval_results/`` and ``eee/`` files (``qahub.report.hub_files``)."""
     from qahub.gc_pause import gc_paused
 
-    if resamples < 1:
-        raise ReportError(f"--resamples {resamples}: must be at least 1")
+    if resamples < MIN_RESAMPLES:
+        raise ReportError(f"--resamples {resamples}: must be at least {MIN_RESAMPLES} (fewer give intervals and p "
+                          "values of a handful of resamples: --resamples 1 made a 95 % interval [0.333, 0.333])")
     if seed < 0:
         raise ReportError(f"--seed {seed}: must be 0 or more (numpy's seeds are)")
     if not 0 < confidence < 1:
@@ -57,7 +59,7 @@ def _write(arguments, out, specs, baseline, resamples, seed, confidence, progres
                 "intervals": "per metric (each task's intervals): Wilson for 0/1 metrics of unclustered documents, "
                              "half-samples for distinct-n, else the percentile bootstrap over documents or clusters; "
                              "Clopper-Pearson over the effective sample size where every value is 0 or the scale; "
-                             "none from fewer than 2 clusters or documents",
+                             "no percentile interval from fewer than 4 clusters or documents, none from fewer than 2",
                 "power": POWER}
     tasks = task_names(runs)
     count = workers(jobs, len(tasks))
@@ -68,7 +70,7 @@ def _write(arguments, out, specs, baseline, resamples, seed, confidence, progres
         data, images = report_data(runs, skipped, specs, settings, bar, count)
     for run in runs:  # every results file a task was read from (two lm_eval calls into one --output_path: two)
         data["runs"][run.name]["results_files"] = run.results_files or [run.results_file]
-        data["runs"][run.name]["files"] = read_from(run)
+        data["runs"][run.name]["files"] = run.files  # hashed once, as runs were read (sources.refuse_twice)
     extra = {}
     if hub_datasets is not None:
         from .hub_files import hub_files
@@ -76,22 +78,6 @@ def _write(arguments, out, specs, baseline, resamples, seed, confidence, progres
         extra = hub_files(data, runs, specs, hub_datasets)
     write_folder(out, {"schema": SCHEMA, **data}, images, extra)
     return data
-
-
-def read_from(run) -> dict:
-    """``{path: {"bytes": size, "sha256": hex}}`` of every file the report read ``run`` from: its results files
-    and each reported task's samples (lm-eval), details (lighteval) or log (inspect); ``qahub publish-results
-    --details`` pushes them, after checking they are still these files."""
-    import hashlib
-
-    paths = [Path(p) for p in run.results_files or [run.results_file]] + [Path(p) for p in run.samples.values()]
-    found = {}
-    for path in dict.fromkeys(paths):
-        if path.is_file():  # inspect's results_file is its log folder: the logs are its samples
-            with open(path, "rb") as handle:
-                found[str(path)] = {"bytes": path.stat().st_size,
-                                    "sha256": hashlib.file_digest(handle, "sha256").hexdigest()}
-    return found
 
 
 def check_out(out: Path, runs: list, overwrite: bool):

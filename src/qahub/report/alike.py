@@ -1,8 +1,12 @@
 """Only like with like: which documents two runs of a task both scored, and what makes the pair not alike (other
-prompts, another number of shots, another field of their signatures: ``qahub.signature.COMPARED``), written in the task's report entry: ``caveats[run]`` (compared, marked, never
-starred) and ``not_compared[run]`` (no comparison: no document in common, another dataset)."""
+prompts, another number of shots, another field of their signatures: ``qahub.signature.COMPARED``). ``pairing``
+decides it once per pair and returns a frozen ``Pairing``; the comparisons with the baseline, the ranking, the
+leader test and the star rule read its fields (``Pairing.record`` writes a baseline pair's verdict into the task's
+report entry: ``caveats[run]``, compared, marked, never starred; ``not_compared[run]``, no comparison)."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -14,43 +18,100 @@ from qahub.signature import COMPARED, differences
 SIGNED = tuple(name for name in COMPARED if name not in ("n_shot", "prompts", "judge"))
 
 
-def pairing(task, base, run, entry):
-    """(baseline indices, run indices) of the documents both scored (same doc_id and doc_hash; the task's document
-    id where a run is an inspect log, which has no doc_hash), or None; what makes the pair not alike goes to
-    ``entry["caveats"][run]``, a run not compared to ``entry["not_compared"][run]``."""
+@dataclass(frozen=True)
+class Pairing:
+    """Two runs of a task paired: ``base_index``/``run_index`` the documents both scored (None: not compared,
+    ``not_compared`` says why), ``same_order`` (the same documents in the same order: each run's own arrays
+    serve), ``same_design`` (resampled alike: the same clusters, or none for both), ``caveats`` (why the pair is
+    not like with like), and what the report's notes and warnings say of the pair."""
+
+    base: str
+    run: str
+    base_index: np.ndarray | None = None
+    run_index: np.ndarray | None = None
+    same_order: bool = False
+    same_design: bool = True
+    caveats: tuple = ()
+    not_compared: str | None = None
+    notes: tuple = ()
+    warnings: tuple = ()
+
+    @property
+    def compared(self) -> bool:
+        return self.not_compared is None
+
+    @property
+    def alike(self) -> bool:
+        """Compared, and like with like: what a rank or a star needs."""
+        return self.compared and not self.caveats
+
+    @property
+    def pairs(self) -> tuple:
+        return self.base_index, self.run_index
+
+    def record(self, entry):
+        """The pair's verdict in the task's report entry (a comparison with the baseline)."""
+        entry["notes"] += list(self.notes)
+        entry["warnings"] += list(self.warnings)
+        if self.not_compared is not None:
+            entry.setdefault("not_compared", {})[self.run] = self.not_compared
+        if self.caveats:
+            entry.setdefault("caveats", {})[self.run] = list(self.caveats)
+
+
+def same_design(ours, theirs) -> bool:
+    """Whether two runs' documents are resampled alike (``Clusters`` or None each): the one design-key check."""
+    return (ours and ours.key) == (theirs and theirs.key)
+
+
+def pairing(task, base, run, designs=None) -> Pairing:
+    """The ``Pairing`` of ``run`` with ``base`` on ``task``: the documents both scored (same doc_id and doc_hash;
+    the task's document id where a run is an inspect log, which has no doc_hash); ``designs``: ``{run name:
+    Clusters or None}`` of the task, for ``same_design`` (not given: alike)."""
     b, r = base.tasks.get(task), run.tasks[task]
+    names = {"base": base.name, "run": run.name}
     if b is None:
-        return None
+        return Pairing(**names, not_compared=f"{base.name} did not run {task}")
     if r.dataset != b.dataset:
         reason = (f"a different dataset, config or split ({dataset_name(r.dataset)} against "
                   f"{dataset_name(b.dataset)})")
-        entry["warnings"].append(f"{run.name}: not compared with {base.name}: {reason}")
-        entry.setdefault("not_compared", {})[run.name] = reason
-        return None
+        return Pairing(**names, not_compared=reason, warnings=(f"{run.name}: not compared with {base.name}: {reason}",))
     lm_eval = b.keys[0][1] is not None and r.keys[0][1] is not None  # an inspect log has no doc_hash
     # an inspect task has no version of lm-eval's task file to compare
     checks = (("task version", r.version, b.version),) * lm_eval + (("number of shots", r.n_shot, b.n_shot),)
-    for what, mine, theirs in checks:
-        if mine != theirs:
-            entry["warnings"].append(f"{run.name}: {what} {mine} differs from {base.name}'s {theirs}")
+    warnings = tuple(f"{run.name}: {what} {mine} differs from {base.name}'s {theirs}"
+                     for what, mine, theirs in checks if mine != theirs)
+    designs = designs or {}
+    alike = same_design(designs.get(base.name), designs.get(run.name))
     base_keys, run_keys = (b.keys, r.keys) if lm_eval else (b.ids, r.ids)
     if base_keys == run_keys:
         index = np.arange(len(base_keys))
-        pairs = index, index
-    else:
-        position = {key: i for i, key in enumerate(run_keys)}
-        found = [(i, position[key]) for i, key in enumerate(base_keys) if key in position]
-        if not found:
-            entry["warnings"].append(f"{run.name}: no document in common with {base.name}; not compared")
-            entry.setdefault("not_compared", {})[run.name] = "no document in common"
-            return None
-        entry["notes"].append(f"{run.name} vs {base.name}: paired on the {len(found)} documents both scored "
-                              f"({base.name} {len(b.keys)}, {run.name} {len(r.keys)}): {why_fewer(base, run)}")
-        pairs = tuple(np.array(side) for side in zip(*found))
-    found = caveats(b, r, *pairs)
-    if found:
-        entry.setdefault("caveats", {})[run.name] = found
-    return pairs
+        return Pairing(**names, base_index=index, run_index=index, same_order=True, same_design=alike,
+                       caveats=tuple(caveats(b, r, index, index)), warnings=warnings)
+    position = {key: i for i, key in enumerate(run_keys)}
+    found = [(i, position[key]) for i, key in enumerate(base_keys) if key in position]
+    if not found:
+        return Pairing(**names, not_compared="no document in common", warnings=warnings + (
+            f"{run.name}: no document in common with {base.name}; not compared",))
+    note = (f"{run.name} vs {base.name}: paired on the {len(found)} documents both scored ({base.name} "
+            f"{len(b.keys)}, {run.name} {len(r.keys)}): {why_fewer(base, run)}")
+    ib, ir = (np.array(side) for side in zip(*found))
+    return Pairing(**names, base_index=ib, run_index=ir, same_design=alike, caveats=tuple(caveats(b, r, ib, ir)),
+                   notes=(note,), warnings=warnings)
+
+
+class Pairings:
+    """Each pair of a task's runs paired once (``pairing``), whoever asks: the comparisons with the baseline, the
+    ranking and the leader test read the same ``Pairing``."""
+
+    def __init__(self, task, designs=None):
+        self.task, self.designs, self._done = task, designs or {}, {}
+
+    def __call__(self, base, run) -> Pairing:
+        key = (base.name, run.name)
+        if key not in self._done:
+            self._done[key] = pairing(self.task, base, run, self.designs)
+        return self._done[key]
 
 
 def why_fewer(*runs) -> str:

@@ -7,7 +7,7 @@ import os
 
 import numpy as np
 
-from .alike import pairing
+from .alike import Pairings
 from .judges import JUDGE_METRICS, same_judge_only
 from .ranks import ranking
 from .runs import ReportError, numbers, task_metrics
@@ -37,6 +37,7 @@ from .stats import (
     unit_statistics,
     wilson,
 )
+from .variance import constant, negligible, same_nonzero
 
 NOT_COMPARED = {"unparseable"}  # shown beside every score; not a quality to compare
 
@@ -87,18 +88,54 @@ def _natural(text):
         return (1, 0.0, text)
 
 
-def cell(value, draws, n, confidence, wilson_of=None, units=None):
+FEW_FOR_PERCENTILE = 4
+"""The fewest independent units a percentile bootstrap interval is given from. Over 2 or 3 units (dialogues,
+themes, documents) a bootstrap has 3 or 10 distinct resamples: its quantiles are the sample's extremes, and a
+run whose units are all 0 gets [0, 0] beside a nonzero run's wide one. The score is given with no interval,
+and ``no_interval`` says why; the tests that suit few units (sign-flip, sign) still run."""
+
+
+def cell(value, draws, n, confidence, wilson_of=None, units=None, bounds=None):
     """A score, its interval and count: the Wilson interval of ``wilson_of`` (a binary Mean estimator, its
-    metric's scale) where given, else the percentile interval of the draws. ``units``: (count, word) of the
-    independent units the score stands on; fewer than 2: no interval, and ``no_interval`` says why."""
+    metric's scale) where given, else the percentile interval of the draws; inside the metric's range
+    ``bounds`` and holding the value (``fitted``). ``units``: (count, word) of the independent units the score
+    stands on; fewer than 2 (or, for a percentile interval, ``FEW_FOR_PERCENTILE``), or a percentile interval of
+    zero width: no interval, and ``no_interval`` says why."""
+    found = {"value": _number(value), "ci": [None, None], "n": int(n)}
     if units is not None and units[0] < 2:
-        return {"value": _number(value), "ci": [None, None], "n": int(n),
-                "no_interval": f"{plural(*units)}: no interval"}
+        return {**found, "no_interval": f"{plural(*units)}: no interval"}
     if wilson_of is not None:
         est, scale = wilson_of
         ci = [scale * bound for bound in wilson(int((est.x[:, 0] != 0).sum()), est.n(), confidence)]
-        return {"value": _number(value), "ci": ci if est.n() else [None, None], "n": int(n)}
-    return {"value": _number(value), "ci": interval(draws, confidence), "n": int(n)}
+        return {**found, "ci": fitted(ci, value, bounds) if est.n() else [None, None]}
+    why = no_percentile(units, draws, confidence)
+    if why:
+        return {**found, "no_interval": why}
+    return {**found, "ci": fitted(interval(draws, confidence), value, bounds)}
+
+
+def no_percentile(units, draws, confidence) -> str | None:
+    """Why a percentile bootstrap interval of ``draws`` is not given, or None: too few units
+    (``FEW_FOR_PERCENTILE``), or an interval of zero width (``variance.negligible``: a false certainty)."""
+    if units is not None and units[0] < FEW_FOR_PERCENTILE:
+        return (f"{plural(*units)}: a percentile bootstrap over fewer than {FEW_FOR_PERCENTILE} gives no sensible "
+                "interval (its resamples are a handful of the same few)")
+    low, high = interval(draws, confidence)
+    if low is not None and negligible(high - low, max(abs(low), abs(high))):
+        return f"the resamples give the zero-width interval [{low:.4g}, {high:.4g}]: no interval"
+    return None
+
+
+def fitted(ci, value, bounds=None) -> list:
+    """The interval ``ci`` inside ``bounds`` (the metric's range, None: none) and holding ``value``: a Wilson
+    bound of 5.55e-17 for 0 of 7 is 0, a percentile or centred interval that misses its point is widened to
+    it."""
+    low, high = ci
+    if low is None or value is None or not math.isfinite(value):
+        return list(ci)
+    if bounds is not None:
+        low, high = max(low, bounds[0]), min(high, bounds[1])
+    return [float(min(low, value)), float(max(high, value))]
 
 
 def _number(value):
@@ -106,15 +143,56 @@ def _number(value):
 
 
 def task_report(task, spec, runs, baseline, settings) -> dict:
+    """A task's entry of report.json: every run's scores, the comparisons with the baseline, the ranking and the
+    leader test, each pair of runs paired once (``alike.Pairings``) and every estimator resampled in one pass per
+    design."""
     metrics = task_metrics(spec)
-    entry = {"main_metric": spec.headline, "scores": {}, "breakdown": {}, "comparisons": {}, "notes": [],
-             "warnings": [], "best": None}
-    entry.setdefault("caveats", {})  # pairing: {run: [why the pair is not like with like]}
-    entry.setdefault("not_compared", {})  # pairing: {run: why it is not compared}
-    entry["notes"] += [bleu_note(metric) for metric in metrics.values() if metric.kind == "bleu"]
-    entry["notes"] += [f"{run.name}: {note}" for run in runs for note in run.tasks[task].notes]
+    entry = new_entry(task, spec, metrics, runs)
     found = {run.name: design(run.tasks[task]) for run in runs}
     designs = {name: clusters for name, (clusters, _) in found.items()}
+    estimators, jobs = run_estimators(task, metrics, runs, designs, entry)
+    entry["cluster"] = cluster_entry(runs, task, found, estimators)
+    entry["intervals"] = intervals(metrics, runs, task, designs, estimators, entry["cluster"]["field"])
+    entry["notes"] += cluster_notes(entry["cluster"], entry["main_metric"])
+    pairings = Pairings(task, designs)
+    base = next((r for r in runs if r.name == baseline), None)
+    pairs = baseline_pairs(task, base, runs, pairings, entry)
+    matches = {name: matched(name, baseline, pair, estimators) for name, pair in pairs.items()}
+    same_judge_only(task, base, matches, runs, entry)
+    # the pair's documents are the same: clustered as whichever run records their clusters
+    paired_designs = {name: _taken(designs.get(baseline), pair.base_index) or _taken(designs[name], pair.run_index)
+                      for name, pair in pairs.items()}
+    jobs += [(len(pair.base_index), paired_designs[name], comparison_estimators(name, matches[name]))
+             for name, pair in pairs.items()]
+    draws = resampled(jobs, settings)
+    scores(entry, runs, task, estimators, draws, settings["confidence"], metrics, designs)
+    for name, pair in pairs.items():
+        entry["comparisons"][name] = compare(name, metrics, matches[name], len(pair.base_index), draws, settings,
+                                             paired_designs[name], entry["cluster"]["field"])
+        for c in entry["comparisons"][name].values():  # a pair that is not like with like is never starred
+            if c["no_star"] is None and pair.caveats:
+                c["no_star"] = "not like with like: " + "; ".join(pair.caveats)
+    shown_facts(entry, task, runs, baseline)
+    entry["ranking"] = ranking(task, spec, runs, baseline, estimators, designs, draws, settings["confidence"],
+                               pairings)
+    entry["leader"] = leader_test(task, spec, metrics, runs, baseline, estimators, pairings,
+                                  entry["cluster"]["field"], settings, draws)
+    return entry
+
+
+def new_entry(task, spec, metrics, runs) -> dict:
+    """A task's entry before its numbers: its main metric, each metric's range and the notes of how it was read."""
+    entry = {"main_metric": spec.headline, "scores": {}, "breakdown": {}, "comparisons": {}, "notes": [],
+             "warnings": [], "best": None, "caveats": {}, "not_compared": {},
+             "ranges": {name: list(m.range) if m.range else None for name, m in metrics.items()}}
+    entry["notes"] += [bleu_note(metric) for metric in metrics.values() if metric.kind == "bleu"]
+    entry["notes"] += [f"{run.name}: {note}" for run in runs for note in run.tasks[task].notes]
+    return entry
+
+
+def run_estimators(task, metrics, runs, designs, entry) -> tuple[dict, list]:
+    """``{run: {metric: estimator}}`` and the resampling jobs ``(documents, clusters, {key: (estimator,
+    index)})`` of each run's scores and its category breakdowns."""
     estimators, jobs = {}, []
     for run in runs:
         tr = run.tasks[task]
@@ -125,38 +203,31 @@ def task_report(task, spec, runs, baseline, settings) -> dict:
             for cat, index in cats.items():
                 keyed.update({(run.name, m, field, cat): (e.take(index), index) for m, e in ests.items()})
         jobs.append((len(tr.keys), designs[run.name], keyed))
-    entry["cluster"] = cluster_entry(runs, task, found, estimators)
-    entry["intervals"] = intervals(metrics, runs, task, designs, estimators, entry["cluster"]["field"])
-    entry["notes"] += cluster_notes(entry["cluster"], entry["main_metric"])
-    base = next((r for r in runs if r.name == baseline), None)
-    pairings = {run.name: pairing(task, base, run, entry) for run in runs if base is not None and run is not base}
-    pairings = {name: pairs for name, pairs in pairings.items() if pairs is not None}
-    matches = {name: matched(name, baseline, pairs, estimators) for name, pairs in pairings.items()}
-    same_judge_only(task, base, matches, runs, entry)
-    # the pair's documents are the same: clustered as whichever run records their clusters
-    paired_designs = {name: _taken(designs.get(baseline), pairs[0]) or _taken(designs[name], pairs[1])
-                      for name, pairs in pairings.items()}
-    for name, pairs in pairings.items():
-        jobs.append((len(pairs[0]), paired_designs[name], comparison_estimators(name, matches[name])))
-    by_design = {}  # resamples depend on the document count and clusters only: one pass per design
+    return estimators, jobs
+
+
+def baseline_pairs(task, base, runs, pairings, entry) -> dict:
+    """``{run: Pairing}`` of each run compared with the baseline (its verdict recorded in ``entry``)."""
+    pairs = {}
+    for run in runs:
+        if base is not None and run is not base:
+            pair = pairings(base, run)
+            pair.record(entry)
+            if pair.compared:
+                pairs[run.name] = pair
+    return pairs
+
+
+def resampled(jobs, settings) -> dict:
+    """The draws of every job's estimators; resamples depend on the document count and clusters only: one pass
+    per design."""
+    by_design = {}
     for n, clusters, keyed in jobs:
         by_design.setdefault((n, clusters.key if clusters else None), (clusters, {}))[1].update(keyed)
     draws = {}
     for (n, _), (clusters, keyed) in by_design.items():
         draws.update(bootstrap(keyed, n, settings["seed"], settings["resamples"], clusters))
-    scores(entry, runs, task, estimators, draws, settings["confidence"], metrics, designs)
-    for name, pairs in pairings.items():
-        entry["comparisons"][name] = compare(name, metrics, matches[name], len(pairs[0]), draws, settings,
-                                             paired_designs[name], entry["cluster"]["field"])
-        for c in entry["comparisons"][name].values():  # a pair that is not like with like is never starred
-            if c["no_star"] is None and entry["caveats"].get(name):
-                c["no_star"] = "not like with like: " + "; ".join(entry["caveats"][name])
-    shown_facts(entry, task, runs, baseline)
-    entry["ranking"] = ranking(task, spec, runs, baseline, estimators, designs, draws, settings["confidence"],
-                               (entry, pairings))
-    entry["leader"] = leader_test(task, spec, metrics, runs, baseline, estimators, designs, entry["cluster"]["field"],
-                                  settings, draws)
-    return entry
+    return draws
 
 
 def shown_facts(entry, task, runs, baseline):
@@ -180,7 +251,7 @@ def run_facts(task_run, harness) -> dict:
             "prompt_format": task_run.prompt_format, "documents": len(task_run.keys), "limit": task_run.limit}
 
 
-def leader_test(task, spec, metrics, runs, baseline, estimators, designs, field, settings, draws=None):
+def leader_test(task, spec, metrics, runs, baseline, estimators, pairings, field, settings, draws=None):
     """Whether the leader beats every run besides the baseline (its comparison with the baseline is among
     ``comparisons``): with three runs or more and a leader (the best main-metric value, no tie) other than the
     baseline, its paired test of the main metric with each other run, the same test as a comparison's,
@@ -194,18 +265,14 @@ def leader_test(task, spec, metrics, runs, baseline, estimators, designs, field,
     if len(ranked) < 3 or ranked[0] == baseline or points[ranked[0]] == points[ranked[1]]:
         return None
     lead = next(run for run in runs if run.name == ranked[0])
-    scratch, against = {"notes": [], "warnings": [], "caveats": {}, "not_compared": {}}, {}
+    against = {}
     for run in runs:
         if run.name in (lead.name, baseline):
             continue
-        pairs = pairing(task, lead, run, scratch)
-        if pairs is None or scratch["caveats"].get(run.name) or main not in estimators[run.name]:
+        pair = pairings(lead, run)
+        if not pair.alike or main not in estimators[run.name]:
             return None  # not compared, or not like with like: no best
-        match = {main: matched(run.name, lead.name, pairs, estimators)[main]}
-        clusters = _taken(designs.get(lead.name), pairs[0]) or _taken(designs[run.name], pairs[1])
-        pair = reused(draws, estimators, designs, lead.name, run.name, main, match[main]) or bootstrap(
-            comparison_estimators(run.name, match), len(pairs[0]), settings["seed"], settings["resamples"], clusters)
-        against[run.name] = compare(run.name, metrics, match, len(pairs[0]), pair, settings, clusters, field)[main]
+        against[run.name] = leader_cell(pair, metrics, main, estimators, pairings.designs, field, settings, draws)
     tested = [c for c in against.values() if c["p"] is not None]
     if tested:
         for c, p in zip(tested, adjusted([c["p"] for c in tested], "holm")):
@@ -215,17 +282,26 @@ def leader_test(task, spec, metrics, runs, baseline, estimators, designs, field,
     return {"run": lead.name, "against": against}
 
 
-def reused(draws, estimators, designs, lead, name, m, match):
-    """The leader's and ``name``'s draws of ``m`` from the task's own pass, as the pair's ``bootstrap`` would draw
-    them, or None. The same: the pair is the two runs' own estimators (the same documents in the same order, every
-    one with a value), the runs resampled alike (the same clusters, numbered alike), and each estimator's draws
-    not a matrix product's of other columns beside it: one that is not linear is drawn by itself, and a linear
-    one's sums of whole numbers (BLEU's statistics, a 0/1 metric's values, Jeopardy's game score) are exact in any
+def leader_cell(pair, metrics, main, estimators, designs, field, settings, draws) -> dict:
+    """The leader's paired test of ``main`` with one other run (``pair``: the leader is its base)."""
+    match = {main: matched(pair.run, pair.base, pair, estimators)[main]}
+    clusters = _taken(designs.get(pair.base), pair.base_index) or _taken(designs.get(pair.run), pair.run_index)
+    found = reused(draws, pair, main, match[main]) or bootstrap(
+        comparison_estimators(pair.run, match), len(pair.base_index), settings["seed"], settings["resamples"],
+        clusters)
+    return compare(pair.run, metrics, match, len(pair.base_index), found, settings, clusters, field)[main]
+
+
+def reused(draws, pair, m, match):
+    """The leader's and the other run's draws of ``m`` from the task's own pass, as the pair's ``bootstrap`` would
+    draw them, or None. The same: the pair is the two runs' own estimators (the same documents in the same order,
+    every one with a value), the runs resampled alike (``pair.same_design``), and each estimator's draws not a
+    matrix product's of other columns beside it: one that is not linear is drawn by itself, and a linear one's
+    sums of whole numbers (BLEU's statistics, a 0/1 metric's values, Jeopardy's game score) are exact in any
     order. Saves a resampling pass a run (BLEU's is long)."""
-    eb, er, _ = match
-    ours, theirs = designs.get(lead), designs.get(name)
-    if draws is None or eb is not estimators[lead].get(m) or er is not estimators[name].get(m) or \
-            (ours and ours.key) != (theirs and theirs.key):
+    eb, er, index = match
+    lead, name = pair.base, pair.run
+    if draws is None or not (pair.same_order and index is None and pair.same_design):  # not the runs' own
         return None
     if not all(not isinstance(est, Linear) or est.halved or whole(est.x) for est in (eb, er)):
         return None
@@ -381,7 +457,7 @@ def scores(entry, runs, task, estimators, draws, confidence, metrics, designs=No
                     "no_interval": f"every resample gives {value:.4g} (no variance): no interval"}
         if every is None:
             return cell(value, draws[key], n, confidence, (est, metrics[m].scale) if m in wilson_ones else None,
-                        units)
+                        units, metrics[m].range)
         flat.add(m)
         clustered = (designs or {}).get(key[0]) is not None
         effect = entry["cluster"]["runs"][key[0]]["design_effect"].get(m)
@@ -410,18 +486,14 @@ def scores(entry, runs, task, estimators, draws, confidence, metrics, designs=No
 
 
 def same_difference(diffs, delta) -> bool:
-    """Whether every finite resampled difference is the nonzero ``delta`` (up to rounding): the paired test and
-    the comparison's interval decide it alike."""
-    diffs = np.asarray(diffs, dtype=float)
-    diffs = diffs[np.isfinite(diffs)]
-    return delta != 0 and len(diffs) > 0 and np.ptp(diffs) <= 1e-12 * max(1.0, abs(delta))
+    """Whether every finite resampled difference is the nonzero ``delta`` (``variance.same_nonzero``): the paired
+    test and the comparison's interval decide it alike."""
+    return same_nonzero(diffs, delta)
 
 
 def does_not_vary(draws) -> bool:
-    """Whether the finite resampled values are all one value (up to rounding: distinct-n's are centred)."""
-    draws = np.asarray(draws, dtype=float)
-    draws = draws[np.isfinite(draws)]
-    return len(draws) > 0 and np.ptp(draws) <= 1e-9 * max(1.0, float(np.abs(draws).max()))
+    """Whether the finite resampled values are all one value (``variance.constant``)."""
+    return constant(draws)
 
 
 FLAT = "Clopper-Pearson"  # the method of a cell whose values are all 0 or all the scale (``flat_cell``)
@@ -432,7 +504,7 @@ def flat_value(est):
     if not isinstance(est, Mean):
         return None
     values = est.x[est.x[:, 1] > 0, 0]
-    return float(values[0]) if len(values) and np.ptp(values) == 0 else None
+    return float(values[0]) if constant(values) else None
 
 
 def flat_cell(metric, value, every, n, units, clustered, effect, confidence):
@@ -456,7 +528,7 @@ def flat_cell(metric, value, every, n, units, clustered, effect, confidence):
         how = f"n = {plural(units[0], units[1])}, the conservative bound (no design effect: no variance)"
     else:
         how = f"n = {n} documents / design effect {effect:.2f}, between {plural(units[0], units[1])} and {n}"
-    found.update(ci=[metric.scale * low, metric.scale * high], n_effective=size,
+    found.update(ci=fitted([metric.scale * low, metric.scale * high], value, metric.range), n_effective=size,
                  method=f"{FLAT}, every value {every:g} (no variance): {how}")
     return found
 
@@ -494,11 +566,12 @@ def paired(eb, er):
     return eb.take(both), er.take(both), both
 
 
-def matched(name, baseline, pairs, estimators) -> dict:
-    """``{metric: (baseline estimator, run estimator, index)}`` on the paired documents, index None for all."""
-    ib, ir = pairs
-    # the same documents in the same order (pairing gives one array twice): the runs' own estimators
-    take = (lambda est, index: est) if ib is ir else (lambda est, index: est.take(index))  # noqa: E731
+def matched(name, baseline, pair, estimators) -> dict:
+    """``{metric: (baseline estimator, run estimator, index)}`` on the paired documents of the ``Pairing`` ``pair``,
+    index None for all."""
+    ib, ir = pair.pairs
+    # the same documents in the same order: the runs' own estimators
+    take = (lambda est, index: est) if pair.same_order else (lambda est, index: est.take(index))  # noqa: E731
     return {m: paired(take(est, ib), take(estimators[name][m], ir)) for m, est in estimators[baseline].items()
             if m not in NOT_COMPARED and m in estimators[name]}
 
@@ -532,11 +605,8 @@ def compare(name, metrics, matches, n_pairs, draws, settings, clusters=None, fie
         else:
             test, p, exact, (count, word) = paired_test(metrics[m], eb, er, db, dr, n, design, field, settings)
             se = paired_stderr(eb, er, diffs, design)
-            c.update(ci=interval(diffs, settings["confidence"]), test=test, p=p)
-            # every resample the same difference d != 0 (every document differs alike): [d, d] would be a false
-            # certainty; identical scores on every resample (the same replies) keep [0, 0], which is exact
-            if same_difference(diffs, delta):
-                c.update(ci=[None, None], no_interval="every resample gives the same difference: no interval")
+            c.update(test=test, p=p, **delta_interval(diffs, delta, (units, word_of(design, field)),
+                                                      metrics[m].range, settings["confidence"]))
             if p is not None and count < MIN_UNITS:
                 c["no_star"] = f"{plural(count, word)}: too few for a star (at least {MIN_UNITS})"
             mde, c["mde_note"], c["underpowered"] = power(delta, se, alpha, exact, n, design, field,
@@ -544,6 +614,26 @@ def compare(name, metrics, matches, n_pairs, draws, settings, clusters=None, fie
             c["mde"] = _number(mde)
         result[m] = c
     return result
+
+
+def delta_interval(diffs, delta, units, bounds, confidence) -> dict:
+    """``{"ci": ...}`` of a comparison, or ``{"ci": [None, None], "no_interval": why}``: every resample the same
+    difference d != 0 (every document differs alike; the paired test decides it alike: ``same_difference``)
+    would be a false certainty [d, d]; identical scores on every resample (the same replies) keep [0, 0], which
+    is exact; fewer units than ``FEW_FOR_PERCENTILE`` or a zero-width interval give none (``no_percentile``).
+    Inside the difference's range (that of the metric's ``bounds``) and holding ``delta``."""
+    if same_difference(diffs, delta):
+        return {"ci": [None, None], "no_interval": "every resample gives the same difference: no interval"}
+    constant_zero = constant(diffs) and negligible(abs(delta))
+    why = None if constant_zero else no_percentile(units, diffs, confidence)
+    if why:
+        return {"ci": [None, None], "no_interval": why}
+    width = None if bounds is None else (bounds[0] - bounds[1], bounds[1] - bounds[0])
+    return {"ci": fitted(interval(diffs, confidence), delta, width)}
+
+
+def word_of(clusters, field) -> str:
+    return "document" if clusters is None else field
 
 
 def power(delta, se, alpha, exact, n, clusters, field, scale=None):
@@ -557,7 +647,7 @@ def power(delta, se, alpha, exact, n, clusters, field, scale=None):
     if exact is not None and smallest_p(exact[0]) >= alpha:
         why = f"the exact test's smallest p with {plural(*exact)} is {smallest_p(exact[0]):.3g}"
         return None, f"not estimable: {why}", f"underpowered: no difference can be significant ({why})"
-    if se > 1e-12 * max(1.0, abs(delta)):  # not a standard error of rounding noise (differences that do not vary)
+    if not negligible(se, delta):  # not a standard error of rounding noise (differences that do not vary)
         mde = detectable(se, alpha)
         return mde, None, underpowered(delta, mde, n, clusters, field)
     if scale is not None:  # McNemar's (``scale``: the metric's): every document discordant the same way
@@ -614,11 +704,11 @@ def paired_test(metric, eb, er, db, dr, n, clusters=None, field=None, settings=N
         return MCNEMAR, mcnemar_p(eb.x[:, 0], er.x[:, 0]), counted, counted
     delta = er.point() - eb.point()
     if isinstance(eb, Mean):  # per-document differences (Sum is a Mean)
-        per_doc = er.x[:, 0] - eb.x[:, 0]
+        per_doc = per_doc_differences(eb, er)
         units = per_doc if clusters is None else np.bincount(clusters.ids, weights=per_doc, minlength=clusters.count)
         differing = (int((units != 0).sum()), "non-tied document" if clusters is None else f"differing {field}")
         counted = (clusters.count, field) if clusters is not None else differing
-        if np.ptp(per_doc) == 0:
+        if constant(per_doc):  # the one rule (``variance``): the interval is dropped alike (``same_difference``)
             return (f"sign test{over} (exact: the per-document differences are all equal)", sign_test_p(units),
                     differing, counted)
         if differing[0] < FEW_CLUSTERS:  # a unit whose difference is 0 flips to itself: left out, the same test
@@ -635,6 +725,14 @@ def paired_test(metric, eb, er, db, dr, n, clusters=None, field=None, settings=N
     if metric.kind == "bleu":
         return f"sacrebleu paired bootstrap{over}", sacrebleu_p(db, dr, eb.point(), er.point()), None, counted
     return f"paired bootstrap{over}", bootstrap_p(dr - db, delta, clusters), None, counted
+
+
+def per_doc_differences(eb, er) -> np.ndarray:
+    """The run's value minus the baseline's on each document, rounding noise (``variance.negligible`` beside the
+    values) set to the 0 it is."""
+    per_doc = er.x[:, 0] - eb.x[:, 0]
+    scale = float(np.abs(np.concatenate([eb.x[:, 0], er.x[:, 0]])).max(initial=0.0))
+    return np.where(negligible(np.abs(per_doc), scale), 0.0, per_doc)
 
 
 def unit_sign_test(metric, eb, er, n, clusters=None, field=None):
@@ -730,8 +828,36 @@ def report_data(runs, skipped, specs, settings, progress, workers=1) -> tuple[di
     data = {"settings": settings,
             "runs": {run.name: {"path": run.path, "model": run.model, "results_file": run.results_file,
                                 "harness": run.harness, "source": run.results_file} for run in runs},
-            "tasks": entries, "skipped": skipped}
+            "tasks": entries, "skipped": skipped, "leaderboard": leaderboard(entries, [run.name for run in runs])}
     return data, {task: images for task, (_, images) in done.items()}
+
+
+def leaderboard(tasks: dict, names: list) -> dict:
+    """The runs by their mean rank over the tasks that rank runs (``ranking``), in report.json: ``{"tasks",
+    "order": [run] best first, "mean_rank": {run: rank}, "unranked": {run: why}}``. A run is on it only when every
+    one of those tasks ranks it: a run that did not run a task, or was not ranked there (fewer documents, not like
+    with like), would otherwise be lifted by what it left out (its mean over its better tasks alone)."""
+    ranked = {task: entry["ranking"]["runs"] for task, entry in tasks.items()
+              if (entry.get("ranking") or {}).get("runs")}
+    unranked = {}
+    for name in names:
+        missing = [task for task in ranked if name not in ranked[task]]
+        if not ranked:
+            unranked[name] = "no task ranks its runs"
+        elif missing:
+            unranked[name] = "not ranked on " + "; ".join(f"{task} ({not_ranked_why(tasks[task], name)})"
+                                                           for task in missing)
+    mean = {name: sum(ranked[task][name]["rank"] for task in ranked) / len(ranked)
+            for name in names if name not in unranked}
+    order = sorted(mean, key=lambda name: (mean[name], names.index(name)))
+    return {"tasks": sorted(ranked), "order": order, "mean_rank": mean, "unranked": unranked}
+
+
+def not_ranked_why(entry, name) -> str:
+    """Why a task's ranking leaves ``name`` out."""
+    if name not in entry["scores"]:
+        return "it did not run it"
+    return entry["ranking"]["not_ranked"].get(name, "not ranked")
 
 
 def task_names(runs) -> list:

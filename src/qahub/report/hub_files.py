@@ -457,21 +457,13 @@ def datastore_path(model: str, file_name: str) -> str:
 
 
 def metric_config(task, name, metric, higher_is_better, spec) -> dict:
-    """Bounds where qahub knows them: 0 to the task's oracle value (the score of replies equal to the gold) for
-    a mean or BLEU, 0 to 1 for distinct-n; a sum (game score, counts) is unbounded."""
-    oracle = spec.oracle.get(name)
+    """Bounds where qahub knows them (the task declares them: ``TaskSpec.range_of``): 0 to the task's oracle
+    value (the score of replies equal to the gold) for a mean or BLEU, 0 to 1 for distinct-n and METEOR; a sum
+    (game score, counts) is unbounded."""
     config = {"evaluation_description": f"{name} of {task} (qahub)", "metric_id": f"qahub.{task}.{name}",
               "metric_name": name, "lower_is_better": not higher_is_better,
               "score_type": "binary" if metric.binary else "continuous"}
-    if metric.kind == "distinct":
-        low, high = 0.0, 1.0
-    elif metric.kind in ("mean", "bleu") and isinstance(oracle, int | float) and oracle > 0:
-        low, high = 0.0, float(oracle)
-    elif metric.binary:
-        low, high = 0.0, metric.scale
-    else:
-        low, high = None, None
-    config["min_score"], config["max_score"] = low, high
+    config["min_score"], config["max_score"] = metric.range or (None, None)  # the task's (TaskSpec.range_of)
     return config
 
 

@@ -290,6 +290,7 @@ def _inspect_logs(name, snapshot, folder, files, specs):
             raise ReportError(f"{snapshot.where(folder)}: holds logs of two models or two logs of one task "
                               f"({', '.join(sorted(files))}); publish one run's logs per folder")
         run.samples.update(log.samples)
+        run.run_ids.update(log.run_ids)
     run.samples = dict(sorted(run.samples.items()))
     run.path, run.results_file = snapshot.where(folder), str(snapshot.root / folder)  # as a local log folder's
     return run

@@ -22,7 +22,18 @@ from pathlib import Path
 
 from qahub.signature import run_signature
 
-from .runs import CHAT, RESULTS, TEMPLATE, ReportError, Run, TaskRun, cluster_name, prompt_hash, task_metrics
+from .runs import (
+    CHAT,
+    RESULTS,
+    TEMPLATE,
+    ReportError,
+    Run,
+    TaskRun,
+    cluster_name,
+    finite,
+    prompt_hash,
+    task_metrics,
+)
 
 SUFFIXES = (".eval", ".json")
 PREFIX = "qahub_"  # lm-eval's task qahub_limur is inspect's qahub/limur
@@ -74,7 +85,8 @@ def read_run(name: str | None, path: Path, specs: dict) -> tuple[Run, list]:
         raise ReportError(f"{path}: holds the logs of several models ({', '.join(models)}); give one model's "
                           "logs per run")
     run = InspectRun(name or models[0], str(path), models[0], str(path), {},
-                     {task: logs[0][0] for task, logs in sorted(found.items())})
+                     {task: logs[0][0] for task, logs in sorted(found.items())},
+                     run_ids={task: ("inspect", logs[0][1].eval.eval_id) for task, logs in found.items()})
     return run, skipped
 
 
@@ -304,4 +316,4 @@ def _values(header, present: list, file, task) -> dict:
     missing = [m for m in present if not isinstance(found.get(m), int | float)]
     if missing:
         raise ReportError(f"{file}: the results of {task} have no number for {', '.join(missing)}")
-    return {m: float(found[m]) for m in present}
+    return {m: finite(float(found[m]), f"{file}: the results of {task}", m) for m in present}

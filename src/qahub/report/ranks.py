@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .alike import pairing
+from .alike import Pairings
 from .stats import MIN_UNITS, plural
+from .variance import negligible
 
 METHOD = ("marginal 95 % confidence set of each run's rank (Mogstad, Romano, Shaikh & Wilhelm, Review of "
           "Economic Studies 2024: single-step, two-sided, as R's csranks), the score differences' joint "
@@ -26,27 +27,28 @@ METHOD = ("marginal 95 % confidence set of each run's rank (Mogstad, Romano, Sha
 MIN_RANKED = 3  # fewer runs than this ranked together: the comparisons with the baseline say it all
 
 
-def ranking(task, spec, runs, baseline, estimators, designs, draws, confidence, paired=None) -> dict | None:
+def ranking(task, spec, runs, baseline, estimators, designs, draws, confidence, pairings=None) -> dict | None:
     """``{"metric", "reference", "method", "runs": {run: {"rank", "ci", "value"}} best first, "not_ranked":
     {run: why}}`` of a task's main metric, rank 1 the best; None when fewer than ``MIN_RANKED`` runs have it.
     The runs ranked are the reference (the baseline, else the task's first run) and those scored on the same
-    documents in the same order, resampled alike and like with like (``unlike``). ``paired``: the task entry and
-    ``{run: pairs}`` of its comparisons with the baseline, not paired again."""
+    documents in the same order, resampled alike and like with like with the reference *and* with every run
+    ranked before them (``unlike``: like with like is not transitive, a field one run does not record matches
+    any). ``pairings``: the task's ``alike.Pairings`` (each pair paired once)."""
     main = spec.headline
     having = [run for run in runs if main in estimators[run.name]]
     if len(having) < MIN_RANKED:
         return None
     reference = next((run for run in having if run.name == baseline), having[0])
-    scratch = {"notes": [], "warnings": [], "caveats": {}, "not_compared": {}}
-    known = paired if paired is not None and reference.name == baseline else None
-    ranked, not_ranked = [reference.name], {}
+    pairings = pairings or Pairings(task, designs)
+    ranked, not_ranked = [reference], {}
     for run in runs:
         if run is not reference:
-            why = unlike(task, reference, run, main, estimators, designs, scratch, known)
+            why = unlike(reference, run, main, estimators, pairings, ranked[1:])
             if why:
                 not_ranked[run.name] = why
             else:
-                ranked.append(run.name)
+                ranked.append(run)
+    ranked = [run.name for run in ranked]
     values = np.array([estimators[name][main].point() for name in ranked])
     found = {"metric": main, "reference": reference.name, "method": METHOD.replace("95 %", f"{confidence:.0%}"),
              "runs": {}, "not_ranked": not_ranked}
@@ -57,35 +59,36 @@ def ranking(task, spec, runs, baseline, estimators, designs, draws, confidence, 
     if units[0] < MIN_UNITS:  # the star rule's: a handful of units is no evidence that one run is above another
         found["note"] = f"{plural(*units)}: too few to rank (at least {MIN_UNITS})"
         return found
+    found["runs"] = ranks_of(spec, main, ranked, values, draws, confidence)
+    return found
+
+
+def ranks_of(spec, main, ranked, values, draws, confidence) -> dict:
+    """``{run: {"rank", "ci", "value"}}`` best first, of the runs ``ranked`` together."""
     higher = {**spec.metrics, **spec.judge_metrics}[main].higher_is_better
     sign = 1.0 if higher else -1.0
     draws = np.column_stack([draws[(name, main, None, None)] for name in ranked])
     low, high = rank_sets(sign * values, sign * draws, confidence)
     rank = point_ranks(sign * values)
-    for i in sorted(range(len(ranked)), key=lambda i: (rank[i], i)):
-        found["runs"][ranked[i]] = {"rank": int(rank[i]), "ci": [int(low[i]), int(high[i])],
-                                    "value": float(values[i])}
-    return found
+    return {ranked[i]: {"rank": int(rank[i]), "ci": [int(low[i]), int(high[i])], "value": float(values[i])}
+            for i in sorted(range(len(ranked)), key=lambda i: (rank[i], i))}
 
 
-def unlike(task, reference, run, main, estimators, designs, scratch, known=None) -> str | None:
-    """Why ``run`` is not ranked with ``reference`` on ``task``, or None; ``known``: (task entry, ``{run: pairs}``)
-    of the runs already paired with the reference."""
+def unlike(reference, run, main, estimators, pairings, others=()) -> str | None:
+    """Why ``run`` is not ranked with ``reference`` (and the runs ``others`` already ranked with it), or None: its
+    ``Pairing`` with the reference (the same documents in the same order, resampled alike, like with like) and
+    with each of the others (like with like)."""
     if main not in estimators[run.name]:
         return f"no {main}"
-    if known is not None:
-        scratch, pairs = known[0], known[1].get(run.name)
-    else:
-        pairs = pairing(task, reference, run, scratch)
-    if pairs is None:
-        return f"not compared with {reference.name}: " + scratch.get("not_compared", {}).get(run.name,
-                                                                                      "no document in common")
-    if pairs[0] is not pairs[1]:  # pairing gives one array twice for the same documents in the same order
+    pair = pairings(reference, run)
+    if not pair.compared:
+        return f"not compared with {reference.name}: {pair.not_compared}"
+    if not pair.same_order:
         return f"other documents than {reference.name} (not the same documents in the same order)"
-    if scratch.get("caveats", {}).get(run.name):
-        return f"not like with like with {reference.name}: " + "; ".join(scratch["caveats"][run.name])
-    ours, theirs = designs.get(reference.name), designs.get(run.name)
-    if (ours and ours.key) != (theirs and theirs.key):
+    for other, with_other in ((reference, pair), *((o, pairings(o, run)) for o in others)):
+        if with_other.caveats:
+            return f"not like with like with {other.name}: " + "; ".join(with_other.caveats)
+    if not pair.same_design:
         return f"resampled otherwise than {reference.name} (its documents' clusters differ)"
     return None
 
@@ -120,7 +123,7 @@ def rank_sets(values, draws, confidence) -> tuple[np.ndarray, np.ndarray]:
         d = values[j] - values
         spread = centred[:, [j]] - centred  # resampled difference - observed difference
         sd = spread.std(axis=0, ddof=1) if len(spread) > 1 else np.zeros(count)
-        varies = sd > 1e-12 * np.maximum(1.0, np.abs(d))
+        varies = ~negligible(sd, d)
         varies[j] = False
         z = np.quantile((np.abs(spread[:, varies]) / sd[varies]).max(axis=1), confidence) if varies.any() else 0.0
         half = np.where(varies, z * sd, 0.0)

@@ -245,8 +245,11 @@ def summary_blocks(data) -> list:
            ("p", marks_legend(rows, base, alpha))]
     if many:
         out.append(("p", f"{len(names)} runs: the leaderboard view. Rows in order of each run's mean rank over the "
-                         "tasks it is ranked on (an order for reading, not a test); in each cell its rank on the task "
+                         "tasks that rank runs, every one of which ranks it (an order for reading, not a test; the others, "
+                         "unranked, last); in each cell its rank on the task "
                          "and the confidence set of that rank (each task's ranking says how it is made)."))
+        out += [("p", f"Unranked: {name}, {why}.") for name, why in (data.get("leaderboard") or {}).get(
+            "unranked", {}).items()]
     out += [("p", line) for line in reason_lines(reasons, len(tasks))]
     for name in data["runs"]:
         if name != base and (weak := weakest(data, name)):
@@ -271,7 +274,11 @@ def run_cell(name, run, base) -> Cell:
 
 
 def leaderboard_order(data) -> list:
-    """The runs by their mean rank over the tasks' rankings (the runs ranked nowhere last, as given)."""
+    """The runs by their mean rank over the tasks' rankings, as report.json's ``leaderboard`` orders them (the
+    unranked ones last, as given); an earlier report.json: by their mean rank over the tasks they are ranked on."""
+    board = data.get("leaderboard")
+    if board is not None:
+        return board["order"] + [name for name in data["runs"] if name not in board["order"]]
     ranks = {}
     for entry in data["tasks"].values():
         for name, r in ((entry.get("ranking") or {}).get("runs") or {}).items():
@@ -653,7 +660,7 @@ def task_figures(task, entry, baseline=None, limits=None) -> dict:
 
     matplotlib.use("Agg")
     main = entry["main_metric"]
-    limits = metric_range(task, main) if limits is None else limits
+    limits = metric_range(entry, main) if limits is None else limits
     cells = {run: scores[main] for run, scores in entry["scores"].items() if main in scores}
     if len(entry["scores"]) > LEADERBOARD:  # one figure, runs as rows, by score: a legend of 100 runs is unreadable
         return {f"{task}.png": _ladder(f"{task}: {main}", cells, baseline, limits)}
@@ -665,25 +672,11 @@ def task_figures(task, entry, baseline=None, limits=None) -> dict:
     return images
 
 
-def metric_range(task, metric):
-    """(low, high) a task's metric lies in: 0 to 1 for distinct-n, 0 to 100 for BLEU, 0 to its top value for a
-    metric scored against the gold (the task's ``oracle``) or a 0/1 one; (None, None) where unknown or
-    unbounded (a sum)."""
-    from qahub.tasks import all_tasks
-
-    from .runs import task_metrics
-
-    spec = all_tasks().get(task)
-    m = task_metrics(spec).get(metric) if spec is not None else None
-    if m is None or m.kind == "sum":
-        return None, None
-    if m.kind == "distinct":
-        return 0.0, 1.0
-    if m.kind == "bleu":
-        return 0.0, 100.0
-    top = spec.oracle.get(metric)
-    return (0.0, m.scale) if m.binary else (0.0, float(top)) if isinstance(top, int | float) and top > 0 else \
-        (None, None)
+def metric_range(entry, metric):
+    """(low, high) a task's metric lies in, as report.json records it (``ranges``: the task's declaration,
+    ``TaskSpec.range_of``); (None, None) where unknown or unbounded (a sum), or in an earlier report.json."""
+    bounds = (entry.get("ranges") or {}).get(metric)
+    return (float(bounds[0]), float(bounds[1])) if bounds else (None, None)
 
 
 NAME = 32  # a run name longer than this is wrapped in a figure's legend

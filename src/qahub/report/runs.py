@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -39,7 +40,8 @@ class Metric:
     order: int = 0  # distinct-n's n
     score: object = None  # BLEU: the task's function of summed sacreBLEU statistics (None: sacrebleu's BLEU())
     scale: float = 1.0  # a binary metric's value of a right document (doc2dial's exact: 100)
-    bounded: bool = False  # every per-document value lies in [0, scale] (0/1, or the task declares its oracle)
+    bounded: bool = False  # every per-document value lies in [0, scale] (0/1, or the task declares its range)
+    range: tuple = None  # (low, high) the metric lies in (``TaskSpec.range_of``), None where nothing bounds it
 
 
 @dataclass
@@ -78,7 +80,14 @@ class Run:
     samples: dict = field(default_factory=dict)  # task -> its samples file
     tasks: dict = field(default_factory=dict)  # task -> TaskRun, read when that task is reported (``with_task``)
     results_files: list = field(default_factory=list)  # every results file a task was read from
+    run_ids: dict = field(default_factory=dict)  # task -> the id the harness recorded for its eval (inspect's)
+    files: dict = field(default_factory=dict, repr=False)  # path -> {"bytes", "sha256"} of each file read
     harness: ClassVar[str] = ""  # what wrote the run: each harness's Run subclass says its own
+
+    def recorded_ids(self) -> dict:
+        """``{task: what identifies the eval that made it}`` as the harness recorded it (a copy of the run, e.g. its
+        published details, records the same)."""
+        return dict(self.run_ids)
 
     def with_task(self, task: str, spec) -> Run:
         """This run with ``task``'s samples read."""
@@ -97,6 +106,17 @@ class ResultsRun(Run):
 
     sources: dict = None  # task -> (results file, its contents)
     reader: ClassVar = None
+
+    def recorded_ids(self) -> dict:
+        """lm-eval's ``date`` (and start and end times) of the results file each task came from; lighteval's
+        ``config_general`` start and end times."""
+        found = {}
+        for task, (_, results) in (self.sources or {}).items():
+            general = results.get("config_general") if isinstance(results.get("config_general"), dict) else {}
+            when = tuple(place.get(key) for place in (results, general) for key in ("date", "start_time", "end_time"))
+            if any(isinstance(value, int | float) and not isinstance(value, bool) for value in when):
+                found[task] = (self.harness, *when)
+        return found
 
     def read(self, task: str, spec) -> TaskRun:
         file, results = self.sources[task]
@@ -133,12 +153,13 @@ def task_metrics(spec) -> dict:
         if how not in KINDS:
             raise ReportError(f"metric {name}: no resampling known for its aggregation {how!r}")
         kind = KINDS[how]
-        # a metric the task declares 0/1 per document (0/100 for doc2dial's exact): McNemar's test compares them
-        oracle = spec.oracle.get(name)
-        scale = oracle if isinstance(oracle, int | float) and oracle > 0 else 1.0
+        # a metric the task declares 0/1 per document (0/100 for doc2dial's exact): McNemar's test compares them;
+        # a sum of bounded values is not bounded
+        bounds = spec.range_of(name) if kind != "sum" else None
+        scale = bounds[1] if bounds and bounds[0] == 0 else 1.0
         metrics[name] = Metric(name, kind, name in spec.binary, int(how[-1]) if kind == "distinct" else 0,
                                spec.bleu_of_statistics if kind == "bleu" else None, float(scale),
-                               name in spec.binary or scale == oracle)
+                               bounds is not None and bounds[0] == 0, bounds)
     return metrics
 
 
@@ -165,8 +186,16 @@ def aggregates(scores: dict, present: list, where: str, key=str) -> dict:
         value = scores.get(key(metric))
         if not isinstance(value, int | float) or isinstance(value, bool):
             raise ReportError(f"{where} has no number {key(metric)!r}")
-        values[metric] = float(value)
+        values[metric] = finite(float(value), where, key(metric))
     return values
+
+
+def finite(value: float, where: str, metric: str) -> float:
+    """``value``, or the one-line refusal of a NaN or infinite aggregate (a score never ranked or starred)."""
+    if not math.isfinite(value):
+        raise ReportError(f"{where}: {metric} is {value}, not a finite number; a report ranks and compares no such "
+                          "score: run the task again, or correct the results file")
+    return value
 
 
 def load_line(line: bytes):

@@ -20,7 +20,44 @@ def read_runs(arguments: list[str], specs: dict) -> tuple[list[Run], list[dict]]
                 raise ReportError(f"{run.path}: a second run named {run.name!r}; use NAME=PATH to name each run")
             runs.append(run)
             left += [skipped(run.name, task, reason) for task, reason in left_here]
+    refuse_twice(runs)
     return runs, left
+
+
+def refuse_twice(runs: list):
+    """One line naming both when a run is given twice: every file it was read from the same by content
+    (SHA-256: one folder under two names, or a copy), or a task's eval the same as its harness recorded it
+    (``Run.recorded_ids``: a local run folder and the details dataset published from it, whose copies of the
+    files are scrubbed). Counted twice, it would be ranked beside itself at Δ 0 and counted twice among the
+    tests. Two runs that replied alike on one task (a --limit above the task's documents) are not one run."""
+    seen = {}
+    for run in runs:
+        run.files = read_from(run)
+        marks = [(("files", frozenset(f["sha256"] for f in run.files.values())), "the same files, by SHA-256")]
+        marks += [(("eval", task, recorded), f"the same {task} eval as its harness recorded it: "
+                                             f"{', '.join(str(part) for part in recorded if part is not None)}")
+                  for task, recorded in run.recorded_ids().items()]
+        for mark, what in marks:
+            other = seen.setdefault(mark, run)
+            if other is not run:
+                raise ReportError(f"{run.name} ({run.path}) and {other.name} ({other.path}) are the same run given "
+                                  f"twice ({what}); give it once")
+
+
+def read_from(run) -> dict:
+    """``{path: {"bytes": size, "sha256": hex}}`` of every file the report read ``run`` from: its results files
+    and each reported task's samples (lm-eval), details (lighteval) or log (inspect); ``qahub publish-results
+    --details`` pushes them, after checking they are still these files."""
+    import hashlib
+
+    paths = [Path(p) for p in run.results_files or [run.results_file]] + [Path(p) for p in run.samples.values()]
+    found = {}
+    for path in dict.fromkeys(paths):
+        if path.is_file():  # inspect's results_file is its log folder: the logs are its samples
+            with open(path, "rb") as handle:
+                found[str(path)] = {"bytes": path.stat().st_size,
+                                    "sha256": hashlib.file_digest(handle, "sha256").hexdigest()}
+    return found
 
 
 def read_argument(argument: str, specs: dict) -> list[tuple[Run, list]]:
