@@ -155,7 +155,12 @@ def convert_gguf(gguf: Path, out: Path):
 
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     loaded = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
-    rebuilt = AutoModelForCausalLM.from_config(loaded.config, dtype=torch.float32)
+    config = loaded.config
+    # the GGUF load leaves a GgufConfig as quantization_config: saved, it would make every later
+    # from_pretrained(folder) ask for a gguf_file; the rebuilt weights are plain float32
+    if getattr(config, "quantization_config", None) is not None:
+        del config.quantization_config
+    rebuilt = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     rebuilt.load_state_dict(loaded.state_dict(), strict=True)
     rebuilt.generation_config = loaded.generation_config
     rebuilt.save_pretrained(out)
