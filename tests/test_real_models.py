@@ -165,7 +165,7 @@ def test_smollm2_answers_in_every_harness_and_identical_prompts_score_identicall
         inspect[task] = {s.id: (_chat(tokenizer, s.input), s.output.completion,
                                 inspect_tasks.document_values(next(iter(s.scores.values()))))
                          for s in log.samples}
-    lighteval = _lighteval_docs(runs["lighteval"])
+    lighteval = _lighteval_docs(runs["lighteval"], tokenizer)
     report = write_report([f"{name}={path}" for name, path in runs.items()], tmp_path / "report", resamples=20,
                           progress=False, jobs=1)
     summary = []
@@ -197,8 +197,9 @@ def _same(mine: dict, theirs: dict) -> bool:
     return all(json.dumps(mine[k], sort_keys=True) == json.dumps(theirs[k], sort_keys=True) for k in theirs)
 
 
-def _lighteval_docs(folder: Path) -> dict:
-    """``{task: {document index: (prompt, reply, values)}}`` of lighteval's details."""
+def _lighteval_docs(folder: Path, tokenizer) -> dict:
+    """``{task: {document index: (prompt, reply, values)}}`` of lighteval's details; the prompt is its input
+    tokens decoded (its transformers backend records no prompt text)."""
     import pandas as pd
 
     found = {}
@@ -208,7 +209,8 @@ def _lighteval_docs(folder: Path) -> dict:
             doc, response, metric = row["doc"], row["model_response"], row["metric"]
             index = doc["specific"]["qahub_doc_id"]
             reply = planning.before_stop(response["text"][0], planning.all_tasks()[task].until)
-            found.setdefault(task, {})[index] = (response["input"], reply, {k: _plain(v) for k, v in metric.items()})
+            prompt = response.get("input") or tokenizer.decode(list(response["input_tokens"]))
+            found.setdefault(task, {})[index] = (prompt, reply, {k: _plain(v) for k, v in metric.items()})
     return found
 
 
