@@ -63,7 +63,7 @@ def prepare_lm_eval(folder, location, tasks_dir):
     from lm_eval.models.huggingface import HFLM
     from lm_eval.tasks import TaskManager
 
-    model = HFLM(pretrained=folder, batch_size=1, dtype="float32")
+    model = HFLM(pretrained=folder, batch_size=1, dtype="float32", device="cpu")
     return model, TaskManager(include_path=tasks_dir)
 
 
