@@ -12,7 +12,7 @@ plus its token cap (on CPU: minutes for each task, most of this test's 19 minute
 harness generates at most ``CAP`` tokens, the same in all three (lm-eval's ``--gen_kwargs``, inspect's
 ``max_tokens``, lighteval's task ``generation_size``): on a 2-core machine shared with other jobs SmolLM2 made
 2-5 tokens a second, and the tasks' own caps (up to 512) would take the suite past its 15 minutes; the caps
-themselves are checked against the gold answers (docs/models.md), not here. One thread per process (the
+themselves are checked against the gold answers (docs/harnesses.md, "Real models"), not here. One thread per process (the
 suite's workers share the cores; under load one thread generated 4x faster than two)."""
 
 import json
