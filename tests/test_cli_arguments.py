@@ -20,7 +20,7 @@ def _error(capsys, *argv):
      "qahub evaluate: error: argument metric: invalid choice: 'jeopardy'; did you mean jeopardy_meteor? "
      "(choose from doc2dial, jemhopqa, jeopardy_meteor, limur, topical_chat)"),
     (["biuld"], "qahub: error: argument command: invalid choice: 'biuld'; did you mean build? (choose from build, "
-                "publish, publish-metric, metric-copy, evaluate, list, demo, harness-tasks, report, publish-results, pick-docs)"),
+                "publish, publish-metric, metric-copy, evaluate, list, demo, harness-tasks, report, publish-results, pick-docs, models)"),
     (["build", "xyzzy"], "qahub build: error: argument corpus: invalid choice: 'xyzzy' "
                          "(choose from doc2dial, jemhopqa, jeopardy, limur, topical_chat)"),
 ])

@@ -138,9 +138,13 @@ def test_the_same_replies_score_the_same_in_lm_eval_inspect_and_the_evaluate_met
     compute gives the same per-question values too."""
     tasks = [build(short, locations, fewshot=2) for short in sorted(inspect_tasks.TASKS)]
     script = {}
-    for task in tasks:
+    for short, task in zip(sorted(inspect_tasks.TASKS), tasks, strict=True):
+        corpus, name = inspect_tasks.task_names()[short]
+        until = planning.task_api(corpus).TASKS[name].until
         for index, sample in enumerate(task.dataset):
-            script[sample.input] = sample.target if index % 3 == 0 else GARBAGE[index % len(GARBAGE)]
+            reply = sample.target if index % 3 == 0 else GARBAGE[index % len(GARBAGE)]
+            # as a model stopping at the task's stop sequences replies (the solver cuts a completion there)
+            script[sample.input] = planning.before_stop(reply, until)
     logs = run(tasks, script.__getitem__, tmp_path)
     inspect_values = {short: per_document(log) for short, log in zip(sorted(inspect_tasks.TASKS), logs, strict=True)}
 

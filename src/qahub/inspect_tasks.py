@@ -71,7 +71,7 @@ def build_task(corpus: str, name: str, dataset: str, config: str | None = None, 
     where = f"{entry['location']} config {entry['config']} split {entry['split']}"
     return Task(
         dataset=MemoryDataset(samples, name=f"{name}: {where}", location=entry["location"]),
-        solver=greedy_generate(),
+        solver=greedy_generate(spec.until),
         scorer=task_scorer(name, spec, by_id, functions.aggregate),
         config=GenerateConfig(stop_seqs=list(spec.until), max_tokens=spec.max_gen_toks,
                               temperature=0.0),
@@ -209,15 +209,21 @@ async def _judge(grader_spec: Grader, grader, reply, doc) -> dict:
 
 
 @solver
-def greedy_generate():
+def greedy_generate(until=()):
     """inspect's ``generate`` at the task's settings (temperature 0: greedy, as lm-eval). inspect's ``hf/``
     provider samples (``do_sample``) unless given ``-M do_sample=false`` and then refuses temperature 0; there
-    greedy is sampling from the top token alone (``top_k=1``), at a temperature it accepts."""
+    greedy is sampling from the top token alone (``top_k=1``), at a temperature it accepts. The completion is
+    cut at the task's stop sequences as lm-eval cuts it (``planning.before_stop``): the ``hf/`` provider stops
+    at one but keeps it, and what followed it in its last token (a base model's next «\n質問»)."""
 
     async def solve(state, generate):
         if state.model.api == "hf" and active_generate_config().temperature == 0:
-            return await generate(state, temperature=1.0, top_k=1)
-        return await generate(state)
+            state = await generate(state, temperature=1.0, top_k=1)
+        else:
+            state = await generate(state)
+        if state.output and state.output.completion:
+            state.output.completion = planning.before_stop(state.output.completion, until)
+        return state
 
     return solve
 

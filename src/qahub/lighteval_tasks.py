@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import json
 import os
 import random
@@ -38,6 +39,9 @@ from pathlib import Path
 from qahub import planning, tasks
 
 ENV = "QAHUB_LIGHTEVAL_DATA"  # CORPUS=LOCATION,CORPUS=LOCATION
+# {"task": [document index, ...]}: lm-eval's --samples (as `qahub pick-docs` prints it); lighteval 0.13's
+# --max-samples N draws N documents at random, so the documents are chosen here, in the rows lighteval reads
+SAMPLES_ENV = "QAHUB_LIGHTEVAL_SAMPLES"
 FEWSHOT_SEED = 1234  # lm-eval's default fewshot_random_seed
 SPLIT = "test"  # the split name of the index folder (a name datasets infers from the file name)
 _LOADED = {}  # {task: Loaded}; kept here, not on the config, which lighteval deep-copies
@@ -152,8 +156,9 @@ def _computations():
             self.task_name, self.names = task_name, names
 
         def compute(self, doc, model_response, **kwargs) -> dict:
-            values = _LOADED[self.task_name].functions.process_results(doc.specific["qahub_doc"],
-                                                                       [_reply(model_response)])
+            loaded = _LOADED[self.task_name]
+            values = loaded.functions.process_results(doc.specific["qahub_doc"],
+                                                      [_reply(model_response, loaded.declared["until"])])
             return {name: values[name] for name in self.names}
 
     class JudgedRun(SampleLevelComputation):
@@ -165,8 +170,9 @@ def _computations():
             self.task_name, self.name = task_name, name
 
         def compute(self, responses, docs, **kwargs) -> list:
-            functions = _LOADED[self.task_name].functions
-            replies = [_reply(response) for response in responses]
+            loaded = _LOADED[self.task_name]
+            functions = loaded.functions
+            replies = [_reply(response, loaded.declared["until"]) for response in responses]
             rows = [doc.specific["qahub_doc"] for doc in docs]
             functions.judge_filter([[reply] for reply in replies], rows)
             return [functions.process_results(row, [reply])[self.name]
@@ -175,8 +181,10 @@ def _computations():
     return Scores, JudgedRun
 
 
-def _reply(model_response) -> str:
-    return model_response.final_text[0] if model_response.final_text else ""
+def _reply(model_response, until) -> str:
+    """The reply cut at the task's stop sequences, as lm-eval cuts it: lighteval 0.13 stops a chat model at its
+    end-of-sequence token alone and keeps the task's stop sequences in its reply."""
+    return planning.before_stop(model_response.final_text[0] if model_response.final_text else "", until)
 
 
 class Aggregate:
@@ -231,24 +239,46 @@ def task_config(loaded: Loaded, rows: str):
     return config
 
 
-def index_rows(name: str, count: int) -> str:
+def selected(name: str, count: int, value: str = "") -> list:
+    """The document indexes of task ``name`` that ``QAHUB_LIGHTEVAL_SAMPLES`` (``value``) names, in order; every
+    document when it names none for the task."""
+    if not value.strip():
+        return list(range(count))
+    try:
+        table = json.loads(value)
+    except ValueError as err:
+        raise LightevalTaskError(f"{SAMPLES_ENV}: not JSON ({err}): give {{\"TASK\": [index, ...]}}, as lm-eval's "
+                                 "--samples") from None
+    if not isinstance(table, dict):
+        raise LightevalTaskError(f"{SAMPLES_ENV}: not a {{\"TASK\": [index, ...]}} object")
+    if name not in table:
+        return list(range(count))
+    indexes = table[name]
+    if not (isinstance(indexes, list) and indexes and all(type(i) is int and 0 <= i < count for i in indexes)):
+        raise LightevalTaskError(f"{SAMPLES_ENV}: {name}: {indexes!r} is not a list of document indexes "
+                                 f"0..{count - 1}")
+    return sorted(set(indexes))
+
+
+def index_rows(name: str, indexes: list) -> str:
     """A folder with ``test.jsonl``: one row ``{"qahub_index": i}`` per document (what lighteval iterates)."""
-    folder = Path(tempfile.gettempdir()) / f"qahub-lighteval-{os.getuid()}" / name / str(count)
+    key = hashlib.sha256(json.dumps(indexes).encode()).hexdigest()[:16]
+    folder = Path(tempfile.gettempdir()) / f"qahub-lighteval-{os.getuid()}" / name / key
     if not (folder / f"{SPLIT}.jsonl").is_file():
         folder.mkdir(parents=True, exist_ok=True)
         staged = folder / f".{SPLIT}.jsonl.{os.getpid()}"
-        staged.write_text("".join(json.dumps({"qahub_index": i}) + "\n" for i in range(count)), encoding="utf-8")
+        staged.write_text("".join(json.dumps({"qahub_index": i}) + "\n" for i in indexes), encoding="utf-8")
         staged.replace(folder / f"{SPLIT}.jsonl")
     return str(folder)
 
 
 def tasks_table(value: str | None = None) -> list:
     """A LightevalTaskConfig for every task of every corpus in ``QAHUB_LIGHTEVAL_DATA`` (or ``value``)."""
-    return list(_tasks_table(os.environ.get(ENV, "") if value is None else value))
+    return list(_tasks_table(os.environ.get(ENV, "") if value is None else value, os.environ.get(SAMPLES_ENV, "")))
 
 
 @functools.lru_cache(maxsize=None)  # lighteval asks hasattr, then getattr: one read of the data
-def _tasks_table(value: str) -> tuple:
+def _tasks_table(value: str, samples: str = "") -> tuple:
     try:
         import lighteval  # noqa: F401
     except ImportError:
@@ -257,7 +287,7 @@ def _tasks_table(value: str) -> tuple:
     for corpus, location in locations(value).items():
         for name in planning.task_api(corpus).TASKS:
             loaded = _LOADED[name] = Loaded(corpus, name, location)
-            table.append(task_config(loaded, index_rows(name, len(loaded.docs))))
+            table.append(task_config(loaded, index_rows(name, selected(name, len(loaded.docs), samples))))
     return tuple(table)
 
 

@@ -1,8 +1,8 @@
 """``qahub pick-docs TASK --n N --location LOCATION [--seed S]``: N documents of a task spread over its clusters
 (a document of every conversation before a second of any), printed as the ids each harness selects documents by:
 lm-eval's ``--samples`` (``{task: [document index]}``) and inspect's ``--sample-id`` (the task's document ids,
-comma-separated). lighteval 0.13 cannot select documents: its ``--max-samples N`` takes the first N of the
-documents it shuffles with its own seed."""
+comma-separated), and for lighteval ``QAHUB_LIGHTEVAL_SAMPLES`` (read by ``qahub.lighteval_tasks``: lighteval
+0.13's own ``--max-samples N`` takes N documents it shuffles with its own seed)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,6 @@ import random
 import shlex
 
 PREFIX = "qahub_"  # lm-eval's qahub_limur is inspect's qahub/limur
-LIGHTEVAL = ("lighteval 0.13 cannot select documents (its --max-samples N takes N documents it shuffles "
-             "itself): give lighteval no --max-samples and compare it on every document")
 
 
 def add_arguments(parser):
@@ -27,13 +25,14 @@ def main(args) -> int:
     picked, docs, clusters = pick(task, args.n, args.location, args.seed)
     spread = f", {len({c for _, _, c in picked if c is not None})} of {clusters} clusters" if clusters else ""
     print(f"{task}: {len(picked)} of {docs} documents{spread} (seed {args.seed})")
-    print("lm_eval --samples " + shlex.quote(json.dumps({task: [index for index, _, _ in picked]})))
+    samples = shlex.quote(json.dumps({task: [index for index, _, _ in picked]}))
+    print("lm_eval --samples " + samples)
     ids = [str(doc_id) for _, doc_id, _ in picked]
     if any("," in i for i in ids):
         print("inspect: a document id holds a comma, which --sample-id cannot list")
     else:
         print(f"inspect eval qahub/{task.removeprefix(PREFIX)} --sample-id " + shlex.quote(",".join(ids)))
-    print(LIGHTEVAL)
+    print(f"QAHUB_LIGHTEVAL_SAMPLES={samples} python -m qahub.lighteval_tasks accelerate ... (no --max-samples)")
     return 0
 
 

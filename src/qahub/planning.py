@@ -212,6 +212,16 @@ def finite(aggregation):
 
     aggregate.__name__ = getattr(aggregation, "__name__", "aggregate")
     return aggregate
+def before_stop(text: str, until) -> str:
+    """The reply as lm-eval keeps it: cut at each of the task's stop sequences in turn (lm-eval's
+    ``postprocess_generated_text``). inspect's ``hf/`` provider stops generating at a stop sequence but keeps it
+    and the rest of its token in the completion; lighteval keeps no stop sequence from a chat model's reply."""
+    for term in until:
+        if term:
+            text = text.split(term)[0]
+    return text
+
+
 def finite_mean(values) -> float:
     """lm-eval's ``mean`` aggregation."""
     values = list(values)
