@@ -344,3 +344,27 @@ def test_nothing_in_the_report_imports_its_callers():
     direct = {name: found for name in report if (found := callers_in(MODULE_GRAPH[name]))}
     assert direct == {}
     assert callers_in(reached(MODULE_GRAPH, report)) == []
+
+
+# --- functions stay short (issue 44, item 7)
+
+LONGEST = 40  # lines, decorators excluded
+
+
+def long_functions(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    return [f"{path.name}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)"
+            for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.end_lineno - node.lineno + 1 > LONGEST]
+
+
+def test_the_length_scan_finds_a_long_function(tmp_path):
+    sample = tmp_path / "sample.py"
+    body = "\n".join(f"    x{i} = {i}" for i in range(LONGEST))
+    sample.write_text(f"def short():\n    pass\n\n\ndef long():\n{body}\n", encoding="utf-8")
+    assert long_functions(sample) == [f"sample.py:5 long ({LONGEST + 1} lines)"]
+
+
+def test_no_function_of_the_package_is_over_40_lines():
+    found = [line for path in python_files([SRC, LOADERS, ROOT / "metrics"]) for line in long_functions(path)]
+    assert found == []

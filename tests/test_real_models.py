@@ -166,7 +166,7 @@ def test_smollm2_answers_in_every_harness_and_identical_prompts_score_identicall
                                 inspect_tasks.document_values(next(iter(s.scores.values()))))
                          for s in log.samples}
     lighteval = _lighteval_docs(runs["lighteval"], tokenizer)
-    report = write_report([f"{name}={path}" for name, path in runs.items()], tmp_path / "report", resamples=20,
+    report = write_report([f"{name}={path}" for name, path in runs.items()], tmp_path / "report", resamples=200,
                           progress=False, jobs=1)
     summary = []
     for name, (_corpus, indexes, ids) in picked.items():

@@ -27,7 +27,7 @@ from qahub import cli, inspect_tasks, pick_docs  # noqa: E402
 from qahub.report import ReportError, write_report  # noqa: E402
 from qahub.report import inspect_logs as inspect_reader  # noqa: E402
 
-RESAMPLES = 50
+RESAMPLES = 200  # the least qahub report accepts
 LIMUR = "qahub_limur"
 CHAT_TASK = "qahub_topical_chat_freq"  # clustered by conversation
 

@@ -83,23 +83,10 @@ def read_json(path: Path) -> dict:
 
 
 def read_task(task: str, details: Path, results: dict, spec, results_name: str) -> TaskRun:
-    import pyarrow.parquet as pq
-
     key = details.name.removeprefix("details_").rsplit("_", 1)[0]  # TASK|SHOTS
-    try:
-        logs_input = _logs_input(pq.read_schema(details))
-        # the model response's input alone: its other fields (tokens, logits) can be most of the file
-        table = pq.read_table(details, columns=["doc", "metric"] + ["model_response.input"] * logs_input)
-        responses = table.column("input").to_pylist() if logs_input else [None] * table.num_rows
-        # lighteval shuffles the documents; in lm-eval's order (doc_id) the bootstrap draws the same resamples
-        rows = sorted(zip(table.column("doc").to_pylist(), table.column("metric").to_pylist(), responses,
-                          strict=True), key=lambda row: row[0]["specific"]["qahub_doc_id"])
-        docs, logged = [doc for doc, _, _ in rows], [metric for _, metric, _ in rows]
-        specific = [doc["specific"] for doc in docs]
-        keys = [(s["qahub_doc_id"], s["qahub_doc_hash"]) for s in specific]
-    except Exception as err:  # whatever pyarrow raises on a damaged or foreign file
-        raise ReportError(f"{details}: not the details of a qahub task ({type(err).__name__}: "
-                          f"{' '.join(str(err).split())})") from None
+    rows, keys = _read_details(details)
+    docs, logged = [doc for doc, _, _ in rows], [metric for _, metric, _ in rows]
+    specific = [doc["specific"] for doc in docs]
     if not logged:
         raise ReportError(f"{details}: no documents")
     if any(not isinstance(i, int) or not isinstance(h, str) for i, h in keys) or len(set(keys)) != len(keys):
@@ -124,6 +111,26 @@ def read_task(task: str, details: Path, results: dict, spec, results_name: str) 
     return TaskRun(task, str(details), values, keys, items, categories, version, n_shot, limit,
                    tuple(specific[0]["qahub_dataset"]), ids, notes, clusters, cluster_name(spec.cluster), hashes, how,
                    kind, signature=signature)
+
+
+def _read_details(details: Path) -> list:
+    """(doc, metric, the model response's input) of each row of a details Parquet, in lm-eval's order (doc_id),
+    and each row's (qahub_doc_id, qahub_doc_hash)."""
+    import pyarrow.parquet as pq
+
+    try:
+        logs_input = _logs_input(pq.read_schema(details))
+        # the model response's input alone: its other fields (tokens, logits) can be most of the file
+        table = pq.read_table(details, columns=["doc", "metric"] + ["model_response.input"] * logs_input)
+        responses = table.column("input").to_pylist() if logs_input else [None] * table.num_rows
+        # lighteval shuffles the documents; in lm-eval's order (doc_id) the bootstrap draws the same resamples
+        rows = sorted(zip(table.column("doc").to_pylist(), table.column("metric").to_pylist(), responses,
+                          strict=True), key=lambda row: row[0]["specific"]["qahub_doc_id"])
+        keys = [(doc["specific"]["qahub_doc_id"], doc["specific"]["qahub_doc_hash"]) for doc, _, _ in rows]
+    except Exception as err:  # whatever pyarrow raises on a damaged or foreign file
+        raise ReportError(f"{details}: not the details of a qahub task ({type(err).__name__}: "
+                          f"{' '.join(str(err).split())})") from None
+    return rows, keys
 
 
 def _logs_input(schema) -> bool:

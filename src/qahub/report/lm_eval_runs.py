@@ -96,9 +96,33 @@ def task_entry(results: dict, key: str, task: str, path) -> dict:
 
 
 def read_task(task: str, samples: Path, results: dict, spec, results_name: str) -> TaskRun:
-    metrics = task_metrics(spec)
+    present = _metrics_logged(samples, task, task_metrics(spec))
+    rows, ids, cats, clusters, prompts = _read_samples(task, samples, spec, present)
+    columns = [list(column) for column in zip(*rows)]
+    keys = list(zip(columns[0], columns[1]))
+    items = dict(zip(present, columns[2:]))
+    _check_keys(samples, keys)
+    _check_count(samples, len(rows), task_entry(results, "n-samples", task, results_name), results_name)
+    values = aggregates(task_entry(results, "results", task, results_name), present, f"{results_name}: task {task}",
+                        key="{},none".format)
+    config = task_entry(results, "configs", task, results_name)
+    dataset = (config.get("dataset_path"), config.get("dataset_name"),
+               config.get("test_split") or config.get("validation_split"))
+    version, n_shot = (results.get("versions") or {}).get(task), (results.get("n-shot") or {}).get(task)
+    metadata = config.get("metadata") if isinstance(config.get("metadata"), dict) else {}
+    signature = run_signature(task, metadata.get("signature"), harness="lm-eval", n_shot=n_shot, ids=ids,
+                              harness_version=results.get("lm_eval_version"), prompts=prompts, prompt_kind="text",
+                              judge=metadata.get("judge"), task_version=version)
+    return TaskRun(task, str(samples), values, keys, items, cats, version, n_shot,
+                   (results.get("config") or {}).get("limit"), dataset, ids, [], clusters, cluster_name(spec.cluster),
+                   prompts, TEMPLATE if results.get("chat_template_sha") or results.get("chat_template") else RAW,
+                   "text", signature=signature)
+
+
+def _read_samples(task: str, samples: Path, spec, present: list):
+    """(rows of doc_id, doc_hash and the present metrics, document ids, category columns, clusters or None,
+    prompt hashes) of each line of a samples file, in its order."""
     categories, cluster = spec.categories, spec.cluster
-    present = _metrics_logged(samples, task, metrics)
     rows, ids, cats, clusters = [], [], {f: [] for f in categories}, [] if cluster else None
     fields = [(categories[f], column) for f, column in cats.items()]
     number, get, prompts = 0, operator.itemgetter("doc_id", "doc_hash", *present), []
@@ -119,25 +143,7 @@ def read_task(task: str, samples: Path, results: dict, spec, results_name: str) 
         except (KeyError, TypeError, IndexError, AttributeError, ValueError) as err:
             raise ReportError(f"{samples}: line {number}: not a logged sample of {task} "
                               f"({type(err).__name__}: {err})") from None
-    columns = [list(column) for column in zip(*rows)]
-    keys = list(zip(columns[0], columns[1]))
-    items = dict(zip(present, columns[2:]))
-    _check_keys(samples, keys)
-    _check_count(samples, len(rows), task_entry(results, "n-samples", task, results_name), results_name)
-    values = aggregates(task_entry(results, "results", task, results_name), present, f"{results_name}: task {task}",
-                        key="{},none".format)
-    config = task_entry(results, "configs", task, results_name)
-    dataset = (config.get("dataset_path"), config.get("dataset_name"),
-               config.get("test_split") or config.get("validation_split"))
-    version, n_shot = (results.get("versions") or {}).get(task), (results.get("n-shot") or {}).get(task)
-    metadata = config.get("metadata") if isinstance(config.get("metadata"), dict) else {}
-    signature = run_signature(task, metadata.get("signature"), harness="lm-eval", n_shot=n_shot, ids=ids,
-                              harness_version=results.get("lm_eval_version"), prompts=prompts, prompt_kind="text",
-                              judge=metadata.get("judge"), task_version=version)
-    return TaskRun(task, str(samples), values, keys, items, cats, version, n_shot,
-                   (results.get("config") or {}).get("limit"), dataset, ids, [], clusters, cluster_name(cluster),
-                   prompts, TEMPLATE if results.get("chat_template_sha") or results.get("chat_template") else RAW,
-                   "text", signature=signature)
+    return rows, ids, cats, clusters, prompts
 
 
 def sent_prompt(arguments):
