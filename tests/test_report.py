@@ -119,6 +119,20 @@ def test_a_bleu_whose_resamples_cannot_vary_has_no_interval_not_a_point(report):
         assert half["ci"][0] < half["ci"][1]
 
 
+def test_a_comparison_on_too_few_units_for_a_star_says_it_is_underpowered(report):
+    """Issue 42 item 14: 3 doc2dial dialogues can never earn a star, whatever p: the Δ of BLEU on them is marked
+    underpowered with that reason, never a bare Δ that reads as "tested, and no difference"."""
+    _, data, _ = report
+    for entry in data["tasks"].values():
+        for per_metric in entry["comparisons"].values():
+            for c in per_metric.values():
+                if c["no_star"] is None and c["p"] is not None and c["units"] < 10 and not c["star"]:
+                    assert c["underpowered"], c
+    bleu = data["tasks"]["qahub_doc2dial_response"]["comparisons"]["oracle"]["bleu"]
+    if bleu["units"] < 10:
+        assert "too few for a star" in bleu["underpowered"], bleu
+
+
 def test_breakdowns_are_the_mean_over_the_logged_documents_of_each_category(report, runs):
     _, data, _ = report
     expected_fields = {"qahub_limur": {"task_type", "context_type"}, "qahub_jemhopqa": {"type"},

@@ -612,6 +612,8 @@ def compare(name, metrics, matches, n_pairs, draws, settings, clusters=None, fie
             mde, c["mde_note"], c["underpowered"] = power(delta, se, alpha, exact, n, design, field,
                                                           metrics[m].scale if test == MCNEMAR else None)
             c["mde"] = _number(mde)
+            if c["no_star"] and not c["underpowered"]:  # whatever p, the star rule withholds a star here
+                c["underpowered"] = f"underpowered: {c['no_star']}, so no difference can be starred"
         result[m] = c
     return result
 
