@@ -43,6 +43,11 @@ def test_the_config_lm_eval_reads_is_what_it_was(key):
     # issue 37: the signature, computed when lm-eval loads the task, holds the scorer's settings (then a dict)
     assert now["metadata"].pop("signature") == ("!function", "utils.signature")
     before["metadata"].pop("scorer", None)
+    # issue 43 item 3 set each task's stop sequences and token cap from real models' replies, on purpose: the
+    # rest of the YAML is as it was, and these are the task's declaration
+    spec = planning.all_tasks()[name]
+    assert now.pop("generation_kwargs") == {**before.pop("generation_kwargs"), "until": list(spec.until),
+                                            "max_gen_toks": spec.max_gen_toks}
     assert now == before
     assert now["dataset_path"] == LOCATION and ("!function", "utils.process_results") == now["process_results"]
 
