@@ -91,3 +91,18 @@ def test_run_prints_the_machine_line_and_the_table_alone(tmp_path):
     for text in ("--- bench_noisy.py", "the benchmark's own output", "the benchmark's warning", "a measured child's output",
                  "a measured child's warning", "a subprocess writes", "and warns"):
         assert text in written
+
+
+def test_the_reference_table_cell_reads_score_interval_documents_unparseable_and_seconds():
+    import reference
+
+    entry = {"main_metric": "exact_match", "scores": {
+        "a": {"exact_match": {"value": 0.1, "ci": [0.03, 0.25], "n": 30}, "unparseable": {"value": 0.2}},
+        "b": {"exact_match": {"value": 41.5, "ci": [20.0, 60.25], "n": 8}},
+        "c": {"exact_match": {"value": 0.0, "ci": [None, None], "n": 1}}}}
+    assert reference.cell(entry, "a", 60.0) == "0.10 [0.03, 0.25] · n 30 · 20% unparseable · 2.0 s/doc"
+    assert reference.cell(entry, "b", None) == "41.5 [20.0, 60.2] · n 8"  # a 0-100 metric, no timing
+    assert reference.cell(entry, "c", 3.0) == "0.00 (no interval) · n 1 · 3.0 s/doc"
+    assert reference.cell(entry, "d", 3.0) == "not run"
+    text = reference.table({"tasks": {"qahub_x": entry}}, {"a": {"qahub_x": 60.0}}, ["a", "d"])
+    assert text.splitlines()[2] == "| `qahub_x` (exact_match) | 0.10 [0.03, 0.25] · n 30 · 20% unparseable · 2.0 s/doc | not run |"

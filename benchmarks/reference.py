@@ -1,0 +1,169 @@
+"""The reference table (issue 43 item 4): Gemma 3 270M and SmolLM2-135M-Instruct on the 8 qahub tasks, in
+lm-eval, inspect and lighteval, on one fixed set of documents, then ``qahub report`` on the runs.
+
+    python benchmarks/reference.py --out reference --docs 30
+
+- models: ``qahub models fetch`` (cached after the first call); SmolLM2 with its chat template in every harness
+  (lm-eval ``--apply_chat_template``), Gemma (base, no template) on raw prompts in lm-eval and lighteval; inspect's
+  ``hf/`` provider sends chat messages to both;
+- data: JEMHopQA v1.2, Jeopardy (validation) and Topical-Chat (test_freq, test_rare) built from ``--data-root``
+  (``../shared/data``); doc2dial and LIMUR from qahub's bundled samples (their full files are not here), so
+  their tasks have their few sample documents;
+- documents: ``qahub pick-docs`` (``--docs`` of each task, one per conversation first; every document when a task
+  has fewer), the same in every harness (lm-eval ``--samples``, inspect ``sample_id``,
+  ``QAHUB_LIGHTEVAL_SAMPLES``);
+- each harness runs in its own process per model, loads the model once (lighteval: once per task, its
+  command line), runs the tasks one by one and records each task's seconds; greedy, 0-shot, the tasks' own caps
+  and stop sequences, batch size ``--batch-size``, ``--threads`` torch threads per process.
+
+Writes ``OUT/runs/<model>-<harness>/`` (each harness's own output layout), ``OUT/seconds.json`` (the
+seconds of each task in each run; two commands with different ``--harnesses`` may run side by side),
+``OUT/report/`` (``qahub report`` of every run, lm-eval's Gemma run the baseline) and ``OUT/reference.md``.
+A run that already finished (its ``OUT/<model>-<harness>.seconds.json``) is not run again: delete it to redo.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+BIN = Path(sys.executable).parent
+SHARED = {"jemhopqa": "jemhopqa", "jeopardy": "jeopardy", "topical_chat": "topical_chat"}
+SAMPLED = ("doc2dial", "limur")  # only qahub's bundled samples: their full files are not mirrored
+MODELS = {"gemma": False, "smollm2": True}  # name -> chat template
+HARNESSES = ("lm-eval", "inspect", "lighteval")
+
+
+def qahub(*argv, **kwargs) -> str:
+    done = subprocess.run([str(BIN / "qahub"), *argv], capture_output=True, text=True, **kwargs)
+    if done.returncode:
+        raise SystemExit(f"qahub {' '.join(argv)}: {done.stderr.strip()[-800:]}")
+    return done.stdout
+
+
+def exports(out: Path, data_root: Path) -> dict:
+    from qahub import registry
+
+    found = {}
+    for corpus in (*SHARED, *SAMPLED):
+        folder = out / "exports" / corpus
+        if not (folder / "README.md").is_file():
+            source = data_root / SHARED[corpus] if corpus in SHARED else registry.samples_dir(corpus)
+            qahub("build", corpus, "--data-dir", str(source), "--out", str(folder), "--overwrite",
+                  *(["--option", "present_splits_only=true"] if corpus != "jemhopqa" and corpus in SHARED else []))
+        found[corpus] = str(folder)
+    return found
+
+
+def picked_docs(folders: dict, docs: int) -> dict:
+    """``{task: (corpus, [index], [id])}``: ``docs`` documents of each task, or all it has."""
+    from qahub import pick_docs, tasks
+
+    found = {}
+    for task, corpus in tasks.task_corpora().items():
+        try:
+            chosen, _, _ = pick_docs.pick(task, docs, folders[corpus])
+        except Exception as err:  # fewer documents than asked: take them all
+            if "documents of" not in str(err):
+                raise
+            total = int(str(err).split(" has ")[1].split()[0])
+            chosen, _, _ = pick_docs.pick(task, total, folders[corpus])
+        found[task] = (corpus, [i for i, _, _ in chosen], [d for _, d, _ in chosen])
+    return found
+
+
+def run_harness(harness: str, model: str, folder: str, out: Path, plan: dict, args) -> None:
+    """Run ``model`` through ``harness`` on every task of ``plan``, its seconds per task in
+    ``OUT/<model>-<harness>.seconds.json`` (a run is skipped when that file is there: delete it to redo)."""
+    times = out / f"{model}-{harness}.seconds.json"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
+           "OMP_NUM_THREADS": str(args.threads)}
+    job = {"harness": harness, "model": model, "folder": folder, "chat": MODELS[model], "plan": plan,
+           "out": str(out / "runs" / f"{model}-{harness}"), "tasks_dir": str(out / "tasks"), "times": str(times),
+           "batch_size": args.batch_size, "threads": args.threads}
+    log = out / "logs" / f"{model}-{harness}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "w", encoding="utf-8") as f:
+        done = subprocess.run([sys.executable, str(Path(__file__).resolve().parent / "_reference_run.py"),
+                               json.dumps(job)], stdout=f, stderr=subprocess.STDOUT, env=env)
+    if done.returncode:
+        raise SystemExit(f"{model} in {harness} failed: see {log}")
+    print(f"{time.strftime('%H:%M:%S')} {model} in {harness}: {sum(json.loads(times.read_text()).values()):.0f} s",
+          file=sys.stderr, flush=True)
+
+
+def report(out: Path, runs: list[str]) -> dict:
+    """``qahub report`` of ``runs`` (lm-eval's Gemma run the baseline) into ``OUT/report``; its report.json."""
+    argv = [f"{key}={out / 'runs' / key}" for key in runs]
+    qahub("report", *argv, "--out", str(out / "report"), "--baseline", runs[0], "--overwrite")
+    return json.loads((out / "report" / "report.json").read_text(encoding="utf-8"))
+
+
+def cell(entry: dict, run: str, seconds: float | None) -> str:
+    """``score [low, high] · n · unparseable % · s/doc`` of ``run`` in a task's report entry."""
+    scores = entry["scores"].get(run)
+    if not scores:
+        return "not run"
+    main = scores[entry["main_metric"]]
+    low, high = main["ci"] if main.get("ci") else (None, None)
+    digits = 1 if max(abs(main["value"]), abs(high or 0)) > 1 else 2  # doc2dial's 0-100 scores
+    interval = f" [{low:.{digits}f}, {high:.{digits}f}]" if low is not None else " (no interval)"
+    failed = scores.get("unparseable") or scores.get("abstained")
+    share = f" · {failed['value']:.0%} unparseable" if failed else ""
+    timing = f" · {seconds / main['n']:.1f} s/doc" if seconds is not None else ""
+    return f"{main['value']:.{digits}f}{interval} · n {main['n']}{share}{timing}"
+
+
+def table(data: dict, seconds: dict, runs: list[str]) -> str:
+    lines = ["| task (metric) | " + " | ".join(runs) + " |", "| --- |" + " --- |" * len(runs)]
+    for task, entry in data["tasks"].items():
+        cells = [cell(entry, run, seconds.get(run, {}).get(task)) for run in runs]
+        lines.append(f"| `{task}` ({entry['main_metric']}) | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="reference", help="output folder (default: reference)")
+    parser.add_argument("--docs", type=int, default=30, help="documents per task in lm-eval (default: 30)")
+    parser.add_argument("--other-docs", type=int, default=5,
+                        help="documents per task in inspect and lighteval, the first of lm-eval's (default: 5)")
+    parser.add_argument("--data-root", default=str(Path(__file__).resolve().parents[2] / "shared" / "data"))
+    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--harnesses", default=",".join(HARNESSES))
+    parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads per process (default: 1)")
+    args = parser.parse_args(argv)
+    out = Path(args.out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    folders = exports(out, Path(args.data_root))
+    if not (out / "tasks").is_dir():
+        qahub("harness-tasks", "--out", str(out / "tasks"), *[a for c, f in folders.items()
+                                                              for a in ("--dataset", f"{c}={f}")])
+    plans = {n: {task: [corpus, folders[corpus], indexes, ids]
+                 for task, (corpus, indexes, ids) in picked_docs(folders, n).items()}
+             for n in {args.docs, args.other_docs}}
+    (out / "plan.json").write_text(json.dumps(plans, indent=1), encoding="utf-8")
+    models = {model: qahub("models", "fetch", model).strip() for model in args.models.split(",")}
+    for harness in args.harnesses.split(","):
+        plan = plans[args.docs if harness == "lm-eval" else args.other_docs]
+        for model, folder in models.items():
+            if not (out / f"{model}-{harness}.seconds.json").is_file():
+                run_harness(harness, model, folder, out, plan, args)
+    seconds = {path.name.removesuffix(".seconds.json"): json.loads(path.read_text())
+               for path in out.glob("*.seconds.json")}
+    (out / "seconds.json").write_text(json.dumps(seconds, indent=1), encoding="utf-8")
+    runs = [key for harness in HARNESSES for model in MODELS if (key := f"{model}-{harness}") in seconds]
+    text = table(report(out, runs), seconds, runs)
+    (out / "reference.md").write_text(text, encoding="utf-8")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
