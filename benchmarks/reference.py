@@ -81,6 +81,9 @@ def run_harness(harness: str, model: str, folder: str, out: Path, plan: dict, ar
     """Run ``model`` through ``harness`` on every task of ``plan``, its seconds per task in
     ``OUT/<model>-<harness>.seconds.json`` (a run is skipped when that file is there: delete it to redo)."""
     times = out / f"{model}-{harness}.seconds.json"
+    earlier = json.loads(times.read_text()) if times.is_file() else {}
+    if earlier and harness == "inspect":
+        raise SystemExit(f"{model} in inspect: a folder holds one log per task; delete {times} and its run to redo")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
            "OMP_NUM_THREADS": str(args.threads)}
     job = {"harness": harness, "model": model, "folder": folder, "chat": MODELS[model], "plan": plan,
@@ -93,8 +96,10 @@ def run_harness(harness: str, model: str, folder: str, out: Path, plan: dict, ar
                                json.dumps(job)], stdout=f, stderr=subprocess.STDOUT, env=env)
     if done.returncode:
         raise SystemExit(f"{model} in {harness} failed: see {log}")
-    print(f"{time.strftime('%H:%M:%S')} {model} in {harness}: {sum(json.loads(times.read_text()).values()):.0f} s",
-          file=sys.stderr, flush=True)
+    seconds = json.loads(times.read_text())
+    times.write_text(json.dumps({**earlier, **seconds}, indent=1), encoding="utf-8")
+    print(f"{time.strftime('%H:%M:%S')} {model} in {harness}: {sum(seconds.values()):.0f} s", file=sys.stderr,
+          flush=True)
 
 
 def report(out: Path, runs: list[str]) -> dict:
@@ -136,6 +141,8 @@ def main(argv=None) -> int:
     parser.add_argument("--data-root", default=str(Path(__file__).resolve().parents[2] / "shared" / "data"))
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--harnesses", default=",".join(HARNESSES))
+    parser.add_argument("--tasks", help="run only these tasks again (comma-separated), in lm-eval and lighteval "
+                                         "runs that are already there (the report reads each task's newest results)")
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--threads", type=int, default=1, help="torch threads per process (default: 1)")
     args = parser.parse_args(argv)
@@ -152,8 +159,10 @@ def main(argv=None) -> int:
     models = {model: qahub("models", "fetch", model).strip() for model in args.models.split(",")}
     for harness in args.harnesses.split(","):
         plan = plans[args.docs if harness == "lm-eval" else args.other_docs]
+        if args.tasks:
+            plan = {task: plan[task] for task in args.tasks.split(",")}
         for model, folder in models.items():
-            if not (out / f"{model}-{harness}.seconds.json").is_file():
+            if args.tasks or not (out / f"{model}-{harness}.seconds.json").is_file():
                 run_harness(harness, model, folder, out, plan, args)
     seconds = {path.name.removesuffix(".seconds.json"): json.loads(path.read_text())
                for path in out.glob("*.seconds.json")}
