@@ -118,8 +118,8 @@ def cell(entry: dict, run: str, seconds: float | None) -> str:
     low, high = main["ci"] if main.get("ci") else (None, None)
     digits = 1 if max(abs(main["value"]), abs(high or 0)) > 1 else 2  # doc2dial's 0-100 scores
     interval = f" [{low:.{digits}f}, {high:.{digits}f}]" if low is not None else " (no interval)"
-    failed = scores.get("unparseable") or scores.get("abstained")
-    share = f" · {failed['value']:.0%} unparseable" if failed else ""
+    share = "".join(f" · {scores[name]['value']:.0%} {name}" for name in ("unparseable", "abstained")
+                    if name in scores)
     timing = f" · {seconds / main['n']:.1f} s/doc" if seconds is not None else ""
     return f"{main['value']:.{digits}f}{interval} · n {main['n']}{share}{timing}"
 

@@ -69,3 +69,14 @@ def test_before_stop_cuts_as_lm_eval_does(until, reply, kept):
     from lm_eval.models.utils import postprocess_generated_text
 
     assert planning.before_stop(reply, until) == kept == postprocess_generated_text(reply, until, None)
+
+
+def test_gemmas_next_question_instead_of_an_answer_is_an_abstention_in_jeopardy():
+    """Gemma 3 270M on 9 of 30 Jeopardy validation questions (lm-eval, 0-shot) answered nothing: its greedy
+    continuation of «Ответ:» is its own next question. Cut at the task's stop it is empty: an abstention (game
+    score 0), not a wrong answer, and not an answer lost to the stop."""
+    spec = planning.all_tasks()["qahub_jeopardy"]
+    reply = '\nВопрос: В 1806 году "ОНА" принимала участие в жестоком набеге'
+    assert planning.before_stop(reply, spec.until) == ""
+    scores = spec.score(planning.before_stop(reply, spec.until), {"answer": '"Юнона"', "question_number": 10})
+    assert scores["abstained"] == 1.0 and scores["game_score"] == 0.0 and scores["unparseable"] == 0.0
