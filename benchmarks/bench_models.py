@@ -51,7 +51,7 @@ def load(folder):
 
 def _export(root: Path) -> str:
     from qahub import registry
-    from qahub.export import export
+    from qahub.export.writer import export
 
     folder = root / "jeopardy"
     if not folder.exists():

@@ -3,9 +3,13 @@ alignment and per-question precision/recall/F1."""
 
 from __future__ import annotations
 
+import functools
+import importlib.machinery
+import importlib.util
 import re
 import sys
 import warnings
+from pathlib import Path
 
 import Levenshtein
 import numpy as np
@@ -149,14 +153,33 @@ def matched_weight(matrix: np.ndarray, solver: str) -> float:
         return 0.0
     if solver == "ilp":
         return _ilp(matrix)
-    from scipy.optimize import linear_sum_assignment
-
-    rows, cols = linear_sum_assignment(matrix, maximize=True)
+    rows, cols = linear_sum_assignment()(matrix, maximize=True)
     total = 0.0
     for i, j in zip(rows, cols, strict=True):  # row order, as the official objective sums its variables
         if matrix[i, j] > 0:
             total += float(matrix[i, j])
     return total
+
+
+@functools.cache
+def linear_sum_assignment():
+    """scipy's ``linear_sum_assignment``, the same compiled function, read from its own extension module
+    ``scipy/optimize/_lsap`` without running ``scipy.optimize``'s ``__init__``: that imports scipy.linalg, sparse,
+    special and fft (about 1 s of the 1.5 s budget of ``qahub evaluate jemhopqa``, issue 44). Where scipy lays
+    its files out otherwise, the public import."""
+    scipy = importlib.util.find_spec("scipy")  # finds the package, runs none of it
+    folder = Path(scipy.origin).parent / "optimize" if scipy and scipy.origin else None
+    finder = folder and importlib.machinery.FileFinder(
+        str(folder), (importlib.machinery.ExtensionFileLoader, importlib.machinery.EXTENSION_SUFFIXES))
+    spec = finder and finder.find_spec("scipy.optimize._lsap")
+    if spec is None or "scipy.optimize._lsap" in sys.modules:
+        from scipy.optimize import linear_sum_assignment as public
+
+        return public
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    sys.modules.pop(spec.name, None)  # not imported as a package's part: a later `import scipy.optimize` is whole
+    return module.linear_sum_assignment
 
 
 def _ilp(matrix: np.ndarray) -> float:
