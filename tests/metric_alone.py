@@ -2,9 +2,12 @@
 ``evaluate`` there costs ~15 s of CPU: once per metric, not once per check). The process blocks ``import qahub``
 and records each attempt, has no NLTK data, a fresh HOME and HF_HOME, no network, and ``cwd`` a folder holding
 ``qahub metric-copy``'s copy of the metric. Each check runs on its own, its output captured; a check that fails
-is recorded and the next one still runs. The tests that own the checks read their results (``conftest``'s
+is recorded and the next one still runs. A metric's own checks are ``WITHOUT_QAHUB`` in its test file. The tests
+that own the checks read their results (``conftest``'s
 ``metric_alone`` fixture, shared by the test files and xdist workers through a file-locked file)."""
 
+import importlib
+import importlib.util
 import json
 import re
 import subprocess
@@ -77,45 +80,11 @@ TASK_SPECS = textwrap.dedent(
     """
 )
 
-# corpus checks, each owned by tests/test_<metric>_metric.py
-JEMHOPQA = textwrap.dedent(
-    """
-    import json, sys
-    import evaluate
-
-    metric = evaluate.load(name)
-    row = {"qid": "q1", "answer": "794年", "derivations": [["平安京", "遷都された年", ["794年"]]]}
-    result = metric.compute(predictions=[row], references=[row], dictionary="core", synonyms="none")
-    replies = metric.compute(predictions=['回答: 794年\\n導出: [["平安京", "遷都された年", ["794年"]]]', None],
-                             references=[row, row], dictionary="core", synonyms="none")
-    assert (replies["a"]["em"], replies["unparseable"], replies["llm_jp_eval"]["exact_match"]) == (0.5, 1, 0.0)
-    task_api = sys.modules[type(metric).__module__.rsplit(".", 1)[0] + ".task_api"]
-    assert task_api.score_derivations(task_api.derivations_target(row), row)["er_f1"] == 1.0
-    print(json.dumps(result))
-    """
-)
-
-TOPICAL_CHAT = textwrap.dedent(
-    """
-    import evaluate
-
-    m = evaluate.load(source)
-    print(m.compute(predictions=['hello there'], references=['hello'])['f1'])
-    """
-)
-
-JEOPARDY_METEOR = textwrap.dedent(
-    """
-    import evaluate
-
-    m = evaluate.load(source)
-    r = m.compute(predictions=['бульвара Сансет'], references=['Бульвар Сансет'])
-    print(r['meteor'])
-    """
-)
-
-EXTRA = {"jemhopqa": {"jemhopqa_scores": JEMHOPQA}, "topical_chat": {"topical_chat_f1": TOPICAL_CHAT},
-         "jeopardy_meteor": {"jeopardy_meteor_offline": JEOPARDY_METEOR}}
+def _own_checks(metric: str) -> dict:
+    """``WITHOUT_QAHUB`` of tests/test_<metric>_metric.py: the metric's own checks (code, run as the others)."""
+    if importlib.util.find_spec(f"test_{metric}_metric") is None:
+        return {}
+    return getattr(importlib.import_module(f"test_{metric}_metric"), "WITHOUT_QAHUB", {})
 
 
 def readme_example(readme_text: str, metric: str) -> str:
@@ -133,8 +102,8 @@ def run(metric: str, folder, environ: dict) -> dict:
     assert cli.main(["--quiet", "metric-copy", metric, "--out", str(folder)]) == 0
     source = registry.metric_dir(metric)
     example = readme_example((source / "README.md").read_text(encoding="utf-8"), metric)
-    checks = {"blocker": "import qahub\n", "readme": README.format(example=example), "docstrings": DOCSTRINGS, "task_specs": TASK_SPECS,
-              **EXTRA.get(metric, {})}
+    checks = {"blocker": "import qahub\n", "readme": README.format(example=example), "docstrings": DOCSTRINGS,
+              "task_specs": TASK_SPECS, **_own_checks(metric)}
     env = {**environ, "HOME": str(folder), "HF_HOME": str(folder / "hf"), "HF_HUB_OFFLINE": "1",
            "HF_DATASETS_OFFLINE": "1", "NLTK_DATA": str(folder / "no-nltk-data"), "PYTHONPATH": ""}
     out = folder / "results.json"

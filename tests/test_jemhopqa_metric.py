@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import evaluate
@@ -354,6 +355,26 @@ def test_synonym_callable_and_precedence(metric):
 
 
 # --- loading without qahub -----------------------------------------------------------------------------------
+
+# run in a process where qahub cannot be imported, with the other checks of this metric (tests/metric_alone.py)
+_WITHOUT_QAHUB_CODE = textwrap.dedent(
+    """
+    import json, sys
+    import evaluate
+
+    metric = evaluate.load(name)
+    row = {"qid": "q1", "answer": "794年", "derivations": [["平安京", "遷都された年", ["794年"]]]}
+    result = metric.compute(predictions=[row], references=[row], dictionary="core", synonyms="none")
+    replies = metric.compute(predictions=['回答: 794年\\n導出: [["平安京", "遷都された年", ["794年"]]]', None],
+                             references=[row, row], dictionary="core", synonyms="none")
+    assert (replies["a"]["em"], replies["unparseable"], replies["llm_jp_eval"]["exact_match"]) == (0.5, 1, 0.0)
+    task_api = sys.modules[type(metric).__module__.rsplit(".", 1)[0] + ".task_api"]
+    assert task_api.score_derivations(task_api.derivations_target(row), row)["er_f1"] == 1.0
+    print(json.dumps(result))
+    """
+)
+WITHOUT_QAHUB = {"jemhopqa_scores": _WITHOUT_QAHUB_CODE}
+
 
 def test_loads_without_qahub(metric_alone):
     """A copy of the directory, in a process where qahub cannot be imported (tests/metric_alone.py): the scores,

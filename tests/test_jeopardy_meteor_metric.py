@@ -3,6 +3,7 @@ import csv
 import json
 import math
 import sys
+import textwrap
 from pathlib import Path
 
 import evaluate
@@ -459,6 +460,19 @@ def test_the_task_names_its_resources():
     used = task_api.resources()
     assert used["threshold"] == THRESHOLD and "pymorphy3" in used["preprocessing"]
     assert used["tokenizer"].startswith("spacy-blank-ru" if spacy else "regex")
+
+
+# run in a process where qahub cannot be imported, with the other checks of this metric (tests/metric_alone.py)
+_WITHOUT_QAHUB_CODE = textwrap.dedent(
+    """
+    import evaluate
+
+    m = evaluate.load(source)
+    r = m.compute(predictions=['бульвара Сансет'], references=['Бульвар Сансет'])
+    print(r['meteor'])
+    """
+)
+WITHOUT_QAHUB = {"jeopardy_meteor_offline": _WITHOUT_QAHUB_CODE}
 
 
 def test_metric_loads_offline_without_qahub_or_nltk_data(metric_alone):

@@ -6,6 +6,7 @@ import re
 import shutil
 import subprocess
 import sys
+import textwrap
 import warnings
 
 import evaluate
@@ -316,6 +317,18 @@ def test_readme_worked_examples_run(metric):
     runner = doctest.DocTestRunner()
     runner.run(test)
     assert runner.summarize(verbose=False) == doctest.TestResults(failed=0, attempted=7)
+
+
+# run in a process where qahub cannot be imported, with the other checks of this metric (tests/metric_alone.py)
+_WITHOUT_QAHUB_CODE = textwrap.dedent(
+    """
+    import evaluate
+
+    m = evaluate.load(source)
+    print(m.compute(predictions=['hello there'], references=['hello'])['f1'])
+    """
+)
+WITHOUT_QAHUB = {"topical_chat_f1": _WITHOUT_QAHUB_CODE}
 
 
 def test_metric_loads_without_qahub(metric_alone):
