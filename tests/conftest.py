@@ -2,6 +2,7 @@ import functools
 import http.server
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -94,6 +95,37 @@ def sample_exports(tmp_path_factory):
 
 
 
+@pytest.fixture(scope="session")
+def shared_dir(tmp_path_factory, worker_id):
+    """A folder of this run shared by all its xdist workers (each worker's basetemp is inside it); with ``-n 0``,
+    the session's own basetemp."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if worker_id != "master" else base
+
+
+@pytest.fixture(scope="session")
+def metric_alone(shared_dir):
+    """``metric_alone(metric) -> {check: {ok, error, stdout, qahub_imports}}``: every without-qahub check of one
+    metric directory (tests/metric_alone.py), run once per test run in one fresh process, whichever test file
+    and worker asks first; the others wait on its lock and read its results."""
+    import metric_alone as checks
+    from filelock import FileLock
+
+    def results(metric):
+        folder = shared_dir / "metric-alone" / metric
+        folder.parent.mkdir(exist_ok=True)
+        with FileLock(str(folder) + ".lock"):
+            done = folder / "results.json"
+            if not done.is_file():
+                if folder.exists():  # a worker stopped half-way: start again
+                    shutil.rmtree(folder)
+                folder.mkdir()
+                checks.run(metric, folder, dict(os.environ))
+            return json.loads(done.read_text(encoding="utf-8"))
+
+    return results
+
+
 EEE_WHEEL = "every_eval_ever-0.3.0-py3-none-any.whl"
 
 
@@ -148,8 +180,72 @@ QUICK = (
 )
 
 
+# The files that take longest (CI on 2 cores), longest first. xdist (--dist loadfile --no-loadscope-reorder, in
+# pyproject.toml) hands files out in collection order: these start first, so no long file is the last one running
+# while the other worker idles (by default xdist starts the files with most tests first, and test_real_models.py,
+# one test of 4-5 minutes, came last). The other files follow, most tests first.
+LONGEST_FIRST = (
+    "tests/test_real_models.py",
+    "tests/test_report.py",
+    "tests/test_predictions.py",
+    "tests/test_limur_judge.py",
+    "tests/test_report_hub.py",
+    "tests/test_suite_cli.py",
+    "tests/test_report_inspect.py",
+    "tests/test_harness_hf_model.py",
+    "tests/test_inspect_tasks.py",
+    "tests/test_lighteval_tasks.py",
+)
+
+
 def pytest_collection_modifyitems(items):
-    """Marks the shared QUICK tests (a test id without its parameters marks each of its cases)."""
+    """Marks the shared QUICK tests (a test id without its parameters marks each of its cases); orders the files
+    for xdist (LONGEST_FIRST), keeping the order of the tests in each file."""
     for item in items:
         if item.nodeid.split("[")[0] in QUICK:
             item.add_marker(pytest.mark.quick)
+    counts = {}
+    for item in items:
+        counts[item.nodeid.split("::")[0]] = counts.get(item.nodeid.split("::")[0], 0) + 1
+
+    def rank(item):
+        path = item.nodeid.split("::")[0]
+        first = LONGEST_FIRST.index(path) if path in LONGEST_FIRST else len(LONGEST_FIRST)
+        return first, -counts[path], path
+
+    items.sort(key=rank)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    _share_lm_eval_builtin_index()
+
+
+def _share_lm_eval_builtin_index():
+    """Once lm-eval is imported, its index of its own ~10,000 task YAMLs is built once per process, not by every
+    ``TaskManager()`` (7 s of CPU each; the suite makes dozens): ``TaskIndex.build`` indexes each folder on its
+    own and merges them in order, so the index of lm-eval's unchanging folder is reused as built. Folders given
+    by ``include_path`` (the tests' task folders) are read afresh each time."""
+    index_module = sys.modules.get("lm_eval.tasks._index")
+    if index_module is None or getattr(index_module.TaskIndex.build, "shared_builtin", False):
+        return
+    build, builtin, built = index_module.TaskIndex.build, Path(index_module.__file__).parent, {}
+
+    def shared_build(paths, *, resolve_includes=True):
+        index = {}
+        for root in paths:
+            if Path(root) == builtin:
+                if resolve_includes not in built:
+                    built[resolve_includes] = build([root], resolve_includes=resolve_includes)
+                part = built[resolve_includes]
+            else:
+                part = build([root], resolve_includes=resolve_includes)
+            for name, entry in part.items():
+                if name in index:
+                    index_module.log.warning("Task '%s' from %s overrides existing task from %s", name,
+                                             entry.yaml_path, index[name].yaml_path)
+                index[name] = entry
+        return index
+
+    shared_build.shared_builtin = True
+    index_module.TaskIndex.build = staticmethod(shared_build)

@@ -356,23 +356,13 @@ def test_synonym_callable_and_precedence(metric):
 
 # --- loading without qahub -----------------------------------------------------------------------------------
 
-_ISOLATED = textwrap.dedent("""
+# run in a process where qahub cannot be imported, with the other checks of this metric (tests/metric_alone.py)
+_WITHOUT_QAHUB_CODE = textwrap.dedent(
+    """
     import json, sys
-
-    class BlockQahub:
-        def find_spec(self, name, path=None, target=None):
-            if name == "qahub" or name.startswith("qahub."):
-                raise ModuleNotFoundError(f"No module named {name!r} (blocked by the test)")
-            return None
-
-    sys.meta_path.insert(0, BlockQahub())
-    try:
-        import qahub  # noqa: F401
-        raise SystemExit("qahub is still importable")
-    except ModuleNotFoundError:
-        pass
     import evaluate
-    metric = evaluate.load(sys.argv[1])
+
+    metric = evaluate.load(name)
     row = {"qid": "q1", "answer": "794年", "derivations": [["平安京", "遷都された年", ["794年"]]]}
     result = metric.compute(predictions=[row], references=[row], dictionary="core", synonyms="none")
     replies = metric.compute(predictions=['回答: 794年\\n導出: [["平安京", "遷都された年", ["794年"]]]', None],
@@ -380,19 +370,20 @@ _ISOLATED = textwrap.dedent("""
     assert (replies["a"]["em"], replies["unparseable"], replies["llm_jp_eval"]["exact_match"]) == (0.5, 1, 0.0)
     task_api = sys.modules[type(metric).__module__.rsplit(".", 1)[0] + ".task_api"]
     assert task_api.score_derivations(task_api.derivations_target(row), row)["er_f1"] == 1.0
-    assert not any(name.split(".")[0] == "qahub" for name in sys.modules)
     print(json.dumps(result))
-""")
+    """
+)
+WITHOUT_QAHUB = {"jemhopqa_scores": _WITHOUT_QAHUB_CODE}
 
 
-def test_loads_without_qahub(tmp_path):
-    copy = shutil.copytree(registry.metric_dir("jemhopqa"), tmp_path / "jemhopqa",
-                           ignore=shutil.ignore_patterns("__pycache__"))
-    env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1", "PYTHONPATH": ""}
-    done = subprocess.run([sys.executable, "-c", _ISOLATED, str(copy)], cwd=tmp_path, env=env,
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-3000:]
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+def test_loads_without_qahub(metric_alone):
+    """A copy of the directory, in a process where qahub cannot be imported (tests/metric_alone.py): the scores,
+    reply parsing and derivation targets all work and nothing imported qahub."""
+    results = metric_alone("jemhopqa")
+    check = results["jemhopqa_scores"]
+    assert check["ok"], check["error"][-3000:]
+    assert not check["qahub_imports"] and not results["qahub_in_sys_modules"]
+    result = json.loads(check["stdout"].strip().splitlines()[-1])
     assert result["er"] == {"prec": 1.0, "recall": 1.0, "f1": 1.0} and result["dictionary"] == "core"
 
 

@@ -1,7 +1,6 @@
 """The whole suite from the command line: build --all, publish --all, publish-metric, metric-copy, and every
 metric directory loading without qahub."""
 
-import os
 import re
 import shutil
 import subprocess
@@ -12,20 +11,6 @@ import evaluate
 import pytest
 
 from qahub import cli, evaluate_cli, publish, registry
-
-BLOCK_QAHUB = textwrap.dedent(
-    """
-    import importlib.abc, sys
-
-    class NoQahub(importlib.abc.MetaPathFinder):
-        def find_spec(self, name, path, target=None):
-            if name == "qahub" or name.startswith("qahub."):
-                raise ModuleNotFoundError(f"No module named {name!r} (qahub is not installed here)")
-            return None
-
-    sys.meta_path.insert(0, NoQahub())
-    """
-)
 
 
 def _sample_root(tmp_path, corpora=None):
@@ -163,15 +148,6 @@ def test_metric_copy_refuses_to_overwrite_unless_asked(tmp_path, capsys):
     assert (mine / "paper.tex").read_text() == "years of work"
 
 
-def _readme_example(metric) -> str:
-    readme = (registry.metric_dir(metric) / "README.md").read_text(encoding="utf-8")
-    blocks = re.findall(r"```python\n(.*?)```", readme, re.S)
-    runnable = [b for b in blocks if "evaluate.load(" in b and ">>>" not in b]
-    assert runnable, f"{metric}: README has no python example that loads the metric"
-    return runnable[0]
-
-
-
 def test_the_readmes_metric_example_runs_from_the_clone(tmp_path, monkeypatch, capsys):
     """README's `evaluate.load("metrics/jemhopqa")` example as written, in a folder where that path is the clone's
     (run here, where `evaluate` is imported already)."""
@@ -183,20 +159,18 @@ def test_the_readmes_metric_example_runs_from_the_clone(tmp_path, monkeypatch, c
     assert capsys.readouterr().out.startswith("{'em': 1.0")
 
 @pytest.mark.parametrize("metric", registry.metric_names())
-def test_metric_loads_without_qahub_and_runs_its_readme_example(metric, tmp_path):
-    assert cli.main(["metric-copy", metric, "--out", str(tmp_path)]) == 0
-    example = _readme_example(metric)
-    script = BLOCK_QAHUB + "\n" + example + "\nprint('EXAMPLE-OK')\n"
-    env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-           "NLTK_DATA": str(tmp_path / "no-nltk-data")}
-    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.strip().endswith("EXAMPLE-OK")
+def test_metric_loads_without_qahub_and_runs_its_readme_example(metric, metric_alone):
+    """The README's example, pasted by a user who has only ``qahub metric-copy``'s copy, no qahub, no NLTK data
+    and no network (tests/metric_alone.py: one process per metric for all its checks)."""
+    result = metric_alone(metric)["readme"]
+    assert result["ok"], result["error"][-3000:]
+    assert result["stdout"].strip().endswith("EXAMPLE-OK") and not result["qahub_imports"]
 
 
-def test_the_blocker_really_blocks_qahub(tmp_path):
-    done = subprocess.run([sys.executable, "-c", BLOCK_QAHUB + "\nimport qahub\n"], capture_output=True, text=True)
-    assert done.returncode != 0 and "qahub is not installed here" in done.stderr
+def test_the_blocker_really_blocks_qahub(metric_alone):
+    result = metric_alone("limur")["blocker"]
+    assert not result["ok"] and "qahub is not installed here" in result["error"]
+    assert result["qahub_imports"] == ["qahub"]
 
 
 def test_mirror_credentials_never_reach_the_error_output(tmp_path, capsys, http_server):
@@ -298,36 +272,14 @@ def test_publish_all_goes_on_after_a_failure_and_says_so(tmp_path, monkeypatch, 
     assert [c[1] for c in api.calls if c[0] == "upload_folder"] == ["me/limur"]
 
 
-DOCSTRING_EXAMPLES = textwrap.dedent(
-    """
-    import ast, doctest, sys, warnings
-    import evaluate
-
-    warnings.simplefilter("ignore")
-    name = sys.argv[1]
-    tree = ast.parse(open(f"{name}/{name}.py", encoding="utf-8").read())
-    text = next(node.value.value for node in tree.body if isinstance(node, ast.Assign)
-                and getattr(node.targets[0], "id", "") == "_KWARGS_DESCRIPTION")
-    test = doctest.DocTestParser().get_doctest(text, {"evaluate": evaluate}, name, f"{name}.py", 0)
-    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
-    runner.run(test)
-    print(f"DOCTEST {runner.failures} failed of {runner.tries}")
-    """
-)
-
-
 @pytest.mark.parametrize("metric", registry.metric_names())
-def test_docstring_examples_give_their_stated_results_without_qahub(metric, tmp_path):
+def test_docstring_examples_give_their_stated_results_without_qahub(metric, metric_alone):
     """The kwargs docstring's examples (as in the official metrics) run and print what they say they print."""
-    assert cli.main(["metric-copy", metric, "--out", str(tmp_path)]) == 0
-    env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-           "NLTK_DATA": str(tmp_path / "no-nltk-data")}
-    done = subprocess.run([sys.executable, "-c", BLOCK_QAHUB + DOCSTRING_EXAMPLES, metric], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    summary = done.stdout.strip().splitlines()[-1]
+    result = metric_alone(metric)["docstrings"]
+    assert result["ok"], result["error"][-3000:]
+    summary = result["stdout"].strip().splitlines()[-1]
     tries = int(summary.split()[-1])
-    assert summary == f"DOCTEST 0 failed of {tries}" and tries >= 2, done.stdout[-3000:]
+    assert summary == f"DOCTEST 0 failed of {tries}" and tries >= 2, result["stdout"][-3000:]
 
 
 # --- qahub evaluate: every metric's references are read by qahub/export/reader.py
