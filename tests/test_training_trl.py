@@ -146,6 +146,8 @@ def test_the_training_guides_trl_example_runs(sample_exports, chat_model, tmp_pa
     assert len(code.strip().splitlines()) <= 10
     monkeypatch.chdir(tmp_path)
     code = code.replace('"qahub-hub/jemhopqa"', repr(str(sample_exports["jemhopqa"])))
-    code = code.replace('"MODEL"', repr(str(chat_model)))
+    fetched = 'str(fetch(MODELS["smollm2"]))'  # the real SmolLM2 is tests/test_real_models.py's; here the tiny one
+    assert fetched in code
+    code = code.replace(fetched, repr(str(chat_model)))
     exec(compile(code, "docs/training.md", "exec"), {})
     assert (tmp_path / "sft-model" / "config.json").is_file()
