@@ -162,8 +162,14 @@ def main(argv=None) -> int:
         if args.tasks:
             plan = {task: plan[task] for task in args.tasks.split(",")}
         for model, folder in models.items():
-            if args.tasks or not (out / f"{model}-{harness}.seconds.json").is_file():
+            running = out / f"{model}-{harness}.running"  # another command runs it now
+            if running.exists() or not (args.tasks or not (out / f"{model}-{harness}.seconds.json").is_file()):
+                continue
+            running.touch()
+            try:
                 run_harness(harness, model, folder, out, plan, args)
+            finally:
+                running.unlink()
     seconds = {path.name.removesuffix(".seconds.json"): json.loads(path.read_text())
                for path in out.glob("*.seconds.json")}
     (out / "seconds.json").write_text(json.dumps(seconds, indent=1), encoding="utf-8")
