@@ -808,21 +808,23 @@ def best(entry, higher_is_better: bool, baseline: str):
     return leader["run"] if wins else None
 
 
-def report_data(runs, skipped, specs, settings, progress, workers=1) -> tuple[dict, dict]:
-    """The report's numbers and ``{task: {figure name: PNG}}``; each task read, resampled and drawn by itself
-    (in ``workers`` processes side by side)."""
+def report_data(runs, skipped, specs, settings, progress, workers=1, keep=False) -> tuple[dict, dict, dict]:
+    """The report's numbers, ``{task: {figure name: PNG}}`` and, with ``keep``, ``{task: {run: TaskRun}}``: the
+    one reading of each task's samples, for what is written from them beside the report (the Hub files); each
+    task read, resampled and drawn by itself (in ``workers`` processes side by side)."""
     from .render import task_figures
     from .workers import each
 
     def work(task):
         having = [run.with_task(task, specs[task]) for run in runs if task in run.samples]
         entry = task_report(task, specs[task], having, settings["baseline"], settings)
-        return entry, task_figures(task, entry, settings["baseline"])
+        read = {run.name: run.tasks[task] for run in having} if keep else {}
+        return entry, task_figures(task, entry, settings["baseline"]), read
 
     tasks = task_names(runs)
     sizes = {task: sum(run.samples[task].stat().st_size for run in runs if task in run.samples) for task in tasks}
     done = each(work, tasks, sizes, workers, progress)
-    entries = {task: entry for task, (entry, _) in done.items()}
+    entries = {task: entry for task, (entry, _, _) in done.items()}
     adjust(entries, 1 - settings["confidence"])
     for task, entry in entries.items():
         metric = {**specs[task].metrics, **specs[task].judge_metrics}[entry["main_metric"]]
@@ -831,7 +833,8 @@ def report_data(runs, skipped, specs, settings, progress, workers=1) -> tuple[di
             "runs": {run.name: {"path": run.path, "model": run.model, "results_file": run.results_file,
                                 "harness": run.harness, "source": run.results_file} for run in runs},
             "tasks": entries, "skipped": skipped, "leaderboard": leaderboard(entries, [run.name for run in runs])}
-    return data, {task: images for task, (_, images) in done.items()}
+    figures = {task: images for task, (_, images, _) in done.items()}
+    return data, figures, {task: read for task, (_, _, read) in done.items()}
 
 
 def leaderboard(tasks: dict, names: list) -> dict:

@@ -77,10 +77,11 @@ def folder_name(run: str) -> str:
     return name or "run"
 
 
-def hub_files(data: dict, runs: list, specs: dict, hub_datasets: dict) -> dict:
-    """``{path in the report: bytes}`` of every run's ``.eval_results`` entries and Every Eval Ever record;
-    ``data`` gets ``data["hub"]`` (what was written and what was left out, and why) and a note in each task a
-    run is left out of."""
+def hub_files(data: dict, runs: list, specs: dict, hub_datasets: dict, read: dict) -> dict:
+    """``{path in the report: bytes}`` of every run's ``.eval_results`` entries and Every Eval Ever record, from
+    the report's numbers and the ``TaskRun`` each task of each run was read into for them (``read``: ``{task:
+    {run: TaskRun}}``; no samples file is read again); ``data`` gets ``data["hub"]`` (what was written and what
+    was left out, and why) and a note in each task a run is left out of."""
     from qahub import tasks
 
     names = {}
@@ -92,7 +93,7 @@ def hub_files(data: dict, runs: list, specs: dict, hub_datasets: dict) -> dict:
     corpus_of = tasks.task_corpora()
     files, summary = {}, {"eval_results": {}, "eee": {}, "left_out": []}
     for run in runs:
-        facts = {task: run_facts(run, task, specs[task], corpus_of.get(task), hub_datasets)
+        facts = {task: run_facts(run, read[task][run.name], corpus_of.get(task), hub_datasets)
                  for task in sorted(run.samples) if task in data["tasks"]}
         files.update(eval_results(run, facts, data, summary))
         files.update(eee_record(run, facts, data, specs, summary))
@@ -110,20 +111,14 @@ class Facts:
     hub: HubDataset | None
     dataset: tuple
     n_shot: object
-    instances: list | None  # per document: (doc id, {metric: value}, prompt, [targets], reply, extracted, doc_hash)
+    instances: list | None  # the run's ``TaskRun.documents()``; None where its texts were not read
 
 
-def run_facts(run, task, spec, corpus, hub_datasets) -> Facts:
-    task_run = run.with_task(task, spec).tasks[task]
+def run_facts(run, task_run, corpus, hub_datasets) -> Facts:
+    """The ``Facts`` of one task of ``run``, from the ``TaskRun`` the report read it into."""
     dataset = tuple(task_run.dataset or ())
     hub = dataset_of(run.name, task_run, corpus, hub_datasets.get(corpus))
-    texts = None
-    if run.harness == "lm-eval":
-        texts = lm_eval_instances(run.samples[task], spec)
-    elif run.harness == "inspect":
-        texts = inspect_instances(run.samples[task], task_run, task)
-    elif run.harness == "lighteval":
-        texts = lighteval_instances(run.samples[task], task_run)
+    texts = task_run.documents() if getattr(task_run, "texts", None) is not None else None
     return Facts(corpus, hub, dataset, task_run.n_shot, texts)
 
 
@@ -154,90 +149,6 @@ def hub_claim(name, signature) -> bool:
         return False
     revision = getattr(signature, "revision", None) or ""
     return not (revision.startswith("sha256:") and getattr(signature, "dataset", None) in (Path(name).name, None))
-
-
-def lm_eval_instances(samples: Path, spec) -> list:
-    """Each logged document of an lm-eval samples file: its id (the task's), metric values, prompt, target, the
-    model's reply and the filtered reply that was scored."""
-    from qahub import tasks
-    from qahub.report.runs import load_line
-
-    rows = []
-    with open(samples, "rb") as handle:
-        for line in handle:
-            if not line.strip():
-                continue
-            sample = load_line(line)
-            doc_id = tasks.document_id(spec, sample["doc"], sample["doc_id"])
-            values = {m: sample[m] for m in {**spec.metrics, **spec.judge_metrics} if m in sample}
-            rows.append((str(doc_id), values, _prompt(sample.get("arguments")), [str(sample.get("target", ""))],
-                         _first(sample.get("resps")), _first(sample.get("filtered_resps")),
-                         str(sample.get("doc_hash", ""))))
-    return rows
-
-
-def inspect_instances(log: Path, task_run, task: str) -> list:
-    """Each document of an inspect log: its values as the report reads them (over its epochs), and the input,
-    target, reply and scored answer of its first epoch."""
-    from inspect_ai.log import read_eval_log_samples
-
-    first = {}
-    for sample in read_eval_log_samples(str(log), all_samples_required=False):
-        if sample.id not in first or sample.epoch < first[sample.id].epoch:
-            first[sample.id] = sample
-    rows = []
-    for index, doc_id in enumerate(task_run.ids):
-        sample = first[doc_id]
-        values = {m: task_run.items[m][index] for m in task_run.items}
-        reply = sample.output.completion if sample.output else ""
-        score = (sample.scores or {}).get(task)
-        extracted = score.answer if score is not None and score.answer is not None else reply
-        targets = sample.target if isinstance(sample.target, list) else [sample.target]
-        text = sample.input if isinstance(sample.input, str) else "\n\n".join(m.text for m in sample.input)
-        rows.append((str(doc_id), values, text, [str(t) for t in targets], reply, str(extracted), ""))
-    return rows
-
-
-def lighteval_instances(details: Path, task_run) -> list:
-    """Each document of a lighteval details file, in the report's order (qahub's document id): its values as the
-    report reads them, the prompt sent, the gold choices, the reply and its post-processed form."""
-    import pyarrow.parquet as pq
-
-    table = pq.read_table(details, columns=["doc", "model_response"])
-    rows = sorted(zip(table.column("doc").to_pylist(), table.column("model_response").to_pylist(), strict=True),
-                  key=lambda row: row[0]["specific"]["qahub_doc_id"])
-    found = []
-    for index, (doc, response) in enumerate(rows):
-        values = {m: task_run.items[m][index] for m in task_run.items}
-        gold = doc.get("gold_index")
-        golds = gold if isinstance(gold, list) else [gold]
-        targets = [str(doc["choices"][i]) for i in golds if isinstance(i, int) and i < len(doc.get("choices") or [])]
-        sent = response.get("input")
-        prompt = sent if isinstance(sent, str) else str(doc.get("query") or "")
-        reply = _first(response.get("text"))
-        extracted = _first(response.get("text_post_processed")) if response.get("text_post_processed") else reply
-        found.append((str(task_run.ids[index]), values, prompt, targets, reply, extracted,
-                      str(doc["specific"].get("qahub_doc_hash", ""))))
-    return found
-
-
-def _prompt(arguments) -> str:
-    """The prompt lm-eval sent (``arguments``: ``{"gen_args_0": {"arg_0": prompt, ...}}``, or a list in older
-    versions)."""
-    if isinstance(arguments, dict):
-        arguments = list(arguments.values())
-    first = arguments[0] if isinstance(arguments, list) and arguments else None
-    if isinstance(first, dict):
-        first = first.get("arg_0")
-    elif isinstance(first, list):
-        first = first[0] if first else None
-    return "" if first is None else str(first)
-
-
-def _first(value) -> str:
-    while isinstance(value, list):
-        value = value[0] if value else ""
-    return "" if value is None else str(value)
 
 
 # --- .eval_results
@@ -335,7 +246,7 @@ def run_time(run) -> int | None:
     if isinstance(date, int | float) and not isinstance(date, bool) and math.isfinite(date):
         return int(date)
     if run.harness == "inspect":
-        return inspect_created(run.samples.values())
+        return inspect_created(run.headers.values())
     named = RESULTS.match(Path(run.results_file).name)
     for layout in ("%Y-%m-%dT%H-%M-%S.%f", "%Y-%m-%dT%H-%M-%S"):
         try:
@@ -346,13 +257,12 @@ def run_time(run) -> int | None:
     return None
 
 
-def inspect_created(logs) -> int | None:
-    """The earliest ``eval.created`` of inspect logs (the time inspect recorded when each eval started)."""
-    from inspect_ai.log import read_eval_log
-
+def inspect_created(headers) -> int | None:
+    """The earliest ``eval.created`` of inspect logs (the time inspect recorded when each eval started), from
+    their headers as the run was read with them."""
     times = []
-    for log in logs:
-        created = read_eval_log(str(log), header_only=True).eval.created
+    for header in headers:
+        created = header.eval.created
         when = datetime.datetime.fromisoformat(created)
         times.append(when if when.tzinfo else when.replace(tzinfo=datetime.timezone.utc))
     return int(min(times).timestamp()) if times else None
@@ -519,7 +429,9 @@ def instance_rows(run, task, fact: Facts, metrics: dict, evaluation_id: str, spe
     """A row per document and per-document metric (a corpus BLEU or distinct-n has no per-document score)."""
     # metric values are lm-eval's logged ones, or an inspect document's as the report averages its epochs
     rows = []
-    for doc_id, values, prompt, target, reply, extracted, doc_hash in fact.instances:
+    for document in fact.instances:
+        doc_id, values, prompt, target = str(document.id), document.scores, document.prompt, document.targets
+        reply, extracted, doc_hash = document.reply, document.answer, str(document.key[1] or "")
         sample_hash = hashlib.sha256(json.dumps({"raw": prompt, "reference": target}, sort_keys=True,
                                                 ensure_ascii=False).encode("utf-8")).hexdigest()
         extraction = "lm-eval filter" if run.harness == "lm-eval" else f"{run.harness} scorer"
