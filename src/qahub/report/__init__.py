@@ -47,6 +47,7 @@ def _write(arguments, out, specs, baseline, resamples, seed, confidence, progres
     from tqdm import tqdm
 
     from .build import report_data, task_names
+    from .model import report_json
     from .sources import read_runs
     from .stats import POWER
     from .workers import jobs as workers
@@ -76,6 +77,7 @@ def _write(arguments, out, specs, baseline, resamples, seed, confidence, progres
         from .hub_files import hub_files
 
         extra = hub_files(data, runs, specs, hub_datasets, read)
+    data = report_json(data)  # the typed tasks as report.json holds them: written, rendered and returned so
     write_folder(out, {"schema": SCHEMA, **data}, images, extra)
     return data
 

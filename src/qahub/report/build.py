@@ -9,6 +9,7 @@ import numpy as np
 
 from .alike import Pairings
 from .judges import JUDGE_METRICS, same_judge_only
+from .model import TaskReport
 from .ranks import ranking
 from .runs import ReportError, numbers, task_metrics
 from .stats import (
@@ -809,9 +810,10 @@ def best(entry, higher_is_better: bool, baseline: str):
 
 
 def report_data(runs, skipped, specs, settings, progress, workers=1, keep=False) -> tuple[dict, dict, dict]:
-    """The report's numbers, ``{task: {figure name: PNG}}`` and, with ``keep``, ``{task: {run: TaskRun}}``: the
-    one reading of each task's samples, for what is written from them beside the report (the Hub files); each
-    task read, resampled and drawn by itself (in ``workers`` processes side by side)."""
+    """The report's numbers (``data["tasks"]``: ``{task: model.TaskReport}``), ``{task: {figure name: PNG}}``
+    and, with ``keep``, ``{task: {run: TaskRun}}``: the one reading of each task's samples, for what is written
+    from them beside the report (the Hub files); each task read, resampled and drawn by itself (in ``workers``
+    processes side by side)."""
     from .render import task_figures
     from .workers import each
 
@@ -829,10 +831,12 @@ def report_data(runs, skipped, specs, settings, progress, workers=1, keep=False)
     for task, entry in entries.items():
         metric = {**specs[task].metrics, **specs[task].judge_metrics}[entry["main_metric"]]
         entry["best"] = best(entry, metric.higher_is_better, settings["baseline"])
+    # every decision about each task made: its typed report, made once here (``model``)
+    reports = {task: TaskReport.from_json(entry) for task, entry in entries.items()}
     data = {"settings": settings,
             "runs": {run.name: {"path": run.path, "model": run.model, "results_file": run.results_file,
                                 "harness": run.harness, "source": run.results_file} for run in runs},
-            "tasks": entries, "skipped": skipped, "leaderboard": leaderboard(entries, [run.name for run in runs])}
+            "tasks": reports, "skipped": skipped, "leaderboard": leaderboard(entries, [run.name for run in runs])}
     figures = {task: images for task, (_, images, _) in done.items()}
     return data, figures, {task: read for task, (_, _, read) in done.items()}
 

@@ -98,7 +98,8 @@ def hub_files(data: dict, runs: list, specs: dict, hub_datasets: dict, read: dic
         files.update(eval_results(run, facts, data, summary))
         files.update(eee_record(run, facts, data, specs, summary))
     for item in summary["left_out"]:
-        data["tasks"][item["task"]]["notes"].append(f"{item['run']}: {item['what']} left out: {item['reason']}")
+        note = f"{item['run']}: {item['what']} left out: {item['reason']}"
+        data["tasks"][item["task"]] = data["tasks"][item["task"]].with_notes([note])
     data["hub"] = summary
     return files
 
@@ -162,18 +163,18 @@ def eval_results(run, facts: dict, data: dict, summary: dict) -> dict:
     files, written = {}, []
     for task, fact in facts.items():
         entry = data["tasks"][task]
-        main = entry["main_metric"]
-        cell = entry["scores"].get(run.name, {}).get(main)
+        main = entry.main_metric
+        cell = entry.scores.get(run.name, {}).get(main)
         reason = None
         if fact.hub is None:
             reason = (f"no Hub dataset id for {fact.corpus or task} (pass --hub-dataset {fact.corpus or 'CORPUS'}"
                       "=ORG/NAME); a local path is never published")
-        elif cell is None or cell["value"] is None:
+        elif cell is None or cell.value is None:
             reason = f"no value of its main metric {main}"
         if reason:
             summary["left_out"].append({"run": run.name, "task": task, "what": ".eval_results", "reason": reason})
             continue
-        result = EvalResultEntry(dataset_id=fact.hub.repo_id, task_id=task, value=cell["value"],
+        result = EvalResultEntry(dataset_id=fact.hub.repo_id, task_id=task, value=cell.value,
                                  dataset_revision=fact.hub.revision, date=run_date(run),
                                  notes=notes_line(run, task, fact, entry, data["settings"]))
         text = yaml.safe_dump(eval_result_entries_to_yaml([result]), sort_keys=False, allow_unicode=True, width=1000)
@@ -184,24 +185,24 @@ def eval_results(run, facts: dict, data: dict, summary: dict) -> dict:
     return files
 
 
-def notes_line(run, task, fact: Facts, entry: dict, settings: dict) -> str:
+def notes_line(run, task, fact: Facts, entry, settings: dict) -> str:
     """What the ``.eval_results`` spec has no field for, in one line: metric, interval and its method, n (and
     clusters), shots, harness, qahub."""
-    main = entry["main_metric"]
-    cell = entry["scores"][run.name][main]
+    main = entry.main_metric
+    cell = entry.scores[run.name][main]
     level = f"{settings['confidence'] * 100:g}%"
-    low, high = cell["ci"]
+    low, high = cell.ci
     interval = (f"{level} CI [{_short(low)}, {_short(high)}] ({interval_method(cell, entry, main)})"
                 if low is not None and high is not None
-                else f"no {level} CI ({cell.get('no_interval') or 'no resample had a value'})")
-    units = f"n={cell['n']} documents"
-    cluster = entry.get("cluster") or {}
+                else f"no {level} CI ({cell.no_interval or 'no resample had a value'})")
+    units = f"n={cell.n} documents"
+    cluster = entry.cluster or {}
     counted = (cluster.get("runs") or {}).get(run.name) or {}
     if cluster.get("field") and counted.get("clusters") is not None:  # None: resampled by document
         units += f" in {counted['clusters']} {cluster['field']}" + ("" if counted["clusters"] == 1 else "s")
     shots = f"{fact.n_shot}-shot" if fact.n_shot is not None else "shots not recorded"
     harness = f"{run.harness} {harness_version(run)}".strip()
-    return (f"qahub {qahub.__version__}: {main} {_short(cell['value'])}, {interval}; {units}; {read_from(fact)}; "
+    return (f"qahub {qahub.__version__}: {main} {_short(cell.value)}, {interval}; {units}; {read_from(fact)}; "
             f"{shots}; {harness}")
 
 
@@ -211,10 +212,10 @@ def read_from(fact: Facts) -> str:
     return f"config {config or 'not recorded'}, split {split or 'not recorded'}"
 
 
-def interval_method(cell: dict, entry: dict, metric: str) -> str:
+def interval_method(cell, entry, metric: str) -> str:
     """How a score's interval was made: the cell's own method where it has one (``build.flat_cell``), else its
     metric's."""
-    return cell.get("method") or entry["intervals"].get(metric, "method not recorded")
+    return cell.method or entry.intervals.get(metric, "method not recorded")
 
 
 def _short(value) -> str:
@@ -320,13 +321,13 @@ def task_results(run, task, fact: Facts, data: dict, spec, summary: dict, when) 
     metrics = task_metrics(spec)
     declared = {**spec.metrics, **spec.judge_metrics}
     results = []
-    for metric, cell in data["tasks"][task]["scores"].get(run.name, {}).items():
-        if cell["value"] is None:
+    for metric, cell in data["tasks"][task].scores.get(run.name, {}).items():
+        if cell.value is None:
             summary["left_out"].append({"run": run.name, "task": task, "what": f"EEE result {metric}",
                                         "reason": "its value is not a finite number"})
             continue
         results.append({"evaluation_result_id": f"{task}/{metric}", "evaluation_name": task,
-                        "source_data": source_data(task, fact, cell["n"]),
+                        "source_data": source_data(task, fact, cell.n),
                         **({"evaluation_timestamp": str(when)} if when is not None else {}),
                         "metric_config": metric_config(task, metric, metrics[metric], declared[metric][1], spec),
                         "score_details": score_details(cell, data["tasks"][task], metric, data["settings"], run.name),
@@ -391,22 +392,23 @@ def source_data(task, fact: Facts, n: int) -> dict:
     return found
 
 
-def score_details(cell: dict, entry: dict, metric: str, settings: dict, run: str) -> dict:
+def score_details(cell, entry, metric: str, settings: dict, run: str) -> dict:
+    """A score's Every Eval Ever details (``cell``: a ``model.Cell`` of the ``model.TaskReport`` ``entry``)."""
     method = interval_method(cell, entry, metric)
-    uncertainty = {"num_samples": int(cell["n"])}
-    low, high = cell["ci"]
+    uncertainty = {"num_samples": int(cell.n)}
+    low, high = cell.ci
     if low is not None and high is not None:
         uncertainty["confidence_interval"] = {"lower": low, "upper": high, "confidence_level": settings["confidence"],
                                               "method": method}
     if "bootstrap" in method or "half-samples" in method:
         uncertainty["num_bootstrap_samples"] = int(settings["resamples"])
-    cluster = entry.get("cluster") or {}
+    cluster = entry.cluster or {}
     counted = (cluster.get("runs") or {}).get(run) or {}
     details = {"interval_method": method,  # a run of a clustered task may be resampled by document (no clusters)
                "resampled_by": cluster.get("field") if counted.get("clusters") is not None else "document"}
-    if cell.get("no_interval"):  # the schema has no field for why a score has no interval: a detail says it
-        details["no_interval"] = cell["no_interval"]
-    return {"score": cell["value"], "details": details, "uncertainty": uncertainty}
+    if cell.no_interval:  # the schema has no field for why a score has no interval: a detail says it
+        details["no_interval"] = cell.no_interval
+    return {"score": cell.value, "details": details, "uncertainty": uncertainty}
 
 
 def generation(run, task) -> dict:
