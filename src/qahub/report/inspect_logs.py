@@ -129,7 +129,7 @@ def _check_finished(header, file):
 
 
 def read_task(task: str, file: Path, spec, header=None) -> TaskRun:
-    header = header or _header(file)
+    header = _header(file) if header is None else header
     metrics, fields = task_metrics(spec), list(spec.categories)
     reducer = epochs_reducer(header, task, file)
     epochs, prompts, targets, failed, first = _scored_samples(task, file)
