@@ -175,11 +175,14 @@ def _task_run(path, signature=None):
     return SimpleNamespace(task="qahub_jemhopqa", dataset=(path, "v1.1", "validation"), n_shot=0, signature=signature)
 
 
-def _run_of(task_run):
+def _facts(task_run, given):
+    """The Hub facts of a run's task, as ``hub_files`` makes them from the ``TaskRun`` the report read."""
     from types import SimpleNamespace
 
-    return SimpleNamespace(name="r", with_task=lambda task, spec: SimpleNamespace(tasks={task: task_run}),
-                           harness="another harness", samples={})
+    from qahub.report import hub_files
+
+    return hub_files.run_facts(SimpleNamespace(name="r", harness="another harness", samples={}), task_run,
+                               "jemhopqa", given)
 
 
 def test_a_run_that_loaded_its_corpus_from_the_hub_names_its_dataset_a_local_folder_never(tmp_path, monkeypatch):
@@ -190,24 +193,22 @@ def test_a_run_that_loaded_its_corpus_from_the_hub_names_its_dataset_a_local_fol
     from qahub.signature import Signature
 
     hub = Signature(dataset="org/jemhopqa")
-    facts = hub_files.run_facts(_run_of(_task_run("org/jemhopqa", hub)), "qahub_jemhopqa", None, "jemhopqa", {})
+    facts = _facts(_task_run("org/jemhopqa", hub), {})
     assert facts.hub == hub_files.HubDataset("org/jemhopqa") and facts.instances is None
     given = {"jemhopqa": hub_files.HubDataset("org/jemhopqa", "v1")}
-    assert hub_files.run_facts(_run_of(_task_run("org/jemhopqa", hub)), "qahub_jemhopqa", None, "jemhopqa",
-                                 given).hub == given["jemhopqa"]
+    assert _facts(_task_run("org/jemhopqa", hub), given).hub == given["jemhopqa"]
     local = Signature(dataset="jemhopqa", revision="sha256:0123456789abcdef")
     for signature in (local, None, Signature(dataset="org/jemhopqa")):  # the export's, none, another id's
-        run = _run_of(_task_run("exports/jemhopqa", signature))
-        assert hub_files.run_facts(run, "qahub_jemhopqa", None, "jemhopqa", {}).hub is None
+        run = _task_run("exports/jemhopqa", signature)
+        assert _facts(run, {}).hub is None
     # the local export named by --hub-dataset: its entries are that dataset's
-    run = _run_of(_task_run("exports/jemhopqa", local))
-    assert hub_files.run_facts(run, "qahub_jemhopqa", None, "jemhopqa", given).hub == given["jemhopqa"]
+    run = _task_run("exports/jemhopqa", local)
+    assert _facts(run, given).hub == given["jemhopqa"]
     monkeypatch.chdir(tmp_path)
     (tmp_path / "exports" / "jemhopqa").mkdir(parents=True)  # a local folder that looks like ORG/NAME
-    run = _run_of(_task_run("exports/jemhopqa", Signature(dataset="exports/jemhopqa")))
-    assert hub_files.run_facts(run, "qahub_jemhopqa", None, "jemhopqa", {}).hub is None
-    assert hub_files.run_facts(_run_of(_task_run("/data/jemhopqa", local)), "qahub_jemhopqa", None, "jemhopqa",
-                                 {}).hub is None
+    run = _task_run("exports/jemhopqa", Signature(dataset="exports/jemhopqa"))
+    assert _facts(run, {}).hub is None
+    assert _facts(_task_run("/data/jemhopqa", local), {}).hub is None
 
 
 @pytest.mark.parametrize("signature", [None, "local", "hub"])
@@ -220,8 +221,7 @@ def test_a_hub_dataset_other_than_the_one_the_run_read_is_refused_naming_both(si
               "hub": Signature(dataset="other-org/jemhopqa-fork")}[signature]
     given = {"jemhopqa": hub_files.HubDataset("org/jemhopqa")}
     with pytest.raises(hub_files.HubResultsError) as caught:
-        hub_files.run_facts(_run_of(_task_run("other-org/jemhopqa-fork", signed)), "qahub_jemhopqa", None,
-                              "jemhopqa", given)
+        _facts(_task_run("other-org/jemhopqa-fork", signed), given)
     assert "org/jemhopqa" in str(caught.value) and "other-org/jemhopqa-fork" in str(caught.value)
 
 
@@ -429,15 +429,16 @@ def test_eval_results_notes_and_eee_details_of_a_run_resampled_by_document_name_
     from types import SimpleNamespace
 
     from qahub.report import hub_files
+    from qahub.report.model import Cell
 
-    entry = {"main_metric": "f1", "intervals": {"f1": "percentile bootstrap over conversations"},
-             "scores": {"old": {"f1": {"value": 0.5, "ci": [None, None], "n": 20}},
-                        "new": {"f1": {"value": 0.5, "ci": [None, None], "n": 20,
-                                       "no_interval": "1 conversation: no interval"}}},
-             "cluster": {"field": "conversation",
-                         "runs": {"old": {"clusters": None, "documents": 20, "design_effect": {},
-                                          "by_document": "the run records no conversation"},
-                                  "new": {"clusters": 1, "documents": 20, "design_effect": {}, "by_document": None}}}}
+    entry = SimpleNamespace(  # the parts of a model.TaskReport the Hub files read
+        main_metric="f1", intervals={"f1": "percentile bootstrap over conversations"},
+        scores={"old": {"f1": Cell(0.5, (None, None), 20)},
+                "new": {"f1": Cell(0.5, (None, None), 20, no_interval="1 conversation: no interval")}},
+        cluster={"field": "conversation",
+                 "runs": {"old": {"clusters": None, "documents": 20, "design_effect": {},
+                                  "by_document": "the run records no conversation"},
+                          "new": {"clusters": 1, "documents": 20, "design_effect": {}, "by_document": None}}})
     settings = {"confidence": 0.95, "resamples": 50}
     fact = hub_files.Facts("topical_chat", None, (), 0, None)
     notes = {name: hub_files.notes_line(SimpleNamespace(name=name, harness="inspect", results={}), "t", fact, entry,
@@ -445,7 +446,7 @@ def test_eval_results_notes_and_eee_details_of_a_run_resampled_by_document_name_
     assert "n=20 documents;" in notes["old"] and "None" not in notes["old"]
     assert "no 95% CI (no resample had a value)" in notes["old"]
     assert "n=20 documents in 1 conversation;" in notes["new"] and "no 95% CI (1 conversation: no interval)" in notes["new"]
-    details = {name: hub_files.score_details(entry["scores"][name]["f1"], entry, "f1", settings, name)["details"]
+    details = {name: hub_files.score_details(entry.scores[name]["f1"], entry, "f1", settings, name)["details"]
                for name in ("old", "new")}
     assert details["old"]["resampled_by"] == "document" and details["new"]["resampled_by"] == "conversation"
 

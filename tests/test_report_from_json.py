@@ -74,3 +74,34 @@ def test_a_saved_report_json_renders_the_same_pages_and_figures_in_a_fresh_proce
 def test_rendering_a_saved_report_json_imports_no_task(rendered):
     found, _ = rendered
     assert "qahub.tasks" not in found["modules"], found["tasks_imported_from"]
+
+
+def test_the_report_model_is_typed_frozen_and_its_json_is_report_json():
+    """Issue 44 item 4: each task of a report is a frozen ``TaskReport`` of ``Cell``s and ``Comparison``s; its
+    ``to_json`` is the task's report.json text, and ``from_json`` reads that text back to the same objects."""
+    import dataclasses
+
+    from qahub.report.model import Cell, Comparison, TaskReport
+
+    data = report_data()
+    for entry in data["tasks"].values():
+        text = json.dumps(entry, indent=2, ensure_ascii=False, allow_nan=False)
+        report = TaskReport.from_json(json.loads(text))
+        assert json.dumps(report.to_json(), indent=2, ensure_ascii=False, allow_nan=False) == text
+        scores = [c for per in report.scores.values() for c in per.values()]
+        parts = [c for cats in report.breakdown.values() for runs in cats.values() for per in runs.values()
+                 for c in per.values()]
+        compared = [c for per in report.comparisons.values() for c in per.values()]
+        assert scores and all(type(c) is Cell and c.signed for c in scores)  # a run's score carries its signature
+        assert all(type(c) is Cell and not c.signed for c in parts)
+        assert compared and all(type(c) is Comparison and c.paired_of for c in compared)
+        assert report.ranges == entry["ranges"] and report.run_facts == entry["run_facts"]
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            scores[0].value = 1.0
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            report.best = "tiny-b"
+    flat = [c for entry in data["tasks"].values() for per in entry["scores"].values() for c in per.values()
+            if "n_effective" in c]
+    assert flat and Cell.from_json(flat[0]).method.startswith("Clopper-Pearson")  # a flat cell's own method
+    with pytest.raises(ValueError, match="not a task of a qahub report"):
+        TaskReport.from_json({"scores": {}})

@@ -144,6 +144,33 @@ def test_a_lighteval_run_s_metrics_come_from_every_details_row(lm_limur, tmp_pat
     assert "knowledge_f1" in entry["scores"]["le"]
 
 
+
+def test_a_task_run_holds_each_document_s_texts_as_its_harness_logged_them(lm_limur, tmp_path):
+    """Issue 44 item 1: a reader's ``TaskRun`` is frozen and holds, beside the numbers, each document's prompt,
+    targets, reply and scored answer, read in the same pass: an lm-eval run's as its samples file logs them, and
+    a lighteval run's (its details made from those samples) the same prompts, documents and values."""
+    import dataclasses
+
+    from qahub.report import lighteval_runs, lm_eval_runs
+    from qahub.report.runs import qahub_tasks
+
+    spec = qahub_tasks()[LIMUR]
+    run, _ = lm_eval_runs.read_run("lm", lm_limur, {LIMUR: spec})
+    task_run = run.read(LIMUR, spec)
+    logged = [json.loads(line) for line in run.samples[LIMUR].read_text(encoding="utf-8").splitlines()]
+    documents = task_run.documents()
+    assert [(d.prompt, d.targets, d.reply, d.answer) for d in documents] == [
+        (s["arguments"]["gen_args_0"]["arg_0"], [str(s["target"])], s["resps"][0][0], s["filtered_resps"][0])
+        for s in logged]
+    assert [d.key for d in documents] == [(s["doc_id"], s["doc_hash"]) for s in logged]
+    assert [d.scores["exact_match"] for d in documents] == [s["exact_match"] for s in logged]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        task_run.notes = []
+    light, _ = lighteval_runs.read_run("le", lighteval_copy(lm_limur, tmp_path / "le", LIMUR), {LIMUR: spec})
+    read = light.read(LIMUR, spec).documents()
+    assert [(d.id, d.key, d.prompt, d.scores) for d in read] == [(d.id, d.key, d.prompt, d.scores) for d in documents]
+
+
 # --- item 2: the epochs reducer inspect used
 
 

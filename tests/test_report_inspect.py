@@ -317,3 +317,53 @@ def test_an_inspect_run_is_dated_by_its_logs_never_by_its_folder_s_time(runs, tm
     assert entry.date == created.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     (record,) = [json.loads(p.read_text(encoding="utf-8")) for p in (out / "eee" / "half").glob("*[0-9a-f].json")]
     assert record["evaluation_timestamp"] == str(int(created.timestamp())) == record["retrieved_timestamp"]
+
+
+def test_each_samples_file_is_parsed_once_by_a_report_with_its_hub_files(runs, tmp_path, monkeypatch):
+    """Issue 44 item 1: the report, its ranking, the Hub files and the Every Eval Ever rows read one ``TaskRun``
+    per task of each run. Main parsed every samples file a second time for the Hub files (with another reader
+    per harness), an lm-eval file's first line twice, and each inspect log's header three times. Counted per
+    file at the one parse function of each harness (lm-eval's ``samples_of``, whose lines are each parsed once,
+    inspect's ``read_eval_log_samples`` and header ``read_eval_log``, pyarrow's ``read_table`` of lighteval's
+    details), on a report of an lm-eval, an inspect and a lighteval run with its Hub files."""
+    import json
+    from collections import Counter
+    from pathlib import Path
+
+    import inspect_ai.log
+    import pyarrow.parquet as pq
+    from test_report_inputs import lighteval_copy
+
+    from qahub.report import lm_eval_runs
+    from qahub.report import runs as report_runs
+
+    light = lighteval_copy(runs["lm-eval", "oracle"], tmp_path / "light", "qahub_limur")
+    calls = {name: Counter() for name in ("lm-eval", "lines", "inspect", "headers", "lighteval")}
+
+    def counting(name, function, key=str):
+        def wrapped(path, *args, **kwargs):
+            calls[name][key(path)] += 1
+            return function(path, *args, **kwargs)
+        return wrapped
+
+    monkeypatch.setattr(lm_eval_runs, "samples_of", counting("lm-eval", lm_eval_runs.samples_of))
+    for module in (lm_eval_runs, report_runs):  # every line of every samples file, parsed by whatever reads it
+        monkeypatch.setattr(module, "load_line", counting("lines", report_runs.load_line, key=lambda line: "all"))
+    monkeypatch.setattr(inspect_ai.log, "read_eval_log_samples", counting("inspect", inspect_ai.log.read_eval_log_samples))
+    monkeypatch.setattr(inspect_ai.log, "read_eval_log", counting("headers", inspect_ai.log.read_eval_log))
+    monkeypatch.setattr(pq, "read_table", counting("lighteval", pq.read_table))
+    out = tmp_path / "out"
+    data = write_report([f"lm={runs['lm-eval', 'half']}", f"inspect={runs['inspect', 'oracle']}", f"light={light}"],
+                        out, resamples=RESAMPLES, progress=False, jobs=1, hub_datasets={})
+    read = {run: sorted(facts["files"]) for run, facts in data["runs"].items()}
+    lm_samples = [p for p in read["lm"] if p.endswith(".jsonl")]
+    assert sorted(calls["lm-eval"]) == lm_samples and len(lm_samples) == len(data["tasks"])
+    assert calls["lines"]["all"] == sum(len(Path(p).read_bytes().splitlines()) for p in lm_samples)
+    logs = sorted(str(p) for p in Path(runs["inspect", "oracle"]).glob("*.eval"))
+    assert sorted(calls["inspect"]) == sorted(calls["headers"]) == logs
+    assert sorted(calls["lighteval"]) == [p for p in read["light"] if p.endswith(".parquet")]
+    assert {count for name in calls if name != "lines" for count in calls[name].values()} == {1}
+    for run in ("lm", "inspect", "light"):  # its Every Eval Ever rows came from that one reading
+        (rows,) = (out / "eee" / run).glob("*_samples.jsonl")
+        found = [json.loads(line) for line in rows.read_text(encoding="utf-8").splitlines()]
+        assert found and all(row["input"]["raw"] and row["sample_id"] for row in found)

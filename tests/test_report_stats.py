@@ -4,6 +4,7 @@ memory (the report's own ``TaskRun``), as a harness's reader gives them to ``tas
 ``_metric`` are test_report's."""
 
 import ast
+import dataclasses
 import itertools
 from pathlib import Path
 
@@ -188,7 +189,7 @@ def test_jeopardy_rows_without_a_theme_are_resampled_by_document(specs):
 
 def test_a_pair_is_clustered_by_whichever_run_records_the_clusters(specs):
     runs = chat_runs(specs, 3)
-    runs[0].tasks[CHAT].clusters = None
+    runs[0].tasks[CHAT] = dataclasses.replace(runs[0].tasks[CHAT], clusters=None)  # a TaskRun is frozen
     entry = reported(specs, CHAT, runs)
     assert entry["comparisons"]["b"]["f1"]["units"] == 3
     assert entry["notes"][-2:] == ["a: resampled by document: the run records no conversation",

@@ -47,6 +47,7 @@ def _write(arguments, out, specs, baseline, resamples, seed, confidence, progres
     from tqdm import tqdm
 
     from .build import report_data, task_names
+    from .model import report_json
     from .sources import read_runs
     from .stats import POWER
     from .workers import jobs as workers
@@ -67,7 +68,7 @@ def _write(arguments, out, specs, baseline, resamples, seed, confidence, progres
         import matplotlib.pyplot  # noqa: F401 - once here, inherited by every worker, not imported by each
     with tqdm(total=len(tasks), desc="resampling", unit="task", file=sys.stderr,
               disable=None if progress else True) as bar:
-        data, images = report_data(runs, skipped, specs, settings, bar, count)
+        data, images, read = report_data(runs, skipped, specs, settings, bar, count, keep=hub_datasets is not None)
     for run in runs:  # every results file a task was read from (two lm_eval calls into one --output_path: two)
         data["runs"][run.name]["results_files"] = run.results_files or [run.results_file]
         data["runs"][run.name]["files"] = run.files  # hashed once, as runs were read (sources.refuse_twice)
@@ -75,7 +76,8 @@ def _write(arguments, out, specs, baseline, resamples, seed, confidence, progres
     if hub_datasets is not None:
         from .hub_files import hub_files
 
-        extra = hub_files(data, runs, specs, hub_datasets)
+        extra = hub_files(data, runs, specs, hub_datasets, read)
+    data = report_json(data)  # the typed tasks as report.json holds them: written, rendered and returned so
     write_folder(out, {"schema": SCHEMA, **data}, images, extra)
     return data
 

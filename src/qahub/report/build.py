@@ -9,6 +9,7 @@ import numpy as np
 
 from .alike import Pairings
 from .judges import JUDGE_METRICS, same_judge_only
+from .model import TaskReport
 from .ranks import ranking
 from .runs import ReportError, numbers, task_metrics
 from .stats import (
@@ -808,30 +809,36 @@ def best(entry, higher_is_better: bool, baseline: str):
     return leader["run"] if wins else None
 
 
-def report_data(runs, skipped, specs, settings, progress, workers=1) -> tuple[dict, dict]:
-    """The report's numbers and ``{task: {figure name: PNG}}``; each task read, resampled and drawn by itself
-    (in ``workers`` processes side by side)."""
+def report_data(runs, skipped, specs, settings, progress, workers=1, keep=False) -> tuple[dict, dict, dict]:
+    """The report's numbers (``data["tasks"]``: ``{task: model.TaskReport}``), ``{task: {figure name: PNG}}``
+    and, with ``keep``, ``{task: {run: TaskRun}}``: the one reading of each task's samples, for what is written
+    from them beside the report (the Hub files); each task read, resampled and drawn by itself (in ``workers``
+    processes side by side)."""
     from .render import task_figures
     from .workers import each
 
     def work(task):
         having = [run.with_task(task, specs[task]) for run in runs if task in run.samples]
         entry = task_report(task, specs[task], having, settings["baseline"], settings)
-        return entry, task_figures(task, entry, settings["baseline"])
+        read = {run.name: run.tasks[task] for run in having} if keep else {}
+        return entry, task_figures(task, entry, settings["baseline"]), read
 
     tasks = task_names(runs)
     sizes = {task: sum(run.samples[task].stat().st_size for run in runs if task in run.samples) for task in tasks}
     done = each(work, tasks, sizes, workers, progress)
-    entries = {task: entry for task, (entry, _) in done.items()}
+    entries = {task: entry for task, (entry, _, _) in done.items()}
     adjust(entries, 1 - settings["confidence"])
     for task, entry in entries.items():
         metric = {**specs[task].metrics, **specs[task].judge_metrics}[entry["main_metric"]]
         entry["best"] = best(entry, metric.higher_is_better, settings["baseline"])
+    # every decision about each task made: its typed report, made once here (``model``)
+    reports = {task: TaskReport.from_json(entry) for task, entry in entries.items()}
     data = {"settings": settings,
             "runs": {run.name: {"path": run.path, "model": run.model, "results_file": run.results_file,
                                 "harness": run.harness, "source": run.results_file} for run in runs},
-            "tasks": entries, "skipped": skipped, "leaderboard": leaderboard(entries, [run.name for run in runs])}
-    return data, {task: images for task, (_, images) in done.items()}
+            "tasks": reports, "skipped": skipped, "leaderboard": leaderboard(entries, [run.name for run in runs])}
+    figures = {task: images for task, (_, images, _) in done.items()}
+    return data, figures, {task: read for task, (_, _, read) in done.items()}
 
 
 def leaderboard(tasks: dict, names: list) -> dict:

@@ -77,10 +77,11 @@ def folder_name(run: str) -> str:
     return name or "run"
 
 
-def hub_files(data: dict, runs: list, specs: dict, hub_datasets: dict) -> dict:
-    """``{path in the report: bytes}`` of every run's ``.eval_results`` entries and Every Eval Ever record;
-    ``data`` gets ``data["hub"]`` (what was written and what was left out, and why) and a note in each task a
-    run is left out of."""
+def hub_files(data: dict, runs: list, specs: dict, hub_datasets: dict, read: dict) -> dict:
+    """``{path in the report: bytes}`` of every run's ``.eval_results`` entries and Every Eval Ever record, from
+    the report's numbers and the ``TaskRun`` each task of each run was read into for them (``read``: ``{task:
+    {run: TaskRun}}``; no samples file is read again); ``data`` gets ``data["hub"]`` (what was written and what
+    was left out, and why) and a note in each task a run is left out of."""
     from qahub import tasks
 
     names = {}
@@ -92,12 +93,13 @@ def hub_files(data: dict, runs: list, specs: dict, hub_datasets: dict) -> dict:
     corpus_of = tasks.task_corpora()
     files, summary = {}, {"eval_results": {}, "eee": {}, "left_out": []}
     for run in runs:
-        facts = {task: run_facts(run, task, specs[task], corpus_of.get(task), hub_datasets)
+        facts = {task: run_facts(run, read[task][run.name], corpus_of.get(task), hub_datasets)
                  for task in sorted(run.samples) if task in data["tasks"]}
         files.update(eval_results(run, facts, data, summary))
         files.update(eee_record(run, facts, data, specs, summary))
     for item in summary["left_out"]:
-        data["tasks"][item["task"]]["notes"].append(f"{item['run']}: {item['what']} left out: {item['reason']}")
+        note = f"{item['run']}: {item['what']} left out: {item['reason']}"
+        data["tasks"][item["task"]] = data["tasks"][item["task"]].with_notes([note])
     data["hub"] = summary
     return files
 
@@ -110,20 +112,14 @@ class Facts:
     hub: HubDataset | None
     dataset: tuple
     n_shot: object
-    instances: list | None  # per document: (doc id, {metric: value}, prompt, [targets], reply, extracted, doc_hash)
+    instances: list | None  # the run's ``TaskRun.documents()``; None where its texts were not read
 
 
-def run_facts(run, task, spec, corpus, hub_datasets) -> Facts:
-    task_run = run.with_task(task, spec).tasks[task]
+def run_facts(run, task_run, corpus, hub_datasets) -> Facts:
+    """The ``Facts`` of one task of ``run``, from the ``TaskRun`` the report read it into."""
     dataset = tuple(task_run.dataset or ())
     hub = dataset_of(run.name, task_run, corpus, hub_datasets.get(corpus))
-    texts = None
-    if run.harness == "lm-eval":
-        texts = lm_eval_instances(run.samples[task], spec)
-    elif run.harness == "inspect":
-        texts = inspect_instances(run.samples[task], task_run, task)
-    elif run.harness == "lighteval":
-        texts = lighteval_instances(run.samples[task], task_run)
+    texts = task_run.documents() if getattr(task_run, "texts", None) is not None else None
     return Facts(corpus, hub, dataset, task_run.n_shot, texts)
 
 
@@ -156,90 +152,6 @@ def hub_claim(name, signature) -> bool:
     return not (revision.startswith("sha256:") and getattr(signature, "dataset", None) in (Path(name).name, None))
 
 
-def lm_eval_instances(samples: Path, spec) -> list:
-    """Each logged document of an lm-eval samples file: its id (the task's), metric values, prompt, target, the
-    model's reply and the filtered reply that was scored."""
-    from qahub import tasks
-    from qahub.report.runs import load_line
-
-    rows = []
-    with open(samples, "rb") as handle:
-        for line in handle:
-            if not line.strip():
-                continue
-            sample = load_line(line)
-            doc_id = tasks.document_id(spec, sample["doc"], sample["doc_id"])
-            values = {m: sample[m] for m in {**spec.metrics, **spec.judge_metrics} if m in sample}
-            rows.append((str(doc_id), values, _prompt(sample.get("arguments")), [str(sample.get("target", ""))],
-                         _first(sample.get("resps")), _first(sample.get("filtered_resps")),
-                         str(sample.get("doc_hash", ""))))
-    return rows
-
-
-def inspect_instances(log: Path, task_run, task: str) -> list:
-    """Each document of an inspect log: its values as the report reads them (over its epochs), and the input,
-    target, reply and scored answer of its first epoch."""
-    from inspect_ai.log import read_eval_log_samples
-
-    first = {}
-    for sample in read_eval_log_samples(str(log), all_samples_required=False):
-        if sample.id not in first or sample.epoch < first[sample.id].epoch:
-            first[sample.id] = sample
-    rows = []
-    for index, doc_id in enumerate(task_run.ids):
-        sample = first[doc_id]
-        values = {m: task_run.items[m][index] for m in task_run.items}
-        reply = sample.output.completion if sample.output else ""
-        score = (sample.scores or {}).get(task)
-        extracted = score.answer if score is not None and score.answer is not None else reply
-        targets = sample.target if isinstance(sample.target, list) else [sample.target]
-        text = sample.input if isinstance(sample.input, str) else "\n\n".join(m.text for m in sample.input)
-        rows.append((str(doc_id), values, text, [str(t) for t in targets], reply, str(extracted), ""))
-    return rows
-
-
-def lighteval_instances(details: Path, task_run) -> list:
-    """Each document of a lighteval details file, in the report's order (qahub's document id): its values as the
-    report reads them, the prompt sent, the gold choices, the reply and its post-processed form."""
-    import pyarrow.parquet as pq
-
-    table = pq.read_table(details, columns=["doc", "model_response"])
-    rows = sorted(zip(table.column("doc").to_pylist(), table.column("model_response").to_pylist(), strict=True),
-                  key=lambda row: row[0]["specific"]["qahub_doc_id"])
-    found = []
-    for index, (doc, response) in enumerate(rows):
-        values = {m: task_run.items[m][index] for m in task_run.items}
-        gold = doc.get("gold_index")
-        golds = gold if isinstance(gold, list) else [gold]
-        targets = [str(doc["choices"][i]) for i in golds if isinstance(i, int) and i < len(doc.get("choices") or [])]
-        sent = response.get("input")
-        prompt = sent if isinstance(sent, str) else str(doc.get("query") or "")
-        reply = _first(response.get("text"))
-        extracted = _first(response.get("text_post_processed")) if response.get("text_post_processed") else reply
-        found.append((str(task_run.ids[index]), values, prompt, targets, reply, extracted,
-                      str(doc["specific"].get("qahub_doc_hash", ""))))
-    return found
-
-
-def _prompt(arguments) -> str:
-    """The prompt lm-eval sent (``arguments``: ``{"gen_args_0": {"arg_0": prompt, ...}}``, or a list in older
-    versions)."""
-    if isinstance(arguments, dict):
-        arguments = list(arguments.values())
-    first = arguments[0] if isinstance(arguments, list) and arguments else None
-    if isinstance(first, dict):
-        first = first.get("arg_0")
-    elif isinstance(first, list):
-        first = first[0] if first else None
-    return "" if first is None else str(first)
-
-
-def _first(value) -> str:
-    while isinstance(value, list):
-        value = value[0] if value else ""
-    return "" if value is None else str(value)
-
-
 # --- .eval_results
 
 
@@ -251,18 +163,18 @@ def eval_results(run, facts: dict, data: dict, summary: dict) -> dict:
     files, written = {}, []
     for task, fact in facts.items():
         entry = data["tasks"][task]
-        main = entry["main_metric"]
-        cell = entry["scores"].get(run.name, {}).get(main)
+        main = entry.main_metric
+        cell = entry.scores.get(run.name, {}).get(main)
         reason = None
         if fact.hub is None:
             reason = (f"no Hub dataset id for {fact.corpus or task} (pass --hub-dataset {fact.corpus or 'CORPUS'}"
                       "=ORG/NAME); a local path is never published")
-        elif cell is None or cell["value"] is None:
+        elif cell is None or cell.value is None:
             reason = f"no value of its main metric {main}"
         if reason:
             summary["left_out"].append({"run": run.name, "task": task, "what": ".eval_results", "reason": reason})
             continue
-        result = EvalResultEntry(dataset_id=fact.hub.repo_id, task_id=task, value=cell["value"],
+        result = EvalResultEntry(dataset_id=fact.hub.repo_id, task_id=task, value=cell.value,
                                  dataset_revision=fact.hub.revision, date=run_date(run),
                                  notes=notes_line(run, task, fact, entry, data["settings"]))
         text = yaml.safe_dump(eval_result_entries_to_yaml([result]), sort_keys=False, allow_unicode=True, width=1000)
@@ -273,24 +185,24 @@ def eval_results(run, facts: dict, data: dict, summary: dict) -> dict:
     return files
 
 
-def notes_line(run, task, fact: Facts, entry: dict, settings: dict) -> str:
+def notes_line(run, task, fact: Facts, entry, settings: dict) -> str:
     """What the ``.eval_results`` spec has no field for, in one line: metric, interval and its method, n (and
     clusters), shots, harness, qahub."""
-    main = entry["main_metric"]
-    cell = entry["scores"][run.name][main]
+    main = entry.main_metric
+    cell = entry.scores[run.name][main]
     level = f"{settings['confidence'] * 100:g}%"
-    low, high = cell["ci"]
+    low, high = cell.ci
     interval = (f"{level} CI [{_short(low)}, {_short(high)}] ({interval_method(cell, entry, main)})"
                 if low is not None and high is not None
-                else f"no {level} CI ({cell.get('no_interval') or 'no resample had a value'})")
-    units = f"n={cell['n']} documents"
-    cluster = entry.get("cluster") or {}
+                else f"no {level} CI ({cell.no_interval or 'no resample had a value'})")
+    units = f"n={cell.n} documents"
+    cluster = entry.cluster or {}
     counted = (cluster.get("runs") or {}).get(run.name) or {}
     if cluster.get("field") and counted.get("clusters") is not None:  # None: resampled by document
         units += f" in {counted['clusters']} {cluster['field']}" + ("" if counted["clusters"] == 1 else "s")
     shots = f"{fact.n_shot}-shot" if fact.n_shot is not None else "shots not recorded"
     harness = f"{run.harness} {harness_version(run)}".strip()
-    return (f"qahub {qahub.__version__}: {main} {_short(cell['value'])}, {interval}; {units}; {read_from(fact)}; "
+    return (f"qahub {qahub.__version__}: {main} {_short(cell.value)}, {interval}; {units}; {read_from(fact)}; "
             f"{shots}; {harness}")
 
 
@@ -300,10 +212,10 @@ def read_from(fact: Facts) -> str:
     return f"config {config or 'not recorded'}, split {split or 'not recorded'}"
 
 
-def interval_method(cell: dict, entry: dict, metric: str) -> str:
+def interval_method(cell, entry, metric: str) -> str:
     """How a score's interval was made: the cell's own method where it has one (``build.flat_cell``), else its
     metric's."""
-    return cell.get("method") or entry["intervals"].get(metric, "method not recorded")
+    return cell.method or entry.intervals.get(metric, "method not recorded")
 
 
 def _short(value) -> str:
@@ -335,7 +247,7 @@ def run_time(run) -> int | None:
     if isinstance(date, int | float) and not isinstance(date, bool) and math.isfinite(date):
         return int(date)
     if run.harness == "inspect":
-        return inspect_created(run.samples.values())
+        return inspect_created(run.headers.values())
     named = RESULTS.match(Path(run.results_file).name)
     for layout in ("%Y-%m-%dT%H-%M-%S.%f", "%Y-%m-%dT%H-%M-%S"):
         try:
@@ -346,13 +258,12 @@ def run_time(run) -> int | None:
     return None
 
 
-def inspect_created(logs) -> int | None:
-    """The earliest ``eval.created`` of inspect logs (the time inspect recorded when each eval started)."""
-    from inspect_ai.log import read_eval_log
-
+def inspect_created(headers) -> int | None:
+    """The earliest ``eval.created`` of inspect logs (the time inspect recorded when each eval started), from
+    their headers as the run was read with them."""
     times = []
-    for log in logs:
-        created = read_eval_log(str(log), header_only=True).eval.created
+    for header in headers:
+        created = header.eval.created
         when = datetime.datetime.fromisoformat(created)
         times.append(when if when.tzinfo else when.replace(tzinfo=datetime.timezone.utc))
     return int(min(times).timestamp()) if times else None
@@ -410,13 +321,13 @@ def task_results(run, task, fact: Facts, data: dict, spec, summary: dict, when) 
     metrics = task_metrics(spec)
     declared = {**spec.metrics, **spec.judge_metrics}
     results = []
-    for metric, cell in data["tasks"][task]["scores"].get(run.name, {}).items():
-        if cell["value"] is None:
+    for metric, cell in data["tasks"][task].scores.get(run.name, {}).items():
+        if cell.value is None:
             summary["left_out"].append({"run": run.name, "task": task, "what": f"EEE result {metric}",
                                         "reason": "its value is not a finite number"})
             continue
         results.append({"evaluation_result_id": f"{task}/{metric}", "evaluation_name": task,
-                        "source_data": source_data(task, fact, cell["n"]),
+                        "source_data": source_data(task, fact, cell.n),
                         **({"evaluation_timestamp": str(when)} if when is not None else {}),
                         "metric_config": metric_config(task, metric, metrics[metric], declared[metric][1], spec),
                         "score_details": score_details(cell, data["tasks"][task], metric, data["settings"], run.name),
@@ -481,22 +392,23 @@ def source_data(task, fact: Facts, n: int) -> dict:
     return found
 
 
-def score_details(cell: dict, entry: dict, metric: str, settings: dict, run: str) -> dict:
+def score_details(cell, entry, metric: str, settings: dict, run: str) -> dict:
+    """A score's Every Eval Ever details (``cell``: a ``model.Cell`` of the ``model.TaskReport`` ``entry``)."""
     method = interval_method(cell, entry, metric)
-    uncertainty = {"num_samples": int(cell["n"])}
-    low, high = cell["ci"]
+    uncertainty = {"num_samples": int(cell.n)}
+    low, high = cell.ci
     if low is not None and high is not None:
         uncertainty["confidence_interval"] = {"lower": low, "upper": high, "confidence_level": settings["confidence"],
                                               "method": method}
     if "bootstrap" in method or "half-samples" in method:
         uncertainty["num_bootstrap_samples"] = int(settings["resamples"])
-    cluster = entry.get("cluster") or {}
+    cluster = entry.cluster or {}
     counted = (cluster.get("runs") or {}).get(run) or {}
     details = {"interval_method": method,  # a run of a clustered task may be resampled by document (no clusters)
                "resampled_by": cluster.get("field") if counted.get("clusters") is not None else "document"}
-    if cell.get("no_interval"):  # the schema has no field for why a score has no interval: a detail says it
-        details["no_interval"] = cell["no_interval"]
-    return {"score": cell["value"], "details": details, "uncertainty": uncertainty}
+    if cell.no_interval:  # the schema has no field for why a score has no interval: a detail says it
+        details["no_interval"] = cell.no_interval
+    return {"score": cell.value, "details": details, "uncertainty": uncertainty}
 
 
 def generation(run, task) -> dict:
@@ -519,7 +431,9 @@ def instance_rows(run, task, fact: Facts, metrics: dict, evaluation_id: str, spe
     """A row per document and per-document metric (a corpus BLEU or distinct-n has no per-document score)."""
     # metric values are lm-eval's logged ones, or an inspect document's as the report averages its epochs
     rows = []
-    for doc_id, values, prompt, target, reply, extracted, doc_hash in fact.instances:
+    for document in fact.instances:
+        doc_id, values, prompt, target = str(document.id), document.scores, document.prompt, document.targets
+        reply, extracted, doc_hash = document.reply, document.answer, str(document.key[1] or "")
         sample_hash = hashlib.sha256(json.dumps({"raw": prompt, "reference": target}, sort_keys=True,
                                                 ensure_ascii=False).encode("utf-8")).hexdigest()
         extraction = "lm-eval filter" if run.harness == "lm-eval" else f"{run.harness} scorer"

@@ -291,6 +291,7 @@ def _inspect_logs(name, snapshot, folder, files, specs):
                               f"({', '.join(sorted(files))}); publish one run's logs per folder")
         run.samples.update(log.samples)
         run.run_ids.update(log.run_ids)
+        run.headers.update(log.headers)
     run.samples = dict(sorted(run.samples.items()))
     run.path, run.results_file = snapshot.where(folder), str(snapshot.root / folder)  # as a local log folder's
     return run

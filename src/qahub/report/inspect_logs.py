@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import zipfile
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from qahub.signature import run_signature
@@ -29,6 +29,7 @@ from .runs import (
     ReportError,
     Run,
     TaskRun,
+    Texts,
     cluster_name,
     finite,
     prompt_hash,
@@ -37,17 +38,20 @@ from .runs import (
 
 SUFFIXES = (".eval", ".json")
 PREFIX = "qahub_"  # lm-eval's task qahub_limur is inspect's qahub/limur
-SKIPPED_FIELDS = {"messages", "events", "store", "attachments", "output", "model_usage", "role_usage"}
+# what a sample's reading leaves out (its ``output`` is kept: the reply the Every Eval Ever rows give)
+SKIPPED_FIELDS = {"messages", "events", "store", "attachments", "model_usage", "role_usage"}
 
 
 @dataclass
 class InspectRun(Run):
-    """A run read from inspect logs: ``samples`` maps each task to its log file."""
+    """A run read from inspect logs: ``samples`` maps each task to its log file, ``headers`` to that log's
+    header (read once, when the run is read)."""
 
     harness = "inspect"
+    headers: dict = field(default_factory=dict, repr=False)
 
     def read(self, task: str, spec) -> TaskRun:
-        return read_task(task, self.samples[task], spec)
+        return read_task(task, self.samples[task], spec, self.headers.get(task))
 
 
 def is_log(path: Path) -> bool:
@@ -86,7 +90,8 @@ def read_run(name: str | None, path: Path, specs: dict) -> tuple[Run, list]:
                           "logs per run")
     run = InspectRun(name or models[0], str(path), models[0], str(path), {},
                      {task: logs[0][0] for task, logs in sorted(found.items())},
-                     run_ids={task: ("inspect", logs[0][1].eval.eval_id) for task, logs in found.items()})
+                     run_ids={task: ("inspect", logs[0][1].eval.eval_id) for task, logs in found.items()},
+                     headers={task: logs[0][1] for task, logs in sorted(found.items())})
     return run, skipped
 
 
@@ -123,11 +128,11 @@ def _check_finished(header, file):
         raise ReportError(f"{file}: the eval has no results (no sample was scored)")
 
 
-def read_task(task: str, file: Path, spec) -> TaskRun:
-    header = _header(file)
+def read_task(task: str, file: Path, spec, header=None) -> TaskRun:
+    header = _header(file) if header is None else header
     metrics, fields = task_metrics(spec), list(spec.categories)
     reducer = epochs_reducer(header, task, file)
-    epochs, prompts, targets, failed = _scored_samples(task, file)
+    epochs, prompts, targets, failed, first = _scored_samples(task, file)
     order = [i for i in (header.eval.dataset.sample_ids or []) if i in epochs] or list(epochs)
     if not order:
         raise ReportError(f"{file}: no samples")
@@ -150,14 +155,17 @@ def read_task(task: str, file: Path, spec) -> TaskRun:
                    categories, None, qahub.get("fewshot"), header.eval.config.limit,
                    (qahub.get("location"), qahub.get("config"), qahub.get("split")), list(order), notes,
                    clusters, cluster_name(spec.cluster), hashes, prompt_format(header), "messages", most, reducer[0],
-                   signature)
+                   signature, Texts(*(list(column) for column in zip(*(first[i] for i in order)))))
 
 
-def _scored_samples(task: str, file: Path) -> tuple[dict, dict, dict, int]:
-    """``(epochs, prompts, targets, failed)``: each sample id's ``[(epoch, Score, metadata)]``, its prompt and
-    target, and the number of samples that failed without a score."""
-    epochs, prompts, targets, failed = {}, {}, {}, 0
+def _scored_samples(task: str, file: Path) -> tuple[dict, dict, dict, int, dict]:
+    """``(epochs, prompts, targets, failed, texts)``: each sample id's ``[(epoch, Score, metadata)]``, its prompt
+    and target, the number of samples that failed without a score, and each id's texts of its first epoch
+    (``sample_texts``), in one pass over the log's samples."""
+    epochs, prompts, targets, failed, first = {}, {}, {}, 0, {}
     for sample in _samples(file):
+        if sample.id not in first or sample.epoch < first[sample.id][0]:
+            first[sample.id] = (sample.epoch, sample_texts(sample, task))
         score = (sample.scores or {}).get(task)
         if score is None and sample.error:  # --no-fail-on-error: inspect leaves it out of every metric
             failed += 1
@@ -167,7 +175,18 @@ def _scored_samples(task: str, file: Path) -> tuple[dict, dict, dict, int]:
         epochs.setdefault(sample.id, []).append((sample.epoch, score, sample.metadata))
         prompts.setdefault(sample.id, input_messages(sample.input))
         targets.setdefault(sample.id, sample.target)
-    return epochs, prompts, targets, failed
+    return epochs, prompts, targets, failed, {i: texts for i, (_, texts) in first.items()}
+
+
+def sample_texts(sample, task: str) -> tuple:
+    """(prompt text, [targets], reply, scored answer) of one sample: its input (messages joined by a blank
+    line), target(s), the output's completion and the scorer's answer (the reply where it gives none)."""
+    reply = sample.output.completion if sample.output else ""
+    score = (sample.scores or {}).get(task)
+    answer = score.answer if score is not None and score.answer is not None else reply
+    targets = sample.target if isinstance(sample.target, list) else [sample.target]
+    text = sample.input if isinstance(sample.input, str) else "\n\n".join(m.text for m in sample.input)
+    return text, [str(t) for t in targets], reply, str(answer)
 
 
 # what inspect's sample reader raises on a damaged log: its zip reader, its JSON parsers (ijson's JSONError, the

@@ -19,9 +19,11 @@ from .runs import (
     ResultsRun,
     Run,
     TaskRun,
+    Texts,
     add_samples,
     aggregates,
     cluster_name,
+    first_text,
     load_json,
     newest_holding,
     prompt_hash,
@@ -101,7 +103,7 @@ def read_task(task: str, details: Path, results: dict, spec, results_name: str) 
     limit = results["config_general"].get("max_samples")
     ids = [tasks.document_id(spec, s["qahub_doc"], s["qahub_doc_id"]) for s in specific]
     clusters = [spec.cluster(s["qahub_doc"]) for s in specific] if spec.cluster else None
-    sent, how = prompts(docs, [response for _, _, response in rows], results)
+    sent, how = prompts(docs, [response.get("input") for _, _, response in rows], results)
     notes = [] if how else ["the details do not record whether lighteval applied a chat template (it does when "
                             "the tokenizer has one, unless the model config sets override_chat_template)"]
     n_shot, hashes, kind = int(key.rpartition("|")[2]), [prompt_hash(p) for p in sent], "messages" if how == CHAT else "text"
@@ -110,19 +112,24 @@ def read_task(task: str, details: Path, results: dict, spec, results_name: str) 
                               prompts=hashes, prompt_kind=kind)
     return TaskRun(task, str(details), values, keys, items, categories, version, n_shot, limit,
                    tuple(specific[0]["qahub_dataset"]), ids, notes, clusters, cluster_name(spec.cluster), hashes, how,
-                   kind, signature=signature)
+                   kind, signature=signature, texts=texts_of(rows))
+
+
+RESPONSE = ("input", "text", "text_post_processed")  # what is read of a model response: never its tokens, logits
 
 
 def _read_details(details: Path) -> list:
-    """(doc, metric, the model response's input) of each row of a details Parquet, in lm-eval's order (doc_id),
-    and each row's (qahub_doc_id, qahub_doc_hash)."""
+    """(doc, metric, the model response's input, text and post-processed text) of each row of a details Parquet,
+    in lm-eval's order (doc_id), and each row's (qahub_doc_id, qahub_doc_hash): the one place a details file is
+    read, once per report."""
     import pyarrow.parquet as pq
 
     try:
-        logs_input = _logs_input(pq.read_schema(details))
-        # the model response's input alone: its other fields (tokens, logits) can be most of the file
-        table = pq.read_table(details, columns=["doc", "metric"] + ["model_response.input"] * logs_input)
-        responses = table.column("input").to_pylist() if logs_input else [None] * table.num_rows
+        logged = _response_fields(pq.read_schema(details))
+        # the model response's texts alone: its other fields (tokens, logits) can be most of the file
+        table = pq.read_table(details, columns=["doc", "metric"] + [f"model_response.{f}" for f in logged])
+        columns = {f: table.column(f).to_pylist() for f in logged}
+        responses = [{f: columns[f][i] for f in logged} for i in range(table.num_rows)]
         # lighteval shuffles the documents; in lm-eval's order (doc_id) the bootstrap draws the same resamples
         rows = sorted(zip(table.column("doc").to_pylist(), table.column("metric").to_pylist(), responses,
                           strict=True), key=lambda row: row[0]["specific"]["qahub_doc_id"])
@@ -133,12 +140,31 @@ def _read_details(details: Path) -> list:
     return rows, keys
 
 
-def _logs_input(schema) -> bool:
-    """Whether the details' ``model_response`` has an ``input`` (the prompt as sent; some backends log it)."""
+def _response_fields(schema) -> list:
+    """Which of ``RESPONSE`` the details' ``model_response`` has (``input``, the prompt as sent: some backends
+    log it)."""
     if "model_response" not in schema.names:
-        return False
+        return []
     kind = schema.field("model_response").type
-    return hasattr(kind, "get_field_index") and kind.get_field_index("input") >= 0
+    return [f for f in RESPONSE if hasattr(kind, "get_field_index") and kind.get_field_index(f) >= 0]
+
+
+def texts_of(rows: list) -> Texts:
+    """Each document's prompt as sent (the query where the response does not log it), gold choices, reply and
+    post-processed reply (the reply where there is none)."""
+    texts = Texts([], [], [], [])
+    for doc, _, response in rows:
+        gold = doc.get("gold_index")
+        golds = gold if isinstance(gold, list) else [gold]
+        choices = doc.get("choices") or []
+        texts.targets.append([str(choices[i]) for i in golds if isinstance(i, int) and i < len(choices)])
+        sent = response.get("input")
+        texts.prompts.append(sent if isinstance(sent, str) else str(doc.get("query") or ""))
+        reply = first_text(response.get("text"))
+        texts.replies.append(reply)
+        processed = response.get("text_post_processed")
+        texts.answers.append(first_text(processed) if processed else reply)
+    return texts
 
 
 def prompts(docs: list, inputs: list, results: dict) -> tuple[list, str | None]:

@@ -20,9 +20,11 @@ from .runs import (
     ResultsRun,
     Run,
     TaskRun,
+    Texts,
     add_samples,
     aggregates,
     cluster_name,
+    first_text,
     load_json,
     load_line,
     newest_holding,
@@ -96,8 +98,7 @@ def task_entry(results: dict, key: str, task: str, path) -> dict:
 
 
 def read_task(task: str, samples: Path, results: dict, spec, results_name: str) -> TaskRun:
-    present = _metrics_logged(samples, task, task_metrics(spec))
-    rows, ids, cats, clusters, prompts = _read_samples(task, samples, spec, present)
+    present, rows, ids, cats, clusters, prompts, texts = _read_samples(task, samples, spec, task_metrics(spec))
     columns = [list(column) for column in zip(*rows)]
     keys = list(zip(columns[0], columns[1]))
     items = dict(zip(present, columns[2:]))
@@ -116,34 +117,69 @@ def read_task(task: str, samples: Path, results: dict, spec, results_name: str) 
     return TaskRun(task, str(samples), values, keys, items, cats, version, n_shot,
                    (results.get("config") or {}).get("limit"), dataset, ids, [], clusters, cluster_name(spec.cluster),
                    prompts, TEMPLATE if results.get("chat_template_sha") or results.get("chat_template") else RAW,
-                   "text", signature=signature)
+                   "text", signature=signature, texts=texts)
 
 
-def _read_samples(task: str, samples: Path, spec, present: list):
-    """(rows of doc_id, doc_hash and the present metrics, document ids, category columns, clusters or None,
-    prompt hashes) of each line of a samples file, in its order."""
+def samples_of(samples: Path):
+    """``(line number, sample)`` of each line of an lm-eval samples file: the one place it is parsed, once per
+    report (a line that is not JSON is one line naming the file and the line)."""
+    with open(samples, "rb") as handle:
+        for number, line in enumerate(handle, 1):
+            if number == 1 and not line.strip():
+                raise ReportError(f"{samples}: no samples")
+            yield number, _sample(samples, number, line)
+
+
+def _read_samples(task: str, samples: Path, spec, metrics: dict):
+    """(the metrics logged, rows of doc_id, doc_hash and those metrics, document ids, category columns, clusters
+    or None, prompt hashes, ``Texts``) of each line of a samples file, in its order, in one pass."""
     categories, cluster = spec.categories, spec.cluster
     rows, ids, cats, clusters = [], [], {f: [] for f in categories}, [] if cluster else None
     fields = [(categories[f], column) for f, column in cats.items()]
-    number, get, prompts = 0, operator.itemgetter("doc_id", "doc_hash", *present), []
-    with open(samples, "rb") as handle:
-        try:
-            for number, line in enumerate(handle, 1):  # noqa: B007 - the line an error names
-                sample = _sample(samples, number, line)
-                rows.append(get(sample))
-                prompts.append(prompt_hash(sent_prompt(sample.get("arguments"))))
-                doc = sample["doc"]
-                ids.append(tasks.document_id(spec, doc, sample["doc_id"]))
-                for category, column in fields:
-                    column.append(str(category(doc)))
-                if cluster:
-                    clusters.append(cluster(doc))
-        except ReportError:
-            raise
-        except (KeyError, TypeError, IndexError, AttributeError, ValueError) as err:
-            raise ReportError(f"{samples}: line {number}: not a logged sample of {task} "
-                              f"({type(err).__name__}: {err})") from None
-    return rows, ids, cats, clusters, prompts
+    number, present, prompts, texts = 0, None, [], Texts([], [], [], [])
+    try:
+        for number, sample in samples_of(samples):  # noqa: B007 - the line an error names
+            if present is None:
+                present = _metrics_logged(samples, task, metrics, sample)
+                get = operator.itemgetter("doc_id", "doc_hash", *present)
+            rows.append(get(sample))
+            prompts.append(prompt_hash(sent_prompt(sample.get("arguments"))))
+            _add_texts(texts, sample)
+            doc = sample["doc"]
+            ids.append(tasks.document_id(spec, doc, sample["doc_id"]))
+            for category, column in fields:
+                column.append(str(category(doc)))
+            if cluster:
+                clusters.append(cluster(doc))
+    except ReportError:
+        raise
+    except (KeyError, TypeError, IndexError, AttributeError, ValueError) as err:
+        raise ReportError(f"{samples}: line {number}: not a logged sample of {task} "
+                          f"({type(err).__name__}: {err})") from None
+    if present is None:
+        raise ReportError(f"{samples}: no samples")
+    return present, rows, ids, cats, clusters, prompts, texts
+
+
+def _add_texts(texts: Texts, sample: dict):
+    """A sample's prompt as sent, its target, the model's reply and the filtered reply that was scored."""
+    texts.prompts.append(prompt_text(sample.get("arguments")))
+    texts.targets.append([str(sample.get("target", ""))])
+    texts.replies.append(first_text(sample.get("resps")))
+    texts.answers.append(first_text(sample.get("filtered_resps")))
+
+
+def prompt_text(arguments) -> str:
+    """The prompt lm-eval sent (``arguments``: ``{"gen_args_0": {"arg_0": prompt, ...}}``, or a list in older
+    versions), "" when none is logged."""
+    if isinstance(arguments, dict):
+        arguments = list(arguments.values())
+    first = arguments[0] if isinstance(arguments, list) and arguments else None
+    if isinstance(first, dict):
+        first = first.get("arg_0")
+    elif isinstance(first, list):
+        first = first[0] if first else None
+    return "" if first is None else str(first)
 
 
 def sent_prompt(arguments):
@@ -177,13 +213,8 @@ def _sample(samples: Path, number: int, line: bytes):
         raise ReportError(f"{samples}: line {number}: not JSON ({err.msg}); the samples file is damaged") from None
 
 
-def _metrics_logged(samples: Path, task: str, metrics: dict) -> list:
+def _metrics_logged(samples: Path, task: str, metrics: dict, sample) -> list:
     """The task's metrics the first sample has (a judge score only when the run had a judge)."""
-    with open(samples, "rb") as handle:
-        first = handle.readline()
-    if not first.strip():
-        raise ReportError(f"{samples}: no samples")
-    sample = _sample(samples, 1, first)
     if not isinstance(sample, dict):
         raise ReportError(f"{samples}: line 1: not a JSON object")
     present = [m for m in metrics if m in sample]

@@ -44,9 +44,38 @@ class Metric:
     range: tuple = None  # (low, high) the metric lies in (``TaskSpec.range_of``), None where nothing bounds it
 
 
-@dataclass
+@dataclass(frozen=True)
+class Texts:
+    """What each document was sent and what came back, as the harness logged it, a list per field in the
+    ``TaskRun``'s document order: read with the numbers, in the same one pass over the samples file."""
+
+    prompts: list  # the prompt as sent, as text ("" when not logged)
+    targets: list  # the reference(s) of each document: a list of texts
+    replies: list  # the model's reply (inspect: its first epoch's)
+    answers: list  # the answer that was scored: lm-eval's filtered reply, inspect's scorer answer, lighteval's
+    # post-processed text (the reply where none was extracted)
+
+
+@dataclass(frozen=True)
+class Document:
+    """One document of a ``TaskRun`` (``TaskRun.documents``): its ids, texts, cluster and per-document values."""
+
+    id: object  # the task's document id (``tasks.document_id``)
+    key: tuple  # (doc_id, doc_hash): lm-eval's; inspect's (id, None)
+    prompt: str
+    targets: list
+    reply: str
+    answer: str
+    cluster: object  # None when the task declares none
+    scores: dict  # metric -> the document's item (a number, None, a BLEU pair, a distinct-n text)
+
+
+@dataclass(frozen=True)
 class TaskRun:
-    """One task of one run: lm-eval's point values and the logged per-document items."""
+    """One task of one run as its harness logged it, read once (one pass over its samples, log or details):
+    the harness's point values, each document's ids, categories, cluster, per-metric items, prompt hash and
+    texts (``documents``), and how the run was made. The report, its ranking, the Hub files and the Every Eval
+    Ever rows all read this one object."""
 
     task: str
     file: str
@@ -68,6 +97,16 @@ class TaskRun:
     epochs: int = 1  # inspect: the epochs each document ran
     reducer: str = None  # inspect: the epochs reducer that made each document's numbers (inspect's log name)
     signature: Signature = None  # the task's signature as the run recorded it (``Signature.of_metric``: a metric's)
+    texts: Texts = None  # each document's prompt, targets, reply and scored answer; None when not read
+
+    def documents(self) -> list[Document]:
+        """Each document as one record, in the run's order (``texts`` empty where they were not read)."""
+        texts = self.texts or Texts([""] * len(self.keys), [[]] * len(self.keys), [""] * len(self.keys),
+                                    [""] * len(self.keys))
+        clusters = self.clusters or [None] * len(self.keys)
+        return [Document(self.ids[i] if self.ids else key[0], key, texts.prompts[i], texts.targets[i],
+                         texts.replies[i], texts.answers[i], clusters[i], {m: v[i] for m, v in self.items.items()})
+                for i, key in enumerate(self.keys)]
 
 
 @dataclass
@@ -122,7 +161,8 @@ class ResultsRun(Run):
         file, results = self.sources[task]
         task_run = type(self).reader(task, self.samples[task], results, spec, str(file))
         if len(self.results_files) > 1:
-            task_run.notes.append(f"read from {file.name}, the newest of its results files holding {task}")
+            note = f"read from {file.name}, the newest of its results files holding {task}"
+            task_run = replace(task_run, notes=[*task_run.notes, note])
         return task_run
 
 
@@ -257,6 +297,13 @@ def newest_holding(files: list, tasks_of) -> dict:
     for file in sorted(files, key=lambda p: RESULTS.match(p.name)["date"]):
         chosen.update(dict.fromkeys(tasks_of(file), file))
     return chosen
+
+
+def first_text(value) -> str:
+    """The first text of a logged reply (a list, or a list of lists, of texts): "" for none."""
+    while isinstance(value, list):
+        value = value[0] if value else ""
+    return "" if value is None else str(value)
 
 
 def prompt_hash(prompt) -> str:
