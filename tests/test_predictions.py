@@ -1,6 +1,7 @@
 """Issue 19: predictions are matched by an id stored in both, read by one reader for the five metrics.
 
-Every case runs the installed ``qahub`` as a user would, over the bundled sample exports: an export re-ordered
+Every case runs ``qahub`` as a user would (``qahub.cli.main`` in one batch process, tests/qahub_batch.py; the
+installed entry point itself for /dev/zero), over the bundled sample exports: an export re-ordered
 by another tool scores the same; a bare list of replies is paired by position only with ``--by-position`` and
 one reply per row; the one reader answers the same for every metric (a BOM, U+2028 / U+0085 inside a JSON Lines
 reply, a repeated, null or non-text id, ``/dev/zero``, a file over the size cap, a lone surrogate).
@@ -20,6 +21,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from qahub_batch import Batch
 
 from qahub import registry
 
@@ -47,13 +49,28 @@ CASES = _cases()
 CORPORA = sorted(CASES)
 
 
+BATCH = Batch()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _stop_batch():
+    yield
+    BATCH.stop()
+
+
 def qahub(*argv, limit=None):
-    """``(exit status, stdout, stderr)`` of the installed ``qahub`` (``limit``: its address space, in bytes)."""
+    """``(exit status, stdout, stderr)`` of ``qahub`` (``limit``: its address space, in bytes). With a limit, the
+    installed ``qahub`` in a process of its own (test_dev_zero_... runs it so for every corpus: the entry point
+    end to end); without, in this file's one ``Batch`` process."""
+    argv = ["--quiet", *map(str, argv)]
+    if limit is None:
+        return BATCH.run(argv)
+
     def limited():
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
-    done = subprocess.run([QAHUB, "--quiet", *map(str, argv)], capture_output=True, text=True, timeout=600,
-                          preexec_fn=limited if limit else None, errors="backslashreplace")
+    done = subprocess.run([QAHUB, *argv], capture_output=True, text=True, timeout=600, preexec_fn=limited,
+                          errors="backslashreplace")
     return done.returncode, done.stdout, done.stderr
 
 
