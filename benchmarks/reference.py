@@ -6,9 +6,9 @@ lm-eval, inspect and lighteval, on one fixed set of documents, then ``qahub repo
 - models: ``qahub models fetch`` (cached after the first call); SmolLM2 with its chat template in every harness
   (lm-eval ``--apply_chat_template``), Gemma (base, no template) on raw prompts in lm-eval and lighteval; inspect's
   ``hf/`` provider sends chat messages to both;
-- data: JEMHopQA v1.2, Jeopardy (validation) and Topical-Chat (test_freq, test_rare) built from ``--data-root``
-  (``../shared/data``); doc2dial and LIMUR from qahub's bundled samples (their full files are not here), so
-  their tasks have their few sample documents;
+- data: each corpus built from ``--data-root/<corpus>`` (``../shared/data``: JEMHopQA, Jeopardy's validation
+  file, Topical-Chat's test and valid splits), else from qahub's bundled sample (doc2dial and LIMUR here, so
+  their tasks have their few sample documents);
 - documents: ``qahub pick-docs`` (``--docs`` of each task, one per conversation first; every document when a task
   has fewer), the same in every harness (lm-eval ``--samples``, inspect ``sample_id``,
   ``QAHUB_LIGHTEVAL_SAMPLES``);
@@ -33,8 +33,6 @@ import time
 from pathlib import Path
 
 BIN = Path(sys.executable).parent
-SHARED = {"jemhopqa": "jemhopqa", "jeopardy": "jeopardy", "topical_chat": "topical_chat"}
-SAMPLED = ("doc2dial", "limur")  # only qahub's bundled samples: their full files are not mirrored
 MODELS = {"gemma": False, "smollm2": True}  # name -> chat template
 HARNESSES = ("lm-eval", "inspect", "lighteval")
 
@@ -47,15 +45,20 @@ def qahub(*argv, **kwargs) -> str:
 
 
 def exports(out: Path, data_root: Path) -> dict:
+    """Every corpus built into ``OUT/exports``: from ``data_root/<corpus>`` where that folder is there (its
+    configs and splits whose files are there, when the builder has that option), else from qahub's bundled
+    sample."""
     from qahub import registry
+    from qahub.export.options import option_kinds
 
     found = {}
-    for corpus in (*SHARED, *SAMPLED):
+    for corpus in registry.corpus_names():
         folder = out / "exports" / corpus
         if not (folder / "README.md").is_file():
-            source = data_root / SHARED[corpus] if corpus in SHARED else registry.samples_dir(corpus)
-            qahub("build", corpus, "--data-dir", str(source), "--out", str(folder), "--overwrite",
-                  *(["--option", "present_splits_only=true"] if corpus != "jemhopqa" and corpus in SHARED else []))
+            real = (data_root / corpus).is_dir()
+            present = real and "present_splits_only" in option_kinds(corpus)
+            qahub("build", corpus, "--data-dir", str(data_root / corpus if real else registry.samples_dir(corpus)),
+                  "--out", str(folder), "--overwrite", *(["--option", "present_splits_only=true"] if present else []))
         found[corpus] = str(folder)
     return found
 
