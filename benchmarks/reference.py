@@ -69,13 +69,7 @@ def picked_docs(folders: dict, docs: int) -> dict:
 
     found = {}
     for task, corpus in tasks.task_corpora().items():
-        try:
-            chosen, _, _ = pick_docs.pick(task, docs, folders[corpus])
-        except Exception as err:  # fewer documents than asked: take them all
-            if "documents of" not in str(err):
-                raise
-            total = int(str(err).split(" has ")[1].split()[0])
-            chosen, _, _ = pick_docs.pick(task, total, folders[corpus])
+        chosen, _, _ = pick_docs.pick(task, docs, folders[corpus], at_most=True)
         found[task] = (corpus, [i for i, _, _ in chosen], [d for _, d, _ in chosen])
     return found
 

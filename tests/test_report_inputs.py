@@ -438,6 +438,16 @@ def test_pick_docs_refuses_more_documents_than_the_task_has(locations, capsys): 
     assert "--n 100000: " in err and "documents of qahub_limur" in err and len(err.strip().splitlines()) == 1
 
 
+def test_pick_docs_at_most_gives_every_document_of_a_smaller_task_as_asking_for_that_many(locations):  # noqa: F811
+    """``pick(..., at_most=True)``: what benchmarks/reference.py asks (up to --docs of each task), with no error
+    text to parse; fewer asked than the task has: the same documents as without it."""
+    everything, documents, _ = pick_docs.pick("qahub_limur", 100000, locations["limur"], seed=2, at_most=True)
+    assert len(everything) == documents
+    assert everything == pick_docs.pick("qahub_limur", documents, locations["limur"], seed=2)[0]
+    assert pick_docs.pick("qahub_limur", 2, locations["limur"], seed=2, at_most=True) == \
+        pick_docs.pick("qahub_limur", 2, locations["limur"], seed=2)
+
+
 # --- item 10: no import circle among the report's modules
 
 
