@@ -32,16 +32,11 @@ import sys
 import time
 from pathlib import Path
 
+from _common import qahub
+
 BIN = Path(sys.executable).parent
 MODELS = {"gemma": False, "smollm2": True}  # name -> chat template
 HARNESSES = ("lm-eval", "inspect", "lighteval")
-
-
-def qahub(*argv, **kwargs) -> str:
-    done = subprocess.run([str(BIN / "qahub"), *argv], capture_output=True, text=True, **kwargs)
-    if done.returncode:
-        raise SystemExit(f"qahub {' '.join(argv)}: {done.stderr.strip()[-800:]}")
-    return done.stdout
 
 
 def exports(out: Path, data_root: Path) -> dict:

@@ -123,3 +123,14 @@ def test_the_reference_run_picks_up_to_its_documents_of_each_task_and_all_of_a_s
         assert len(indexes) == len(ids) == min(3, total), task
     everything = reference.picked_docs(folders, 10**6)["qahub_limur"][1]
     assert everything == list(range(pick_docs.pick("qahub_limur", 1, folders["limur"])[1]))
+
+
+def test_the_benchmarks_one_qahub_helper_returns_stdout_and_fails_with_the_command_s_stderr():
+    from _common import qahub
+
+    assert "pick-docs" in qahub("--help")
+    with pytest.raises(SystemExit) as failed:
+        qahub("pick-docs", "qahub_nosuchtask", "--n", "1", "--location", "-")
+    message = str(failed.value)
+    assert message.startswith("qahub pick-docs qahub_nosuchtask --n 1 --location - failed (exit 1): ")
+    assert "qahub_nosuchtask: no such task" in message
