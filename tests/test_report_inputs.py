@@ -363,10 +363,16 @@ def test_a_chat_template_in_lighteval_against_raw_text_is_a_caveat(lm_limur, tmp
 
 
 def test_lighteval_details_with_no_prompt_text_say_the_prompts_were_not_compared(lm_limur, tmp_path):
-    """lighteval 0.13's transformers backend logs no ``input``: its prompts are not known, so the report says
-    they were not compared ("? prompts"), never that they differ, though its queries are lm-eval's prompts."""
+    """lighteval 0.13's transformers backend logs no ``input``, and its query is not what it sent with a chat
+    template (SmolLM2's run: every value equal to lm-eval's, once marked "different prompts (template)"): the
+    report says the prompts were not compared ("? prompts"), never that they differ."""
+    def unrendered(docs):
+        for doc in docs:  # the query before lighteval's chat template: not lm-eval's prompt as sent
+            doc["query"] = doc["query"].removesuffix("\n").rsplit("\n", 1)[-1]
+        return [{"text": ["reply"]} for _ in docs]
+
     run = lighteval_copy(lm_limur, tmp_path / "le", LIMUR)
-    relog(run, lambda docs: [{"text": ["reply"]} for _ in docs])
+    relog(run, unrendered)
     data = report(tmp_path, {"lm": lm_limur, "le": run})
     entry = data["tasks"][LIMUR]
     assert entry["caveats"] == {"le": ["prompts not recorded by lighteval: not compared"]}
@@ -374,6 +380,7 @@ def test_lighteval_details_with_no_prompt_text_say_the_prompts_were_not_compared
     summary = (tmp_path / "report-0" / "report.md").read_text(encoding="utf-8")
     assert "? prompts le against lm: prompts not recorded by lighteval: not compared" in summary
     assert "≠ prompts" not in summary and "different prompts" not in summary
+    assert "? prompts: compared, but a harness did not record the prompts it sent" in summary  # the legend
 
 
 def test_a_recorded_lighteval_prompt_that_differs_on_one_document_is_marked(lm_limur, tmp_path):
