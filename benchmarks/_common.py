@@ -14,8 +14,20 @@ from queue import Empty
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+QAHUB = str(Path(sys.executable).with_name("qahub"))  # the qahub command of this interpreter's environment
+
 # the real corpora: $QAHUB_SHARED_DATA, else ../shared/data beside the project root (as the tests read them)
 SHARED_DATA = Path(os.environ.get("QAHUB_SHARED_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
+
+
+def qahub(*argv: str, capture: bool = True) -> str:
+    """Run the ``qahub`` command; its stdout (``capture``; else it goes to ours as it comes). A failure stops the
+    benchmark naming the command, its exit status and the end of its stderr."""
+    done = subprocess.run([QAHUB, *argv], text=True, stdout=subprocess.PIPE if capture else None,
+                          stderr=subprocess.PIPE)
+    if done.returncode:
+        raise SystemExit(f"qahub {' '.join(argv)} failed (exit {done.returncode}): {done.stderr.strip()[-800:]}")
+    return done.stdout or ""
 
 
 def copies_for(megabytes: float, size_of_one: float) -> int:

@@ -6,14 +6,12 @@ And what qahub's inspect entry point adds to inspect's own import (what `inspect
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
-from _common import row, run_fresh
+from _common import QAHUB, row, run_fresh
 
 TARGET = 0.3  # seconds, wall, a fresh process
 ENTRY_TARGET = 0.5  # seconds the entry point adds to `import inspect_ai`
 RUNS = 5
-QAHUB = str(Path(sys.executable).with_name("qahub"))
 
 
 def _best(argv) -> tuple[float, float]:

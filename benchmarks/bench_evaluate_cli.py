@@ -7,8 +7,7 @@ from __future__ import annotations
 import json
 import sys
 
-from _common import row, run_fresh
-from bench_cli import QAHUB
+from _common import QAHUB, row, run_fresh
 
 from qahub import registry
 

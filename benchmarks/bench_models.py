@@ -17,12 +17,11 @@ from __future__ import annotations
 import json
 import os
 import random
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from _common import best_in_turn, measure, row, run_fresh
+from _common import QAHUB, best_in_turn, measure, qahub, row, run_fresh
 
 DOCS = 4
 TASK = "qahub_jeopardy"
@@ -30,10 +29,7 @@ BIN = Path(sys.executable).parent
 
 
 def _folder() -> str:
-    done = subprocess.run([str(BIN / "qahub"), "models", "fetch", "smollm2"], capture_output=True, text=True)
-    if done.returncode:
-        raise RuntimeError(f"qahub models fetch smollm2: {done.stderr[-500:]}")
-    return done.stdout.strip()
+    return qahub("models", "fetch", "smollm2").strip()
 
 
 def prepare_load(folder):
@@ -137,9 +133,8 @@ def run() -> list[dict]:
     root = Path(tempfile.mkdtemp(prefix="qahub-bench-models-"))
     location = _export(root)
     tasks_dir = str(root / "tasks")
-    subprocess.run([str(BIN / "qahub"), "harness-tasks", "--out", tasks_dir, "--dataset", f"jeopardy={location}"],
-                   check=True, capture_output=True)
-    fetched = run_fresh([str(BIN / "qahub"), "models", "fetch", "smollm2"])
+    qahub("harness-tasks", "--out", tasks_dir, "--dataset", f"jeopardy={location}")
+    fetched = run_fresh([QAHUB, "models", "fetch", "smollm2"])
     rows = [row("models: second fetch (cached)", fetched, None, "target <= 2 s")]
     loaded = measure("bench_models:load", folder)
     rows.append(row("models: load converted SmolLM2", loaded[:2], None, "target <= 15 s"))

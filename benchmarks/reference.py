@@ -32,16 +32,11 @@ import sys
 import time
 from pathlib import Path
 
+from _common import qahub
+
 BIN = Path(sys.executable).parent
 MODELS = {"gemma": False, "smollm2": True}  # name -> chat template
 HARNESSES = ("lm-eval", "inspect", "lighteval")
-
-
-def qahub(*argv, **kwargs) -> str:
-    done = subprocess.run([str(BIN / "qahub"), *argv], capture_output=True, text=True, **kwargs)
-    if done.returncode:
-        raise SystemExit(f"qahub {' '.join(argv)}: {done.stderr.strip()[-800:]}")
-    return done.stdout
 
 
 def exports(out: Path, data_root: Path) -> dict:
@@ -69,13 +64,7 @@ def picked_docs(folders: dict, docs: int) -> dict:
 
     found = {}
     for task, corpus in tasks.task_corpora().items():
-        try:
-            chosen, _, _ = pick_docs.pick(task, docs, folders[corpus])
-        except Exception as err:  # fewer documents than asked: take them all
-            if "documents of" not in str(err):
-                raise
-            total = int(str(err).split(" has ")[1].split()[0])
-            chosen, _, _ = pick_docs.pick(task, total, folders[corpus])
+        chosen, _, _ = pick_docs.pick(task, docs, folders[corpus], at_most=True)
         found[task] = (corpus, [i for i, _, _ in chosen], [d for _, d, _ in chosen])
     return found
 

@@ -32,6 +32,9 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _common beside it, however this script is loaded
+from _common import qahub  # noqa: E402
+
 TASK, CORPUS = "qahub_jemhopqa", "jemhopqa"
 # the linear layers of a decoder layer of Llama-style models (SmolLM2, Gemma 3): what LoRA adapts
 LINEAR = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
@@ -74,13 +77,9 @@ def run(*command: str, capture: bool = False) -> str:
     return done.stdout if capture else ""
 
 
-def qahub(*args: str, capture: bool = False) -> str:
-    return run(sys.executable, "-m", "qahub.cli", *args, capture=capture)
-
-
 def samples(export: Path, n: int) -> str:
     """lm-eval's ``--samples`` JSON of ``n`` documents, as ``qahub pick-docs`` prints it."""
-    printed = qahub("pick-docs", TASK, "--n", str(n), "--location", str(export), capture=True)
+    printed = qahub("pick-docs", TASK, "--n", str(n), "--location", str(export))
     line = next(line for line in printed.splitlines() if line.startswith("lm_eval --samples "))
     return shlex.split(line)[-1]
 
@@ -192,10 +191,10 @@ def main(argv=None) -> int:
     export, tasks = out / "export", out / "tasks"
     with phase(seconds, "export"):
         if not (export / "sft").is_dir():
-            qahub("build", CORPUS, "--data-dir", str(args.data_dir), "--out", str(export))
-        qahub("harness-tasks", "--out", str(tasks), "--dataset", f"{CORPUS}={export}", "--overwrite")
+            qahub("build", CORPUS, "--data-dir", str(args.data_dir), "--out", str(export), capture=False)
+        qahub("harness-tasks", "--out", str(tasks), "--dataset", f"{CORPUS}={export}", "--overwrite", capture=False)
         picked = samples(export, args.docs)
-    base = args.model or qahub("models", "fetch", "smollm2", capture=True).strip().splitlines()[-1]
+    base = args.model or qahub("models", "fetch", "smollm2").strip().splitlines()[-1]
     with phase(seconds, "train"):
         rows = training_rows(export, args.rows)
         trained = train(base, rows, out / "model", args)
@@ -204,7 +203,7 @@ def main(argv=None) -> int:
             evaluate(folder, tasks, picked, out / "runs" / name, args)
     with phase(seconds, "report"):
         qahub("report", f"base={out / 'runs' / 'base'}", f"tuned={out / 'runs' / 'tuned'}", "--out",
-              str(out / "report"), "--baseline", "base")
+              str(out / "report"), "--baseline", "base", capture=False)
     summary = {"model": str(base), "rows": len(rows), "docs": args.docs, "threads": os.environ.get("OMP_NUM_THREADS"),
                "settings": {k: v for k, v in vars(args).items() if k not in ("out", "data_dir", "model")},
                "seconds": seconds, "training": trained, "scores": scores(out / "report"),

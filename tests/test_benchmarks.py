@@ -106,3 +106,31 @@ def test_the_reference_table_cell_reads_score_interval_documents_unparseable_and
     assert reference.cell(entry, "d", 3.0) == "not run"
     text = reference.table({"tasks": {"qahub_x": entry}}, {"a": {"qahub_x": 60.0}}, ["a", "d"])
     assert text.splitlines()[2] == "| `qahub_x` (exact_match) | 0.10 [0.03, 0.25] · n 30 · 20% unparseable · 2.0 s/doc | not run |"
+
+
+def test_the_reference_run_picks_up_to_its_documents_of_each_task_and_all_of_a_smaller_one(sample_exports):
+    """``reference.picked_docs``: ``--docs`` of each task (``pick_docs.pick(..., at_most=True)``), every document
+    of a task that has fewer (the bundled samples: a few each), never an error."""
+    import reference
+
+    from qahub import pick_docs, tasks
+
+    folders = {corpus: str(folder) for corpus, folder in sample_exports.items()}
+    picked = reference.picked_docs(folders, 3)
+    assert set(picked) == set(tasks.task_corpora())
+    for task, (corpus, indexes, ids) in picked.items():
+        total = pick_docs.pick(task, 1, folders[corpus])[1]
+        assert len(indexes) == len(ids) == min(3, total), task
+    everything = reference.picked_docs(folders, 10**6)["qahub_limur"][1]
+    assert everything == list(range(pick_docs.pick("qahub_limur", 1, folders["limur"])[1]))
+
+
+def test_the_benchmarks_one_qahub_helper_returns_stdout_and_fails_with_the_command_s_stderr():
+    from _common import qahub
+
+    assert "pick-docs" in qahub("--help")
+    with pytest.raises(SystemExit) as failed:
+        qahub("pick-docs", "qahub_nosuchtask", "--n", "1", "--location", "-")
+    message = str(failed.value)
+    assert message.startswith("qahub pick-docs qahub_nosuchtask --n 1 --location - failed (exit 1): ")
+    assert "qahub_nosuchtask: no such task" in message

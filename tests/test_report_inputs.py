@@ -342,17 +342,60 @@ def test_the_same_prompts_in_lm_eval_and_lighteval_have_no_caveat(lm_limur, tmp_
     assert entry["comparisons"]["le"]
 
 
-def test_a_chat_template_in_lighteval_against_raw_text_is_a_caveat(lm_limur, tmp_path):
-    run = lighteval_copy(lm_limur, tmp_path / "le", LIMUR)
-    details = next(run.rglob("*.parquet"))
+def relog(run: Path, change) -> None:
+    """Rewrites the details of a ``lighteval_copy``: ``change(docs)`` gives each row's model response (and may
+    change the docs in place)."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
+    details = next(run.rglob("*.parquet"))
     table = pq.read_table(details)
-    inputs = [{"input": f"<|user|>{doc['query']}<|assistant|>"} for doc in table.column("doc").to_pylist()]
-    pq.write_table(table.set_column(table.column_names.index("model_response"), "model_response",
-                                    __import__("pyarrow").array(inputs)), details)
+    docs = table.column("doc").to_pylist()
+    responses = change(docs)
+    pq.write_table(pa.table({"doc": docs, "metric": table.column("metric"), "model_response": responses}), details)
+
+
+def test_a_chat_template_in_lighteval_against_raw_text_is_a_caveat(lm_limur, tmp_path):
+    run = lighteval_copy(lm_limur, tmp_path / "le", LIMUR)
+    relog(run, lambda docs: [{"input": f"<|user|>{doc['query']}<|assistant|>"} for doc in docs])
     entry = report(tmp_path, {"lm": lm_limur, "le": run})["tasks"][LIMUR]
     assert entry["caveats"] == {"le": ["different prompts (chat format)"]}
+
+
+def test_lighteval_details_with_no_prompt_text_say_the_prompts_were_not_compared(lm_limur, tmp_path):
+    """lighteval 0.13's transformers backend logs no ``input``, and its query is not what it sent with a chat
+    template (SmolLM2's run: every value equal to lm-eval's, once marked "different prompts (template)"): the
+    report says the prompts were not compared ("? prompts"), never that they differ."""
+    def unrendered(docs):
+        for doc in docs:  # the query before lighteval's chat template: not lm-eval's prompt as sent
+            doc["query"] = doc["query"].removesuffix("\n").rsplit("\n", 1)[-1]
+        return [{"text": ["reply"]} for _ in docs]
+
+    run = lighteval_copy(lm_limur, tmp_path / "le", LIMUR)
+    relog(run, unrendered)
+    data = report(tmp_path, {"lm": lm_limur, "le": run})
+    entry = data["tasks"][LIMUR]
+    assert entry["caveats"] == {"le": ["prompts not recorded by lighteval: not compared"]}
+    assert entry["comparisons"]["le"] and "le" not in entry.get("not_compared", {})  # compared, never starred
+    summary = (tmp_path / "report-0" / "report.md").read_text(encoding="utf-8")
+    assert "? prompts le against lm: prompts not recorded by lighteval: not compared" in summary
+    assert "≠ prompts" not in summary and "different prompts" not in summary
+    assert "? prompts: compared, but a harness did not record the prompts it sent" in summary  # the legend
+
+
+def test_a_recorded_lighteval_prompt_that_differs_on_one_document_is_marked(lm_limur, tmp_path):
+    """lighteval left-truncates a batch to its first prompt's length: a prompt it records without its first
+    characters differs from lm-eval's on that document, and is marked."""
+    def truncated(docs):
+        docs[1]["query"] = docs[1]["query"][5:]  # sent as raw text (input == query), one prompt cut
+        return [{"input": doc["query"]} for doc in docs]
+
+    run = lighteval_copy(lm_limur, tmp_path / "le", LIMUR)
+    relog(run, truncated)
+    data = report(tmp_path, {"lm": lm_limur, "le": run})
+    assert data["tasks"][LIMUR]["caveats"] == {"le": ["different prompts (template)"]}
+    summary = (tmp_path / "report-0" / "report.md").read_text(encoding="utf-8")
+    assert "≠ prompts le against lm: different prompts (template)" in summary
 
 
 def test_another_number_of_shots_is_a_caveat(manager, lm_limur, tmp_path):  # noqa: F811
@@ -400,6 +443,16 @@ def test_pick_docs_refuses_more_documents_than_the_task_has(locations, capsys): 
     assert cli.main(["pick-docs", "limur", "--n", "100000", "--location", locations["limur"]]) == 1
     err = capsys.readouterr().err
     assert "--n 100000: " in err and "documents of qahub_limur" in err and len(err.strip().splitlines()) == 1
+
+
+def test_pick_docs_at_most_gives_every_document_of_a_smaller_task_as_asking_for_that_many(locations):  # noqa: F811
+    """``pick(..., at_most=True)``: what benchmarks/reference.py asks (up to --docs of each task), with no error
+    text to parse; fewer asked than the task has: the same documents as without it."""
+    everything, documents, _ = pick_docs.pick("qahub_limur", 100000, locations["limur"], seed=2, at_most=True)
+    assert len(everything) == documents
+    assert everything == pick_docs.pick("qahub_limur", documents, locations["limur"], seed=2)[0]
+    assert pick_docs.pick("qahub_limur", 2, locations["limur"], seed=2, at_most=True) == \
+        pick_docs.pick("qahub_limur", 2, locations["limur"], seed=2)
 
 
 # --- item 10: no import circle among the report's modules
@@ -464,7 +517,11 @@ def _paired(base, other):
     ({"prompts": ["m0", "m1"], "prompt_hashed": "messages", "prompt_format": "chat template applied"},
      ["different prompts (chat format)"]),
     ({"prompts": ["m0", "m1"], "prompt_hashed": "messages"}, None),  # hashes of other things: not compared
-    ({"prompts": None, "prompt_format": None}, None),  # not recorded
+    ({"prompts": None, "prompt_format": None}, None),  # not read (a run built by hand)
+    ({"prompts": None, "prompt_format": None, "prompts_unknown": "not recorded by lighteval"},
+     ["prompts not recorded by lighteval: not compared"]),  # not known: never "different prompts"
+    ({"prompts": None, "prompt_format": "chat template applied", "prompts_unknown": "not recorded by lighteval"},
+     ["different prompts (chat format)"]),  # sent another way: known to differ
     ({"n_shot": 3, "prompts": ["q0", "q1"]}, ["different number of shots 0/3", "different prompts (few-shot)"]),
 ])
 def test_pairs_that_are_not_like_with_like_are_marked(other, caveats):

@@ -36,10 +36,11 @@ def main(args) -> int:
     return 0
 
 
-def pick(task: str, n: int, location, seed: int = 0) -> tuple[list, int, int]:
+def pick(task: str, n: int, location, seed: int = 0, at_most: bool = False) -> tuple[list, int, int]:
     """``[(document index, document id, cluster)]`` of ``n`` documents of ``task`` at ``location`` (in index
     order), the number of documents and of clusters (0: the task declares none). The clusters are visited in a
-    seeded random order, one document of each in turn."""
+    seeded random order, one document of each in turn. A task with fewer than ``n`` documents is an error, or,
+    with ``at_most``, gives them all (the same as asking for exactly that many)."""
     from qahub import planning, tasks
 
     corpus = tasks.task_corpora().get(task)
@@ -53,7 +54,7 @@ def pick(task: str, n: int, location, seed: int = 0) -> tuple[list, int, int]:
                                        splits=(entry["split"],))
     rows = functions.dataset()[entry["split"]]
     docs = list(functions.process_docs(rows) if spec.docs else rows)
-    if n > len(docs):
+    if n > len(docs) and not at_most:
         raise planning.HarnessError(f"--n {n}: {entry['location']} has {len(docs)} documents of {task}")
     rnd = random.Random(seed)
     groups = {}

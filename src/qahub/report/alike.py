@@ -23,7 +23,8 @@ class Pairing:
     """Two runs of a task paired: ``base_index``/``run_index`` the documents both scored (None: not compared,
     ``not_compared`` says why), ``same_order`` (the same documents in the same order: each run's own arrays
     serve), ``same_design`` (resampled alike: the same clusters, or none for both), ``caveats`` (why the pair is
-    not like with like), and what the report's notes and warnings say of the pair."""
+    not like with like, or not known to be: prompts a harness did not record, ``prompts_differ``), and what the
+    report's notes and warnings say of the pair."""
 
     base: str
     run: str
@@ -127,22 +128,34 @@ def why_fewer(*runs) -> str:
 def caveats(b, r, base_index, run_index) -> list:
     """Why the runs ``b`` and ``r`` of a task are not like with like on the paired documents: another number of
     shots; each other field of ``SIGNED`` both runs' signatures record, with different values (another scorer,
-    revision, task version...); prompts sent another way (raw text, chat messages, a chat template); other
-    prompts on a paired document (each run's prompt hashes, when both hashed the same thing)."""
+    revision, task version...); and what ``prompts_differ`` finds of their prompts."""
     found = []
     if r.n_shot != b.n_shot:
         found.append(f"different number of shots {b.n_shot}/{r.n_shot}")
     for name in differences(b.signature, r.signature, SIGNED):
         found.append(f"different {name.replace('_', ' ')} {getattr(b.signature, name)}/{getattr(r.signature, name)}")
+    verdict = prompts_differ(b, r, base_index, run_index)
+    return found + [verdict] * bool(verdict)
+
+
+def prompts_differ(b, r, base_index, run_index) -> str | None:
+    """The prompts' outcome of a pair: "different prompts (chat format)" when the runs sent them another way
+    (raw text, chat messages, a chat template); "different prompts (...)" when a paired document's recorded
+    prompts differ (each run's prompt hashes, when both hashed the same thing); "prompts not recorded by
+    HARNESS: not compared" when a run's reader could not know its prompts (``TaskRun.prompts_unknown``): not
+    known is never called different; None when alike, or not comparable (hashes of other things)."""
     if b.prompt_format and r.prompt_format and b.prompt_format != r.prompt_format:
-        found.append("different prompts (chat format)")
-    elif b.prompts is not None and r.prompts is not None and b.prompt_hashed == r.prompt_hashed:
-        differ = any(b.prompts[i] != r.prompts[j] for i, j in zip(base_index, run_index)
-                     if b.prompts[i] is not None and r.prompts[j] is not None)
-        if differ:
-            kind = "few-shot" if r.n_shot != b.n_shot else "few-shot or template" if r.n_shot else "template"
-            found.append(f"different prompts ({kind})")
-    return found
+        return "different prompts (chat format)"
+    unknown = list(dict.fromkeys(run.prompts_unknown for run in (b, r) if run.prompts_unknown))
+    if unknown:
+        return f"prompts {' and '.join(unknown)}: not compared"
+    if b.prompts is None or r.prompts is None or b.prompt_hashed != r.prompt_hashed:
+        return None
+    if any(b.prompts[i] != r.prompts[j] for i, j in zip(base_index, run_index)
+           if b.prompts[i] is not None and r.prompts[j] is not None):
+        kind = "few-shot" if r.n_shot != b.n_shot else "few-shot or template" if r.n_shot else "template"
+        return f"different prompts ({kind})"
+    return None
 
 
 def dataset_name(dataset) -> str:

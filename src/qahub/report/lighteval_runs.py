@@ -106,13 +106,15 @@ def read_task(task: str, details: Path, results: dict, spec, results_name: str) 
     sent, how = prompts(docs, [response.get("input") for _, _, response in rows], results)
     notes = [] if how else ["the details do not record whether lighteval applied a chat template (it does when "
                             "the tokenizer has one, unless the model config sets override_chat_template)"]
-    n_shot, hashes, kind = int(key.rpartition("|")[2]), [prompt_hash(p) for p in sent], "messages" if how == CHAT else "text"
+    n_shot, kind = int(key.rpartition("|")[2]), "messages" if how == CHAT else "text"
+    hashes = None if sent is None else [prompt_hash(p) for p in sent]
     # lighteval's results keep no task metadata: qahub's task puts its signature fields in each row's doc.specific
     signature = run_signature(task, specific[0].get("qahub_signature"), harness="lighteval", n_shot=n_shot, ids=ids,
                               prompts=hashes, prompt_kind=kind)
     return TaskRun(task, str(details), values, keys, items, categories, version, n_shot, limit,
                    tuple(specific[0]["qahub_dataset"]), ids, notes, clusters, cluster_name(spec.cluster), hashes, how,
-                   kind, signature=signature, texts=texts_of(rows))
+                   kind, signature=signature, texts=texts_of(rows),
+                   prompts_unknown=None if sent is not None else "not recorded by lighteval")
 
 
 RESPONSE = ("input", "text", "text_post_processed")  # what is read of a model response: never its tokens, logits
@@ -167,17 +169,25 @@ def texts_of(rows: list) -> Texts:
     return texts
 
 
-def prompts(docs: list, inputs: list, results: dict) -> tuple[list, str | None]:
+def prompts(docs: list, inputs: list, results: dict) -> tuple[list | None, str | None]:
     """Each document's prompt as sent and how: the model response's ``input`` where the backend logs it (the
-    query itself: raw text; another text: the chat template applied; messages: chat messages), else the query
-    with the model config's ``override_chat_template`` (True: template, False: raw, unset: not known)."""
+    query itself: raw text; another text: the chat template applied; messages: chat messages). Where it does not
+    (lighteval 0.13's transformers backend), the query is the prompt sent only when the model config sets
+    ``override_chat_template: false`` and no ``system_prompt`` and the documents have no instruction and no
+    lighteval few-shot samples (its plain text is then the query: ``PromptManager._prepare_plain_text``). Else
+    the prompts are not known (None; how they were sent where the config says: True, template; unset, not known):
+    the unrendered query never stands in for a rendered prompt, which would make equal prompts look different."""
     if all(isinstance(i, str) for i in inputs):
         same = all(i == doc["query"] for i, doc in zip(inputs, docs))
         return inputs, RAW if same else TEMPLATE
     if all(isinstance(i, list) and i for i in inputs):
         return [[(m.get("role"), m.get("content")) for m in i] for i in inputs], CHAT
-    override = (results["config_general"].get("model_config") or {}).get("override_chat_template")
-    return [doc["query"] for doc in docs], {True: TEMPLATE, False: RAW}.get(override)
+    config = results["config_general"].get("model_config") or {}
+    override = config.get("override_chat_template")
+    plain = all(not doc.get("fewshot_samples") and not doc.get("instruction") for doc in docs)
+    if override is False and plain and not config.get("system_prompt"):
+        return [doc["query"] for doc in docs], RAW
+    return None, {True: TEMPLATE, False: RAW}.get(override)
 
 
 class LightevalRun(ResultsRun):

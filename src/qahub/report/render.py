@@ -116,9 +116,16 @@ def not_compared(name, entry):
 
 
 def caveat_mark(reasons) -> str:
-    """A short mark for the reasons a pair is not like with like: "≠ prompts", "≠ shots", "≠ setup"."""
+    """A short mark for the reasons a pair is not like with like: "≠ prompts", "≠ shots", "≠ setup"; "? prompts"
+    when the only reason is prompts a harness did not record ("prompts not recorded by lighteval: not
+    compared"): not known, never marked as different."""
     text = " ".join(reasons)
-    return "≠ prompts" if "prompt" in text else "≠ shots" if "shot" in text else "≠ setup"
+    if "different prompts" in text:
+        return "≠ prompts"
+    if "shot" in text:
+        return "≠ shots"
+    unknown = all(r.startswith("prompts ") and r.endswith(": not compared") for r in reasons)
+    return "? prompts" if unknown else "≠ setup"
 
 
 def short_label(task) -> str:
@@ -458,6 +465,8 @@ def marks_legend(rows, base, alpha) -> str:
                                               "are not on the same documents; the reason below)"),
             ("≠", ("≠ prompts", "≠ shots", "≠ setup"), "compared with a caveat (not like with like: the reason "
                                                         "below), never starred"),
+            ("? prompts", ("? prompts",), "compared, but a harness did not record the prompts it sent, so they "
+                                          "could not be compared (the reason below): never starred"),
             ("not compared", ("not compared",), f"no comparison with {base} (the task's section says why)")):
         if any(text in used for text in seen):
             legend.append(f"{mark}: {meaning}")

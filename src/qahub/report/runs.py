@@ -98,6 +98,8 @@ class TaskRun:
     reducer: str = None  # inspect: the epochs reducer that made each document's numbers (inspect's log name)
     signature: Signature = None  # the task's signature as the run recorded it (``Signature.of_metric``: a metric's)
     texts: Texts = None  # each document's prompt, targets, reply and scored answer; None when not read
+    prompts_unknown: str = None  # why the reader could not know the prompts sent ("not recorded by lighteval"):
+    # the pairing then says the prompts were not compared, never that they differ (None: known, or not read)
 
     def documents(self) -> list[Document]:
         """Each document as one record, in the run's order (``texts`` empty where they were not read)."""
