@@ -516,7 +516,8 @@ def _paired(base, other):
     ({"prompts": ["p0", "changed"]}, ["different prompts (template)"]),
     ({"prompts": ["m0", "m1"], "prompt_hashed": "messages", "prompt_format": "chat template applied"},
      ["different prompts (chat format)"]),
-    ({"prompts": ["m0", "m1"], "prompt_hashed": "messages"}, None),  # hashes of other things: not compared
+    ({"prompts": ["m0", "m1"], "prompt_hashed": "messages"},  # hashes of other things: not compared, said so
+     ["prompts recorded as messages and as text: not compared"]),
     ({"prompts": None, "prompt_format": None}, None),  # not read (a run built by hand)
     ({"prompts": None, "prompt_format": None, "prompts_unknown": "not recorded by lighteval"},
      ["prompts not recorded by lighteval: not compared"]),  # not known: never "different prompts"

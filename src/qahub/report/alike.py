@@ -142,15 +142,18 @@ def prompts_differ(b, r, base_index, run_index) -> str | None:
     """The prompts' outcome of a pair: "different prompts (chat format)" when the runs sent them another way
     (raw text, chat messages, a chat template); "different prompts (...)" when a paired document's recorded
     prompts differ (each run's prompt hashes, when both hashed the same thing); "prompts not recorded by
-    HARNESS: not compared" when a run's reader could not know its prompts (``TaskRun.prompts_unknown``): not
-    known is never called different; None when alike, or not comparable (hashes of other things)."""
+    HARNESS: not compared" when a run's reader could not know its prompts (``TaskRun.prompts_unknown``), and
+    "prompts recorded as messages and as text: not compared" when the runs hashed other things (chat messages,
+    the text sent): not known is never called different; None when alike or not read (runs built by hand)."""
     if b.prompt_format and r.prompt_format and b.prompt_format != r.prompt_format:
         return "different prompts (chat format)"
     unknown = list(dict.fromkeys(run.prompts_unknown for run in (b, r) if run.prompts_unknown))
     if unknown:
         return f"prompts {' and '.join(unknown)}: not compared"
-    if b.prompts is None or r.prompts is None or b.prompt_hashed != r.prompt_hashed:
+    if b.prompts is None or r.prompts is None or None in (b.prompt_hashed, r.prompt_hashed):
         return None
+    if b.prompt_hashed != r.prompt_hashed:  # e.g. inspect's chat messages against lm-eval's rendered template
+        return f"prompts recorded as {r.prompt_hashed} and as {b.prompt_hashed}: not compared"
     if any(b.prompts[i] != r.prompts[j] for i, j in zip(base_index, run_index)
            if b.prompts[i] is not None and r.prompts[j] is not None):
         kind = "few-shot" if r.n_shot != b.n_shot else "few-shot or template" if r.n_shot else "template"
