@@ -465,8 +465,9 @@ def marks_legend(rows, base, alpha) -> str:
                                               "are not on the same documents; the reason below)"),
             ("≠", ("≠ prompts", "≠ shots", "≠ setup"), "compared with a caveat (not like with like: the reason "
                                                         "below), never starred"),
-            ("? prompts", ("? prompts",), "compared, but a harness did not record the prompts it sent, so they "
-                                          "could not be compared (the reason below): never starred"),
+            ("? prompts", ("? prompts",), "compared, but a harness did not record the prompts it sent, or not "
+                                          "as the other did, so they could not be compared (the reason below): "
+                                          "never starred"),
             ("not compared", ("not compared",), f"no comparison with {base} (the task's section says why)")):
         if any(text in used for text in seen):
             legend.append(f"{mark}: {meaning}")
