@@ -76,11 +76,11 @@ def split_rows(config, conversations, form=None, reading_sets=None, wiki=None):
     return conversation_rows(conversations, asr=config == "asr")
 
 
-def local_rows(data_dir, config, split, reading_set_form_option="auto"):
+def local_rows(data_dir, config, split, form="auto"):
     """The rows of ``split`` of ``config`` in a local copy of the upstream files (the builder's ``data_dir``
-    layout), as the builder yields them, without `datasets`."""
+    layout), as the builder yields them, without `datasets`; ``form``: the builder's ``reading_set_form``."""
     ijson_module()
-    form = reading_set_form(data_dir, split, reading_set_form_option) if config == "reading_sets" else None
+    form = reading_set_form(data_dir, split, form) if config == "reading_sets" else None
     files = split_files(config, split, form)
     missing = [rel for rel in files.values() if not os.path.isfile(_local(data_dir, rel))]
     if missing:
