@@ -45,7 +45,7 @@ def make_source(folder, megabytes):
 
 
 def _sample_inputs(n):
-    from qahub.loaders.limur import read_rows
+    from qahub.loaders._limur_files import read_rows
 
     from qahub import registry
     from qahub.evaluate_cli import limur as adapter

@@ -7,6 +7,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from qahub.loaders import _doc2dial_files as files
 from qahub.loaders import doc2dial as loader
 
 from qahub import registry
@@ -144,7 +145,7 @@ def test_rc_question_keeps_the_first_100_tokens_newest_first(rc):
         "customers. Just check if you can make your transaction online so you don't have to go to the DMV Office. "
         "user: Thanks, and in case I forget to bring"
     )
-    assert len(question.split()) == loader.MAX_QUESTION_TOKENS
+    assert len(question.split()) == files.MAX_QUESTION_TOKENS
 
 
 @pytest.mark.quick
@@ -418,7 +419,7 @@ def test_damaged_zip_member_is_refused(tmp_path, damage, problem):
     archive.write_bytes(bytes(raw))
     member = f"{RELEASE}/doc2dial_doc.json"
     with pytest.raises(SourceDataError, match=rf"damaged\.zip: member '{member}': {problem}"):
-        loader.extract_zip(str(archive), str(tmp_path / "out"), required=loader._FILES.values())
+        loader.extract_zip(str(archive), str(tmp_path / "out"), required=loader.FILES.values())
     assert [p.name for p in tmp_path.iterdir()] == ["damaged.zip"]
 
 
@@ -432,3 +433,42 @@ def test_zip_without_the_release_files_leaves_nothing(tmp_path, http_server, mon
         build_from_mirror("dialogue_domain", http_server(tmp_path / "www"), tmp_path / "cache")
     assert not list((tmp_path / "cache").rglob("*.unpacked"))
     assert leftovers(tmp_path / "cache") == []
+
+
+# --- the rows `qahub evaluate doc2dial --data-dir` reads without `datasets` are the built ones (issue 44)
+
+
+def _local_equals_built(folder, cache):
+    """Every config and split (the adapter reads doc2dial_rc and dialogue_domain): the reader's rows are what the
+    builder gives after `datasets` cast them, values and key order alike."""
+    import qahub
+
+    for config in registry.config_names("doc2dial"):
+        built = qahub.load("doc2dial", config, data_dir=str(folder), cache_dir=str(cache / config))
+        assert list(built) == registry.catalog()["doc2dial"]["configs"][config]
+        for split, rows in built.items():
+            local, rows = files.local_rows(folder, config, split), rows.to_list()
+            assert local == rows and local, (config, split)
+            assert [list(row) for row in local] == [list(row) for row in rows]
+
+
+def test_the_rows_read_without_datasets_are_the_built_rows(tmp_path):
+    _local_equals_built(SAMPLES, tmp_path)
+
+
+@pytest.mark.slow
+def test_the_rows_read_without_datasets_are_the_built_rows_of_the_shared_data(tmp_path):
+    real = shared_data("doc2dial")
+    if real is None:
+        pytest.skip("../shared/data/doc2dial absent (the v1.0.1 zip is not mirrored there)")
+    _local_equals_built(real, tmp_path)
+
+
+def test_the_reader_without_datasets_imports_neither_datasets_pandas_nor_pyarrow():
+    import subprocess
+    import sys
+
+    code = ("import sys; from qahub.loaders import _doc2dial_files as f; f.local_rows(sys.argv[1], 'doc2dial_rc', "
+            "'validation'); print(sorted({m.split('.')[0] for m in sys.modules} & {'datasets', 'pandas', 'pyarrow'}))")
+    out = subprocess.run([sys.executable, "-c", code, str(SAMPLES)], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -314,18 +314,19 @@ def test_damaged_zip_extracts_or_fails_leaving_nothing(tmp_path, seed):
     archive.write_bytes(damaged)
     target = tmp_path / "out"
     try:
-        loader.extract_zip(str(archive), str(target), required=loader._FILES.values())
+        loader.extract_zip(str(archive), str(target), required=loader.FILES.values())
     except SourceDataError as err:
         assert str(err).startswith(f"{archive}: "), err
         assert sorted(p.name for p in tmp_path.iterdir()) == ["damaged.zip", "good.zip"]
     else:
-        assert all((target / rel).is_file() for rel in loader._FILES.values())
+        assert all((target / rel).is_file() for rel in loader.FILES.values())
 
 
 # --- nothing from the data is executed or unpickled
 
 DOC2DIAL_CODE = [
     Path(loader.__file__),
+    Path(loader.__file__).with_name("_doc2dial_files.py"),
     *sorted(Path(METRIC_DIR).glob("*.py")),
     Path(registry.__file__).parent / "evaluate_cli" / "doc2dial.py",
 ]

@@ -1035,3 +1035,32 @@ def test_the_adapter_has_no_reference_csv_parser():
 PREDICTION_CASE = dict(
     corpus="jeopardy", metric=["jeopardy_meteor"], config="qa", split="validation", reply="prediction",
     items=lambda row: [({"question_id": row["question_id"]}, f"Ответ: {row['answer']}")], gold="answer")
+
+
+@needs_spacy
+def test_a_cli_score_imports_neither_scipy_sklearn_nor_chardet():
+    """NLTK's package imports scipy (its stats and, for a dependency parser, its sparse matrices) and scikit-learn,
+    spaCy's imports requests, which imports chardet: all inside ``except ImportError``, none used by METEOR or the
+    tokenizer, made unimportable while ``qahub evaluate jeopardy_meteor`` scores (issue 44). The printed result is
+    byte for byte the one of a run where they are importable (and imported)."""
+    import subprocess
+
+    argv = ["--quiet", "evaluate", "jeopardy_meteor", "--predictions", str(SAMPLE / "predictions.json"),
+            "--references", str(SAMPLE / "Russian_QA_Jeopardy_dataset_extended.csv"), "--confidence-threshold", "0.3",
+            "--per-example"]
+    code = ("import json, sys; from qahub import cli; from qahub.evaluate_cli import jeopardy_meteor as scoring; "
+            "scoring.ADAPTER.unimportable = tuple(json.loads(sys.argv[2])) or scoring.ADAPTER.unimportable; "
+            "status = cli.main(json.loads(sys.argv[1])); print(json.dumps([status, sorted({m.split('.')[0] for m in "
+            "sys.modules} & {'scipy', 'sklearn', 'chardet', 'torch'})]))")
+
+    def run(unimportable):
+        done = subprocess.run([sys.executable, "-c", code, json.dumps(argv), json.dumps(unimportable)],
+                              capture_output=True, text=True, check=True)
+        *printed, last = done.stdout.splitlines()
+        return "\n".join(printed), json.loads(last), done.stderr
+
+    guarded, (status, imported), stderr = run([])
+    assert (status, imported) == (0, []), stderr[-2000:]
+    unguarded, (status, imported), stderr = run(["torch"])
+    assert status == 0 and {"scipy", "sklearn", "chardet"} <= set(imported), stderr[-2000:]
+    assert guarded == unguarded and '"meteor_per_example"' not in guarded and '"examples"' in guarded

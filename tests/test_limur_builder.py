@@ -373,3 +373,53 @@ def test_shots_split_is_the_few_shot_split(tmp_path):
     shots = testing.build("limur", "all", SAMPLES, tmp_path)["shots"].to_list()
     assert [(r["meta"]["id"], r["outputs"], r["label"]) for r in shots] == [(1, "Б", 1), (2, "В", 2), (3, "А", 0)]
     assert [r["meta"]["task_type"] for r in shots] == ["rwsd", "kusdra", "kusdra"]
+
+
+# --- the rows `qahub evaluate limur --data-dir` reads without `datasets` are the built ones (issue 44)
+
+
+
+def _local_equals_built(folder):
+    """Every config and split the adapter reads (--config all/rwsd/kusdra): the reader's rows of a split are what
+    the builder gives after `datasets` cast them (``built_rows``), values and types alike."""
+    from qahub.loaders import _limur_files as files
+
+    import qahub
+
+    sources = files.find_sources(folder)
+    for config, task_type in files.CONFIGS.items():
+        built = qahub.load("limur", config, data_dir=str(folder), cache_dir=str(folder.parent / f"cache-{config}"))
+        assert list(built) == [split for split in sources if files.holds_task_type(sources[split], split, task_type)]
+        for split, rows in built.items():
+            local = files.local_rows(sources, split, task_type, folder, "no {found}")
+            assert local == rows.to_list() and local, (config, split)
+            assert [list(row) for row in local] == [list(row) for row in rows.to_list()]  # the same field order
+
+
+def test_the_rows_read_without_datasets_are_the_built_rows(tmp_path):
+    import shutil
+
+    folder = tmp_path / "limur"
+    shutil.copytree(SAMPLES, folder)
+    _local_equals_built(folder)
+
+
+def test_the_rows_read_without_datasets_are_the_built_rows_of_the_shared_data(tmp_path):
+    shared = testing.shared_data("limur")
+    if shared is None:
+        pytest.skip("../shared/data/limur is absent (MERA's LIMUR task files are not mirrored there)")
+    import shutil
+
+    folder = tmp_path / "limur"
+    shutil.copytree(shared, folder)
+    _local_equals_built(folder)
+
+
+def test_the_reader_without_datasets_imports_neither_datasets_pandas_nor_pyarrow():
+    import subprocess
+    import sys
+
+    code = ("import sys; from qahub.loaders import _limur_files as f; f.find_sources(sys.argv[1]); "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'datasets', 'pandas', 'pyarrow'}))")
+    out = subprocess.run([sys.executable, "-c", code, str(SAMPLES)], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -346,11 +346,13 @@ def test_hostile_predictions_file(tmp_path):
 # ---------------------------------------------------------------- nothing from the data is executed or unpickled
 
 def _our_code():
+    from qahub.loaders import _limur_files as files
     from qahub.loaders import limur as loader
 
     from qahub.evaluate_cli import limur as scoring
 
-    return [Path(loader.__file__), Path(scoring.__file__), *sorted(registry.metric_dir("limur").glob("*.py"))]
+    return [Path(loader.__file__), Path(files.__file__), Path(scoring.__file__),
+            *sorted(registry.metric_dir("limur").glob("*.py"))]
 
 
 OUR_CODE = _our_code()

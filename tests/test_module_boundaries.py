@@ -86,7 +86,8 @@ FILES = python_files(CHECKED)
 def test_the_scan_reads_every_kind_of_import():
     """The reader of imports itself: absolute, relative, ``from package import module`` and import_module."""
     assert "qahub.loaders._sources" in imported(LOADERS / "limur.py")  # from ._sources import ...
-    assert "qahub.readers" in imported(LOADERS / "limur.py")
+    assert "qahub.readers" in imported(LOADERS / "_limur_files.py")
+    assert "qahub.loaders._limur_files" in imported(LOADERS / "limur.py")  # from ._limur_files import ...
     assert "qahub.evaluate_cli" in imported(SRC / "cli.py")  # from qahub import evaluate_cli
     assert "qahub.export.reader" in imported(EVALUATE_CLI / "limur.py")
     assert {"qahub.evaluate_cli.predictions", "qahub.evaluate_cli.adapter"} <= imported(EVALUATE_CLI / "limur.py")

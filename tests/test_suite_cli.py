@@ -351,16 +351,16 @@ SCORE_IN_A_FRESH_PROCESS = textwrap.dedent(
     from qahub import cli
 
     status = cli.main(["--quiet", "evaluate", *json.loads(sys.argv[1])])
-    heavy = sorted(name for name in ("evaluate", "transformers", "torch", "datasets", "scipy.stats", "sklearn")
-                   if name in sys.modules)
+    heavy = sorted(name for name in ("evaluate", "transformers", "torch", "datasets", "pandas", "pyarrow",
+                                     "scipy.stats", "sklearn") if name in sys.modules)
     print(json.dumps({"status": status, "imported": heavy}))
     """
 )
 
 
 def _evaluate_in_a_fresh_process(argv):
-    """``(the printed result, exit status, which of evaluate, transformers, torch, datasets, scipy.stats, sklearn
-    were imported)``."""
+    """``(the printed result, exit status, which of evaluate, transformers, torch, datasets, pandas, pyarrow,
+    scipy.stats, sklearn were imported)``."""
     import json
 
     done = subprocess.run([sys.executable, "-c", SCORE_IN_A_FRESH_PROCESS, json.dumps([str(a) for a in argv])],
@@ -381,12 +381,11 @@ def test_a_cli_score_is_the_evaluate_modules_own_without_importing_evaluate(argv
     """Each demo.json evaluation: its scores in a fresh process, which never imports evaluate, transformers,
     torch, nor (for METEOR, through NLTK's package) scipy.stats and scikit-learn, are those of
     ``evaluate.load(metric_dir).compute(...)`` given the same inputs. An upstream Jeopardy! file as references is
-    read by the builder's own reader, without ``datasets``, and so is JEMHopQA's ``--data-dir``; every other reference
-    is read through it."""
+    read by the builder's own reader, without ``datasets`` (nor pandas, pyarrow), and so is the ``--data-dir`` of
+    JEMHopQA, LIMUR, Topical-Chat and doc2dial (issue 44); Jeopardy!'s ``--data-dir`` is built through it."""
     printed, status, imported, stderr = _evaluate_in_a_fresh_process(argv)
-    upstream_file = (argv[0] == "jeopardy_meteor" and "--references" in argv) or (
-        argv[0] == "jemhopqa" and "--data-dir" in argv)
-    assert (status, imported) == (0, [] if upstream_file else ["datasets"]), stderr[-2000:]
+    upstream_file = "--references" in argv if argv[0] == "jeopardy_meteor" else "--data-dir" in argv
+    assert (status, imported) == (0, [] if upstream_file else ["datasets", "pandas", "pyarrow"]), stderr[-2000:]
 
     adapter = evaluate_cli.scoring_modules()[argv[0]].ADAPTER
 

@@ -303,7 +303,7 @@ def test_card_example_is_the_real_first_row():
     real = shared_data("topical_chat")
     if real is None:
         pytest.skip("../shared/data/topical_chat absent")
-    from qahub.loaders.topical_chat import read_conversations
+    from qahub.loaders._topical_chat_files import read_conversations
 
     card = registry.card_path("topical_chat").read_text(encoding="utf-8")
     block = card.split("## Example (`conversations`, abridged)")[1].split("```json\n")[1].split("```")[0]
@@ -558,3 +558,53 @@ def test_pinned_checksums_match_the_shared_copies():
 
     assert len(topical_chat.SOURCE.sha256) == 11
     assert {rel: sha256_of(real / rel) for rel in topical_chat.SOURCE.sha256} == topical_chat.SOURCE.sha256
+
+
+# --- the rows `qahub evaluate topical_chat --data-dir` reads without `datasets` are the built ones (issue 44)
+
+
+def _local_equals_built(folder, cache):
+    """Every config the adapter reads (conversations, asr, reading_sets in both forms, each split whose files are
+    there): the reader's rows are what the builder gives after `datasets` cast them, values, None and key order."""
+    from qahub.loaders import _topical_chat_files as files
+
+    compared = []
+    for config, form in (("conversations", "auto"), ("asr", "auto"), ("reading_sets", "post-build"),
+                         ("reading_sets", "pre-build")):
+        splits = [split for split in registry.catalog()["topical_chat"]["configs"][config]
+                  if all((folder / rel).is_file() for rel in files.split_files(config, split, form).values())]
+        if not splits:
+            continue
+        built = qahub.load("topical_chat", config, data_dir=str(folder), cache_dir=str(cache / f"{config}-{form}"),
+                           splits=tuple(splits), reading_set_form=form)
+        assert list(built) == splits
+        for split in splits:
+            local, rows = files.local_rows(folder, config, split, form), built[split].to_list()
+            assert local == rows and local, (config, form, split)
+            assert [list(row) for row in local] == [list(row) for row in rows]
+            compared.append((config, form, split))
+    return compared
+
+
+def test_the_rows_read_without_datasets_are_the_built_rows(tmp_path):
+    compared = _local_equals_built(SAMPLE, tmp_path)
+    assert len(compared) == 5 + 2 + 5 + 5
+
+
+@pytest.mark.slow
+def test_the_rows_read_without_datasets_are_the_built_rows_of_the_shared_data(tmp_path):
+    real = shared_data("topical_chat")
+    if real is None:
+        pytest.skip("../shared/data/topical_chat absent")
+    compared = _local_equals_built(real, tmp_path)
+    assert len(compared) == 4 + 2 + 4  # no train files nor post-build reading sets are mirrored
+
+
+def test_the_reader_without_datasets_imports_neither_datasets_pandas_nor_pyarrow():
+    import subprocess
+    import sys
+
+    code = ("import sys; from qahub.loaders import _topical_chat_files as f; f.local_rows(sys.argv[1], 'reading_sets',"
+            " 'test_freq'); print(sorted({m.split('.')[0] for m in sys.modules} & {'datasets', 'pandas', 'pyarrow'}))")
+    out = subprocess.run([sys.executable, "-c", code, str(SAMPLE)], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

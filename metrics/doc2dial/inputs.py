@@ -12,8 +12,7 @@ import math
 import numbers
 import re
 import struct
-
-import datasets
+import sys
 
 from .dialogues import agent_turn_references, is_dialogue
 from .replies import read_reply
@@ -89,7 +88,9 @@ def clean_references(records, task):
 def as_rows(records, side, fields):
     """A list (or tuple) of records, or a ``datasets.Dataset`` (its rows; only ``fields`` when it has them all,
     so that e.g. the documents of ``doc2dial_rc`` rows are not read)."""
-    if isinstance(records, datasets.Dataset):
+    # a Dataset comes from an imported `datasets`: a caller handing lists (qahub evaluate) never imports it (~1 s)
+    datasets = sys.modules.get("datasets")
+    if datasets is not None and isinstance(records, datasets.Dataset):
         if set(fields) <= set(records.column_names):
             records = records.select_columns(list(fields))
         return records.to_list()

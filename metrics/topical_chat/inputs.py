@@ -1,7 +1,7 @@
 """The one place where the metric's inputs are checked: predictions, references and the keyword arguments of
 compute. What passes is ready to score (``examples``) or to store as JSON in evaluate's cache (``encode``)."""
 
-import datasets
+import sys
 
 from .turns import check_conversation, check_reading_set, examples_of
 
@@ -40,9 +40,11 @@ def _reading_index(rows):
 
 
 def _as_list(values, name):
-    if isinstance(values, datasets.Dataset):
+    # a Dataset comes from an imported `datasets`: a caller handing lists (qahub evaluate) never imports it (~1 s)
+    datasets = sys.modules.get("datasets")
+    if datasets is not None and isinstance(values, datasets.Dataset):
         return values.to_list()
-    if isinstance(values, datasets.IterableDataset):
+    if datasets is not None and isinstance(values, datasets.IterableDataset):
         return list(values)
     if not isinstance(values, (list, tuple)):
         raise ValueError(f"topical_chat: {name} must be a list (or a Dataset), got {type(values).__name__}")

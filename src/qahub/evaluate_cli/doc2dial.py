@@ -2,9 +2,9 @@
 
 Predictions use the shared task's format: a JSON list of ``{"id", "prediction_text", "no_answer_probability"}``
 (subtask1; ``no_answer_probability`` may be left out: 0.0) or ``{"id", "utterance"}`` (subtask2). References are
-the rows of a split: loaded from an export (``--references FOLDER_OR_HUB_ID``) or built from the release
-(``--data-dir DIR``, or downloaded), ``doc2dial_rc`` rows for subtask1 and ``dialogue_domain`` rows for subtask2,
-passed to the metric as they are. This module only reads the prediction file (and, for older callers, a JSON list
+the rows of a split: loaded from an export (``--references FOLDER_OR_HUB_ID``), read from the unpacked release by
+the builder's own row reader without `datasets` (``--data-dir DIR``), or built from the downloaded release;
+``doc2dial_rc`` rows for subtask1 and ``dialogue_domain`` rows for subtask2, passed to the metric as they are. This module only reads the prediction file (and, for older callers, a JSON list
 of per-turn references); the metric checks every record once. With ``--ignore-missing`` the references are
 restricted to the predicted ids, as the official scorer does (``missing_ignored`` in the output).
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from qahub.evaluate_cli import predictions
 from qahub.evaluate_cli.adapter import Adapter, direct_score
-from qahub.export.reader import built_rows, export_rows
+from qahub.export.reader import built_rows, check_split, data_folder, export_rows
 from qahub.metrics.doc2dial.dialogues import agent_turns
 
 HELP = "DialDoc21 shared-task scores on doc2dial: subtask1 grounding (SQuAD v2 EM/F1), subtask2 generation (sacreBLEU)"
@@ -134,9 +134,21 @@ def load_references(args):
         rows = export_rows(location, config, split, cache_dir=args.cache_dir, no_split=no_split, corpus="doc2dial")
         return rows, f"{location} {config} {split} split"
     # the split's rows in dataset order (the order in which the official scorer collects the references)
-    rows = built_rows("doc2dial", config, split, data_dir, cache_dir=args.cache_dir, mirror_url=args.mirror_url,
-                      no_split=no_split)
+    if data_dir is None:
+        rows = built_rows("doc2dial", config, split, cache_dir=args.cache_dir, mirror_url=args.mirror_url,
+                          no_split=no_split)
+    else:
+        rows = _local_rows(config, split, data_dir, no_split)
     return rows, f"doc2dial {split} split"
+
+
+def _local_rows(config, split, data_dir, no_split) -> list[dict]:
+    """The rows of ``split`` in a local copy of the release files, read by the builder's own row reader
+    (``loaders/_doc2dial_files.py``), without `datasets`."""
+    from qahub.loaders._doc2dial_files import local_rows
+
+    check_split("doc2dial", config, split, no_split)
+    return local_rows(str(data_folder(data_dir)), config, split)
 
 
 ADAPTER = Doc2dial()

@@ -35,9 +35,12 @@ SPLITS = ("validation", "train")  # the split read when none is named
 
 class JeopardyMeteor(Adapter):
     metric, help, fields = "jeopardy_meteor", HELP, (FIELDS,)
-    # NLTK's package __init__ imports scipy.stats and scikit-learn whenever they are installed, for parts METEOR
-    # never calls (collocations' Fisher test, a classifier wrapper), and goes on without them: 1 s and 70 MiB
-    unimportable = (*Adapter.unimportable, "scipy.stats", "sklearn")
+    # NLTK's package __init__ imports scipy (scipy.stats, and scipy.sparse for its transition parser) and scikit-learn
+    # whenever they are installed, for parts METEOR never calls (collocations' Fisher test, a classifier wrapper, a
+    # dependency parser), and goes on without them (except ImportError): ~1.3 s and 70 MiB in all. spaCy's package
+    # __init__ imports its download command, thus requests, which takes chardet when installed and charset_normalizer
+    # otherwise, to guess the encoding of web pages: ~0.1 s of chardet's language models, never used here.
+    unimportable = (*Adapter.unimportable, "scipy", "sklearn", "chardet")
     predictions_help = "predictions file (.csv, .json or .jsonl)"
     references = {"help": "gold answers: an export folder or Hub dataset id (qahub build --out), with --config and "
                           "--split; also an upstream .csv/.tsv file or .json/.jsonl rows"}

@@ -1,8 +1,9 @@
 """``qahub evaluate limur``: exact match and (optionally) the LLM judge score of predictions on LIMUR.
 
 References are dataset rows: an export loaded with ``datasets.load_dataset`` (``--references FOLDER_OR_HUB_ID``),
-or the corpus built from MERA's task files with ``qahub.load`` (``--data-dir DIR``; a ``--references`` that is a
-split file or a folder of them is built the same way). This module reads only the prediction files.
+or the rows of MERA's task files (``--data-dir DIR``; a ``--references`` that is a split file or a folder of them
+is read the same way), read by the builder's own row reader (``loaders/_limur_files.py``) without `datasets`.
+This module reads only the prediction files.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 
 from qahub.evaluate_cli import predictions
 from qahub.evaluate_cli.adapter import Adapter
-from qahub.export.reader import built_file_rows, built_rows, export_rows
+from qahub.export.reader import check_split, data_folder, export_rows
 from qahub.metrics.limur.judge_settings import SETTINGS, resolve
 from qahub.metrics.limur.score import ALL_CLOSED, all_closed
 
@@ -140,18 +141,11 @@ def load_references(args) -> tuple[list[dict], str]:
 
     Closed answers (``outputs`` "") are kept: the metric scores them 0 and counts them (``closed``); when every
     answer is closed (MERA's public test split) there is nothing to score: an error."""
-    from qahub.loaders.limur import TASK_SPLITS
+    from qahub.loaders._limur_files import TASK_SPLITS
 
     split = TASK_SPLITS.get(args.split, args.split)
     source = args.data_dir or args.references
-    path = Path(source).expanduser()
-    no_split = f"{path}: no {split} split with {args.config} records (found {{found}})"
-    if path.is_file():
-        rows = built_file_rows("limur", args.config, split, path, _source_name(path, split), no_split=no_split)
-    elif args.data_dir or _holds_task_files(path):
-        rows = built_rows("limur", args.config, split, path, no_split=no_split)
-    else:
-        rows = export_rows(source, args.config, split, what=EXPORT, corpus="limur")
+    rows = _split_rows(args, source, split)
     where = f"{source} ({args.config}, {split})"
     if args.task_type:
         rows = [row for row in rows if row["meta"]["task_type"] == args.task_type]
@@ -166,8 +160,26 @@ def load_references(args) -> tuple[list[dict], str]:
     return rows, where
 
 
+def _split_rows(args, source, split) -> list[dict]:
+    """The rows of ``split``: of an export, or of MERA's task files (a folder, or one file), read as the builder
+    reads them (``loaders/_limur_files.py``), without `datasets`."""
+    from qahub.loaders import _limur_files as files
+
+    path = Path(source).expanduser()
+    if not (path.is_file() or args.data_dir or _holds_task_files(path)):
+        return export_rows(source, args.config, split, what=EXPORT, corpus="limur")
+    no_split = f"{path}: no {split} split with {args.config} records (found {{found}})"
+    check_split("limur", args.config, split, no_split)
+    if path.is_file():
+        sources, where = files.file_sources(path, _source_name(path, split)), path
+    else:
+        where = str(data_folder(path))
+        sources = files.find_sources(where)
+    return files.local_rows(sources, split, files.CONFIGS[args.config], where, no_split)
+
+
 def _holds_task_files(path: Path) -> bool:
-    from qahub.loaders.limur import SPLIT_FILES, TASK_FILE
+    from qahub.loaders._limur_files import SPLIT_FILES, TASK_FILE
 
     return path.is_dir() and any((path / name).is_file() for name in (*SPLIT_FILES, TASK_FILE))
 
@@ -175,7 +187,7 @@ def _holds_task_files(path: Path) -> bool:
 def _source_name(path: Path, split: str) -> str:
     """The name a single references file is built under: a task.json stays one; a JSON Lines file is the split
     its name says (dev.jsonl: validation), else the --split asked for."""
-    from qahub.loaders.limur import SPLIT_FILES, TASK_FILE
+    from qahub.loaders._limur_files import SPLIT_FILES, TASK_FILE
 
     if path.name == TASK_FILE:
         return TASK_FILE

@@ -1,8 +1,8 @@
 """``qahub evaluate topical_chat``: responses generated for Topical-Chat turns against the human turns.
 
-The references are dataset rows: the ``conversations`` (or ``asr``) config of an export or Hub dataset, or of a
-build of the upstream files (``--data-dir``); knowledge F1 comes from the ``reading_sets`` config of the same
-split when there is one. This module reads only the predictions file.
+The references are dataset rows: the ``conversations`` (or ``asr``) config of an export or Hub dataset, or the rows
+of the upstream files (``--data-dir``) read by the builder's own row reader without `datasets`; knowledge F1 comes
+from the ``reading_sets`` config of the same split when there is one. This module reads only the predictions file.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 from qahub.evaluate_cli import predictions
 from qahub.evaluate_cli.adapter import Adapter
-from qahub.export.reader import built_rows, export_configs, export_rows
+from qahub.export.reader import check_split, data_folder, export_configs, export_rows
 
 HELP = "Topical-Chat responses: unigram F1, BLEU-4 (sacrebleu), distinct-1/2 and knowledge F1"
 CORPUS = "topical_chat"
@@ -217,9 +217,14 @@ def _has_reading_sets(root: Path, split):
         (root / f"reading_sets/pre-build/{split}.json").is_file() and (root / "src/wiki/wiki.json").is_file())
 
 
-def _built(data_dir, config, split, **options):
+def _built(data_dir, config, split, reading_set_form="auto"):
+    """The rows of ``split`` of ``config`` in a local copy of the upstream files, read by the builder's own row
+    reader (``loaders/_topical_chat_files.py``), without `datasets`."""
+    from qahub.loaders._topical_chat_files import local_rows
+
     no_split = f"{CORPUS}/{config}: unknown split(s) [{split!r}]; its splits: {{found}}"  # as the builder says
-    return built_rows(CORPUS, config, split, data_dir, splits=(split,), no_split=no_split, **options)
+    check_split(CORPUS, config, split, no_split)
+    return local_rows(str(data_folder(data_dir)), config, split, reading_set_form)
 
 
 def _exported_rows(location, config, split):

@@ -19,7 +19,6 @@ import contextlib
 import functools
 import os
 import tempfile
-import warnings
 from pathlib import Path
 
 README = "README.md"
@@ -317,33 +316,6 @@ def check_split(corpus, config, split, no_split):
     declared = registry.catalog().get(corpus, {}).get("configs", {}).get(config)
     if declared:
         _pick(declared, split, no_split)
-
-
-def built_file_rows(corpus, config, split, path, name, **options) -> list[dict]:
-    """``built_rows`` of one upstream file, whatever its name: linked as ``name`` in a temporary folder and built
-    there; errors and the builder's warnings name ``path``."""
-    path = Path(path)
-    with tempfile.TemporaryDirectory(prefix=f"qahub-{corpus}-") as folder:
-        link = Path(folder, name)
-        link.symlink_to(path.resolve())
-        try:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                return built_rows(corpus, config, split, folder, **options)
-        except (ValueError, OSError) as err:
-            raise _renamed(err, str(link), str(path)) from None
-        finally:
-            for warning in caught:
-                warnings.warn(str(warning.message).replace(str(link), str(path)), warning.category, stacklevel=2)
-
-
-def _renamed(err, old, new):
-    """``err`` of the same type (else a ValueError) with ``old`` in its message replaced by ``new``."""
-    message = str(err).replace(old, new)
-    try:
-        return type(err)(message)
-    except TypeError:
-        return ValueError(message)
 
 
 def _no_split(where, config, split):
