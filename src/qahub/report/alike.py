@@ -7,6 +7,7 @@ report entry: ``caveats[run]``, compared, marked, never starred; ``not_compared[
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import itemgetter
 
 import numpy as np
 
@@ -154,11 +155,23 @@ def prompts_differ(b, r, base_index, run_index) -> str | None:
         return None
     if b.prompt_hashed != r.prompt_hashed:  # e.g. inspect's chat messages against lm-eval's rendered template
         return f"prompts recorded as {r.prompt_hashed} and as {b.prompt_hashed}: not compared"
-    if any(b.prompts[i] != r.prompts[j] for i, j in zip(base_index, run_index)
-           if b.prompts[i] is not None and r.prompts[j] is not None):
+    if _differ(_at(b.prompts, base_index), _at(r.prompts, run_index)):
         kind = "few-shot" if r.n_shot != b.n_shot else "few-shot or template" if r.n_shot else "template"
         return f"different prompts ({kind})"
     return None
+
+
+def _at(values: list, index) -> list:
+    """``values`` at ``index``, picked in C (a leaderboard pairs every two runs: millions of documents)."""
+    index = index.tolist() if isinstance(index, np.ndarray) else list(index)
+    if index == list(range(len(values))):
+        return values
+    return list(itemgetter(*index)(values)) if len(index) > 1 else [values[i] for i in index]
+
+
+def _differ(ours: list, theirs: list) -> bool:
+    """Whether two runs' prompts of the same documents differ where both recorded one (None: not recorded)."""
+    return ours != theirs and any(a != b for a, b in zip(ours, theirs) if a is not None and b is not None)
 
 
 def dataset_name(dataset) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+from dataclasses import replace
 
 import numpy as np
 
@@ -809,6 +810,13 @@ def best(entry, higher_is_better: bool, baseline: str):
     return leader["run"] if wins else None
 
 
+def read_one(run, task, spec, keep):
+    """``run`` with ``task`` read; without ``keep`` (no Hub files to write from them) its documents' texts are let
+    go at once: a leaderboard's prompts, held for every run of a task at a time, were most of a worker's memory."""
+    read = run.with_task(task, spec)
+    return read if keep else replace(read, tasks={task: replace(read.tasks[task], texts=None)})
+
+
 def report_data(runs, skipped, specs, settings, progress, workers=1, keep=False) -> tuple[dict, dict, dict]:
     """The report's numbers (``data["tasks"]``: ``{task: model.TaskReport}``), ``{task: {figure name: PNG}}``
     and, with ``keep``, ``{task: {run: TaskRun}}``: the one reading of each task's samples, for what is written
@@ -818,7 +826,7 @@ def report_data(runs, skipped, specs, settings, progress, workers=1, keep=False)
     from .workers import each
 
     def work(task):
-        having = [run.with_task(task, specs[task]) for run in runs if task in run.samples]
+        having = [read_one(run, task, specs[task], keep) for run in runs if task in run.samples]
         entry = task_report(task, specs[task], having, settings["baseline"], settings)
         read = {run.name: run.tasks[task] for run in having} if keep else {}
         return entry, task_figures(task, entry, settings["baseline"]), read
