@@ -2,11 +2,10 @@
 (``doc2dial.py``, which yields these rows) and for ``qahub evaluate doc2dial --data-dir`` (or a release file given to
 ``--references``), which scores against them without importing `datasets`, pandas or pyarrow."""
 
-import os
 import re
 from itertools import repeat
 
-from qahub.readers import may_hold_lone_surrogates, parse_json, read_text, record_error
+from qahub.readers import may_hold_lone_surrogates, parse_json, read_text, record_error, source_file
 
 # the release files inside the zip; a data_dir holds them unzipped
 FILES = {
@@ -202,17 +201,10 @@ def local_rows(data_dir, config, split):
     """The rows of ``split`` of ``config`` in a local copy of the release files (the builder's ``data_dir``
     layout), as the builder yields them, without `datasets`: the documents and the split's dialogues are read
     and checked as the builder reads them."""
-    paths = {key: _local(data_dir, FILES[key]) for key in ("doc", *([] if config == "document_domain" else [split]))}
+    paths = {key: source_file(data_dir, FILES[key]) for key in ("doc", *([] if config == "document_domain" else [split]))}
     docs = read_documents(paths["doc"])
     dialogues = None if config == "document_domain" else tuple(read_dialogues(paths[split], docs))
     return list(split_rows(config, docs, dialogues))
-
-
-def _local(data_dir, rel):
-    path = os.path.join(os.path.expanduser(str(data_dir)), rel)
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"{path}: source file not found (data_dir={data_dir!r} must hold {rel})")
-    return path
 
 
 def split_rows(config, docs, dialogues):

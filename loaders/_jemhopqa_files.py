@@ -2,10 +2,9 @@
 (``jemhopqa.py``, which yields these rows) and for ``qahub evaluate jemhopqa --data-dir`` and an upstream file
 given to ``--references``, which score against them without importing `datasets`, pandas or pyarrow."""
 
-import os
 import re
 
-from qahub.readers import is_str_list, read_json, record_error
+from qahub.readers import is_str_list, read_json, record_error, source_file
 
 # upstream file of each split, per version
 FILES = {
@@ -20,11 +19,7 @@ _KEYS = ("qid", "type", "question", "answer", "derivations", "page_ids", "time_d
 
 def local_file(data_dir, config: str, split: str) -> str:
     """The upstream file of ``config``'s ``split`` in a local copy (the builder's ``data_dir`` layout)."""
-    rel = FILES[config][split]
-    path = os.path.join(os.path.expanduser(str(data_dir)), rel)
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"{path}: source file not found (data_dir={str(data_dir)!r} must hold {rel})")
-    return path
+    return source_file(data_dir, FILES[config][split])
 
 
 def read_rows(filepath):

@@ -23,7 +23,7 @@ from typing import Mapping, Optional
 
 import datasets
 
-from qahub.readers import SourceDataError, open_source
+from qahub.readers import SourceDataError, open_source, source_file
 
 MIRROR_ENV = "QAHUB_MIRROR_URL"
 
@@ -89,7 +89,7 @@ def sha256_of(path):
 def resolve_sources(config, dl_manager, corpus, canonical_base, files, sha256=None):
     """Map ``{key: relative path}`` to local file paths, downloading when there is no ``data_dir``."""
     if config.data_dir:
-        return {key: _local(config.data_dir, rel) for key, rel in files.items()}
+        return {key: source_file(config.data_dir, rel) for key, rel in files.items()}
     base = (getattr(config, "mirror_url", None) or os.environ.get(MIRROR_ENV) or "").rstrip("/")
     if not base and not canonical_base:
         raise FileNotFoundError(f"{corpus} has no public download: pass data_dir (a local copy) or a mirror")
@@ -121,13 +121,6 @@ def _why(err) -> str:
         return "not found on the server (HTTP 404)"
     root = causes[-1]
     return f"the server could not be reached ({type(root).__name__}: {root})"
-
-
-def _local(data_dir, rel):
-    path = os.path.join(os.path.expanduser(str(data_dir)), rel)
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"{path}: source file not found (data_dir={data_dir!r} must hold {rel})")
-    return path
 
 
 def _verify(path, url, expected):

@@ -23,6 +23,15 @@ class SourceDataError(ValueError):
     """A file is corrupt, or holds a record its reader (a builder, ``qahub evaluate``) cannot accept."""
 
 
+def source_file(data_dir, rel) -> str:
+    """The upstream file ``rel`` in a local copy ``data_dir`` (a builder's ``data_dir`` layout), or a one-line error
+    naming both when it is not there."""
+    path = os.path.join(os.path.expanduser(str(data_dir)), rel)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{path}: source file not found (data_dir={str(data_dir)!r} must hold {rel})")
+    return path
+
+
 def record_error(path, record, problem):
     """The one error shape of the readers and the builders: which file, which record (None: the whole file),
     what is wrong."""
