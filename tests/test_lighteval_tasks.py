@@ -275,3 +275,20 @@ def test_lighteval_runs_the_documents_qahub_lighteval_samples_names(data, monkey
     lighteval_tasks._tasks_table.cache_clear()
     with pytest.raises(lighteval_tasks.LightevalTaskError, match=f"QAHUB_LIGHTEVAL_SAMPLES: {name}: \\[10000\\]"):
         lighteval_tasks.tasks_table(data)
+
+
+def test_lighteval_takes_a_plain_means_stderr_only_for_lm_evals_mean(sample_exports):
+    """lighteval picks its stderr by the aggregation's name ("mean" in it: the plain formula over the raw values).
+    Topical-Chat's knowledge_f1 (None on a turn without knowledge, ``mean_or_zero``) took it and failed a real
+    run of SmolLM2 on 30 turns; any aggregation but a plain mean (lm-eval's, JEMHopQA's ``mean``) is bootstrapped
+    through qahub's own."""
+    from lighteval.metrics.utils.stderr import get_stderr_function, mean_stderr
+
+    for corpus in registry.corpus_names():
+        for name in planning.task_api(corpus).TASKS:
+            for metric, (how, _) in lighteval_tasks.declaration(corpus, name)["metrics"].items():
+                aggregate = lighteval_tasks.Aggregate(corpus, name, metric)
+                plain = how == "mean" or getattr(how, "__name__", None) == "mean"
+                assert (get_stderr_function(aggregate) is mean_stderr) == plain, (name, metric)
+    knowledge = lighteval_tasks.Aggregate("topical_chat", "qahub_topical_chat_freq", "knowledge_f1")
+    assert knowledge([0.5, None, 1.0]) == 0.75

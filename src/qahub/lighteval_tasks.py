@@ -195,7 +195,11 @@ class Aggregate:
     def __init__(self, corpus: str, name: str, metric: str):
         self.corpus, self.name, self.metric = corpus, name, metric
         how = self._how()
-        self.__name__ = how if isinstance(how, str) else getattr(how, "__name__", "aggregate")  # lighteval reads it
+        # lighteval computes the stderr of an aggregation whose name contains "mean" as a plain mean's, over the
+        # raw values: only a plain mean (lm-eval's, JEMHopQA's) may be named so; Topical-Chat's knowledge_f1 is
+        # ``mean_or_zero`` of values that are None on a turn without knowledge: bootstrapped through this object
+        name = how if isinstance(how, str) else getattr(how, "__name__", "aggregate")
+        self.__name__ = name if name == "mean" else name.replace("mean", "average")
 
     def _how(self):
         return declaration(self.corpus, self.name)["metrics"][self.metric][0]
