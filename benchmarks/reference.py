@@ -19,7 +19,8 @@ lm-eval, inspect and lighteval, on one fixed set of documents, then ``qahub repo
 Writes ``OUT/runs/<model>-<harness>/`` (each harness's own output layout), ``OUT/seconds.json`` (the
 seconds of each task in each run; two commands with different ``--harnesses`` may run side by side),
 ``OUT/report/`` (``qahub report`` of every run, lm-eval's Gemma run the baseline) and ``OUT/reference.md``.
-A run that already finished (its ``OUT/<model>-<harness>.seconds.json``) is not run again: delete it to redo.
+A task with seconds in its run's ``OUT/<model>-<harness>.seconds.json`` is not run again (a run stopped half-way
+goes on from the first task it lacks): delete the file and the run's folder to redo a run.
 """
 
 from __future__ import annotations
@@ -70,12 +71,9 @@ def picked_docs(folders: dict, docs: int) -> dict:
 
 
 def run_harness(harness: str, model: str, folder: str, out: Path, plan: dict, args) -> None:
-    """Run ``model`` through ``harness`` on every task of ``plan``, its seconds per task in
-    ``OUT/<model>-<harness>.seconds.json`` (a run is skipped when that file is there: delete it to redo)."""
+    """Run ``model`` through ``harness`` on every task of ``plan``, each task's seconds added to
+    ``OUT/<model>-<harness>.seconds.json`` as it is done."""
     times = out / f"{model}-{harness}.seconds.json"
-    earlier = json.loads(times.read_text()) if times.is_file() else {}
-    if earlier and harness == "inspect":
-        raise SystemExit(f"{model} in inspect: a folder holds one log per task; delete {times} and its run to redo")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
            "OMP_NUM_THREADS": str(args.threads)}
     job = {"harness": harness, "model": model, "folder": folder, "chat": MODELS[model], "plan": plan,
@@ -83,15 +81,25 @@ def run_harness(harness: str, model: str, folder: str, out: Path, plan: dict, ar
            "batch_size": args.batch_size, "threads": args.threads}
     log = out / "logs" / f"{model}-{harness}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "w", encoding="utf-8") as f:
+    with open(log, "a", encoding="utf-8") as f:
         done = subprocess.run([sys.executable, str(Path(__file__).resolve().parent / "_reference_run.py"),
                                json.dumps(job)], stdout=f, stderr=subprocess.STDOUT, env=env)
     if done.returncode:
-        raise SystemExit(f"{model} in {harness} failed: see {log}")
+        raise SystemExit(f"{model} in {harness} failed: see {log} (the tasks done are kept: run again for the rest)")
     seconds = json.loads(times.read_text())
-    times.write_text(json.dumps({**earlier, **seconds}, indent=1), encoding="utf-8")
-    print(f"{time.strftime('%H:%M:%S')} {model} in {harness}: {sum(seconds.values()):.0f} s", file=sys.stderr,
-          flush=True)
+    print(f"{time.strftime('%H:%M:%S')} {model} in {harness}: {sum(seconds[task] for task in plan):.0f} s",
+          file=sys.stderr, flush=True)
+
+
+def to_run(harness: str, times: Path, plan: dict, again: str | None) -> dict:
+    """The tasks of ``plan`` to run: those named by ``--tasks`` (lm-eval and lighteval; the report reads each
+    task's newest results), else those with no seconds yet in ``times``."""
+    done = json.loads(times.read_text()) if times.is_file() else {}
+    if again:
+        if harness == "inspect" and any(task in done for task in again.split(",")):
+            raise SystemExit(f"{times.name}: a folder holds one inspect log per task; delete the run to redo one")
+        return {task: plan[task] for task in again.split(",")}
+    return {task: entry for task, entry in plan.items() if task not in done}
 
 
 def report(out: Path, runs: list[str]) -> dict:
@@ -127,9 +135,10 @@ def table(data: dict, seconds: dict, runs: list[str]) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="reference", help="output folder (default: reference)")
-    parser.add_argument("--docs", type=int, default=30, help="documents per task in lm-eval (default: 30)")
-    parser.add_argument("--other-docs", type=int, default=5,
-                        help="documents per task in inspect and lighteval, the first of lm-eval's (default: 5)")
+    parser.add_argument("--docs", type=int, default=30, help="documents per task (default: 30)")
+    parser.add_argument("--other-docs", type=int,
+                        help="fewer documents per task in inspect and lighteval, the first of lm-eval's (default: "
+                             "--docs, the same in every harness)")
     parser.add_argument("--data-root", default=str(Path(__file__).resolve().parents[2] / "shared" / "data"))
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--harnesses", default=",".join(HARNESSES))
@@ -138,6 +147,7 @@ def main(argv=None) -> int:
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--threads", type=int, default=1, help="torch threads per process (default: 1)")
     args = parser.parse_args(argv)
+    args.other_docs = args.other_docs or args.docs
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     folders = exports(out, Path(args.data_root))
@@ -150,12 +160,11 @@ def main(argv=None) -> int:
     (out / "plan.json").write_text(json.dumps(plans, indent=1), encoding="utf-8")
     models = {model: qahub("models", "fetch", model).strip() for model in args.models.split(",")}
     for harness in args.harnesses.split(","):
-        plan = plans[args.docs if harness == "lm-eval" else args.other_docs]
-        if args.tasks:
-            plan = {task: plan[task] for task in args.tasks.split(",")}
         for model, folder in models.items():
             running = out / f"{model}-{harness}.running"  # another command runs it now
-            if running.exists() or not (args.tasks or not (out / f"{model}-{harness}.seconds.json").is_file()):
+            plan = to_run(harness, out / f"{model}-{harness}.seconds.json",
+                          plans[args.docs if harness == "lm-eval" else args.other_docs], args.tasks)
+            if running.exists() or not plan:
                 continue
             running.touch()
             try:
