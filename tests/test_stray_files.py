@@ -127,9 +127,9 @@ def test_a_task_api_broken_below_its_declaration_still_names_its_corpus(tmp_path
     api = tmp_path / "task_api.py"
     api.write_text('CORPUS: str = "quiz"\nTRAINING_TEXTS = {}\n\ndef broken(:\n    pass\nCONVERSATION = 1\n',
                    encoding="utf-8")
-    assert tasks._declared_corpus(api) == "quiz" and list(tasks.declared(api)) == ["CORPUS", "TRAINING_TEXTS"]
+    assert tasks._corpus_of(tasks.declared(api)) == "quiz" and list(tasks.declared(api)) == ["CORPUS", "TRAINING_TEXTS"]
     api.write_text("def broken(:\n", encoding="utf-8")
-    assert tasks._declared_corpus(api) is None and tasks.declared(api) == {}
+    assert tasks._corpus_of(tasks.declared(api)) is None and tasks.declared(api) == {}
 
 
 def test_a_complete_tree_lists_no_footer(capsys):

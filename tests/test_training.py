@@ -13,8 +13,10 @@ import pytest
 from datasets.info import DatasetInfosDict
 from datasets.utils.metadata import MetadataConfigs
 from huggingface_hub import DatasetCard
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
 
-from qahub import cli, harness, planning, registry, training
+from qahub import cli, decontaminate, harness, planning, registry, training
 from qahub.decontaminate import Checker, EvaluationIndex, Texts, ngrams, words
 from qahub.export import ExportError
 from qahub.export.writer import export
@@ -408,6 +410,50 @@ def test_a_reply_split_across_two_turns_shares_its_13_grams():
     # a turn of more than n - 1 words ends the run that reaches into the next turn
     assert check.why(Texts((" ".join(halves[:8]), "a b c d e f g h i j k l m"), " ".join(halves[8:]),
                            dialogue=True)) is None
+
+
+# few words, mostly one, so that turns share 13-grams; Ё/е and CJK ones for the folding and the 26-grams
+_TURNS = st.lists(st.lists(st.sampled_from(["a"] * 8 + ["b", "Ё", "е", "東", "京", "ab東"]), max_size=12).map(" ".join),
+                  min_size=1, max_size=7)
+
+
+def _turn_docs(turns):
+    return [Texts(tuple(turns[:k]), turns[k], dialogue=True) for k in range(len(turns))]
+
+
+def _plain_verdict(evaluated, texts):
+    """The rule written out whole: the question is every word of the turns and reply; the n-grams are those of
+    that one run of words, n by the whole."""
+    def run(texts):
+        tokens = [w for part in (*texts.parts, texts.reply) for w in words(part)]
+        cjk = sum(len(w) == 1 and bool(decontaminate._HAS_CJK(w)) for w in tokens)
+        n = decontaminate.size(len(tokens), cjk)
+        return " ".join(tokens), {tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)}
+    questions, grams = set(), set()
+    for doc in evaluated:
+        question, own = run(doc)
+        questions.add(question or None)  # an empty question is no question
+        grams |= own
+    question, own = run(texts)
+    return "exact" if question in questions else "ngram" if own & grams else None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_TURNS, min_size=1, max_size=3), st.lists(_TURNS, min_size=1, max_size=3))
+def test_a_dialogues_verdicts_are_the_rule_written_out_whole(evaluated, training_conversations):
+    """The checks remember each turn's history (the turn before's turns and reply) and each distinct piece; with
+    what they remember forgotten every few documents, the verdicts are still those of the rule read plainly."""
+    evaluated = [doc for turns in evaluated for doc in _turn_docs(turns)]
+    index = EvaluationIndex()
+    index._grams.RUNS = 3
+    for doc in evaluated:
+        index.add(doc)
+    check = Checker(index)
+    check._grams.RUNS = 3
+    for doc in [doc for turns in training_conversations for doc in _turn_docs(turns)]:
+        verdict = check.why(doc)
+        event(f"verdict {verdict}")
+        assert verdict == _plain_verdict(evaluated, doc)
 
 
 def _conversation(turns, config="A"):

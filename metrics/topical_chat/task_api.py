@@ -164,8 +164,12 @@ TASKS = {
 # --- training rows (qahub.training, issue 38): each task's non-template text of a doc, which decontamination
 # compares with the evaluated docs': (doc -> its question or turns, whether it is a dialogue turn, whose question is
 # then the conversation with the reply); the reply is the task's target
-TRAINING_TEXTS = {name: (lambda doc: list(doc["history_messages"]), True)
-                  for name in ("qahub_topical_chat_freq", "qahub_topical_chat_rare")}
+def _history(doc):
+    return list(doc["history_messages"])
+
+
+# one function for both tasks: their training documents (the same train split) are checked once
+TRAINING_TEXTS = {name: (_history, True) for name in ("qahub_topical_chat_freq", "qahub_topical_chat_rare")}
 
 
 def whole_conversation(docs):

@@ -13,7 +13,7 @@ cut into 26-grams of characters (two characters a word: 13 characters is a share
 どちらが先に生まれましたか, not a shared question). A dialogue turn's pieces (the turns so far and its
 reply) are one run of words: an n-gram may span the boundary between two turns, so a test conversation copied after
 a greeting, or a reply cut into two turns, still shares its n-grams (a question and its answer stay apart: see
-``Grams.measures``). A text shorter than n words gives no
+``Grams.hit``). A text shorter than n words gives no
 n-gram: a short reply ("YES", a MERA letter, a Jeopardy answer) recurs across distinct questions and is checked
 with its question, by the exact rule.
 """
@@ -55,6 +55,10 @@ def size(count: int, cjk: int) -> int:
     return CJK_N if 2 * cjk > count else N
 
 
+_HAS_CJK = re.compile(f"[{_CJK}]").search
+_ASCII_WORD = re.compile(r"[^\W_]+")  # _WORD on ASCII text
+
+
 def _cjk(tokens: list[str]) -> int:
     return sum(map(_CJK_WORDS.__contains__, tokens))
 
@@ -82,45 +86,103 @@ class Piece(NamedTuple):
     cjk: int
 
 
+class Run(NamedTuple):
+    """The pieces of a dialogue document so far (its turns, then its reply) read as one: their normal forms
+    joined (the empty ones left out), how many words, how many CJK ones, the run before the last piece and that
+    piece, and ``ends``: ``{n: (tail, hit)}``, the last n - 1 words and whether any n-gram so far measured true."""
+
+    normal: str
+    count: int
+    cjk: int
+    before: Run | None
+    piece: Piece | None
+    ends: dict
+
+
 class Grams:
     """The n-grams of documents made of pieces, each worked out once and handed to ``measure(hashes)``: a piece's
     own n-grams once per piece (a dialogue's turn recurs in every later turn's history), and the n-grams across
-    each boundary once per (the last n - 1 words before it, the piece after it)."""
+    each boundary once per (the last n - 1 words before it, the piece after it). A dialogue document's turns so
+    far are the turn before's turns and reply: what they come to (``Run``) is kept for the documents that follow,
+    so a turn costs its own pieces, not its whole history."""
+
+    RUNS = 4096  # the runs kept; the documents of a conversation come together, so only the latest are needed
 
     def __init__(self, measure):
         self.measure, self.pieces, self.own, self.joins = measure, {}, {}, {}
+        self.runs, self._last = {(): Run("", 0, 0, None, None, {})}, (None, None)
 
     def piece(self, text: str) -> Piece:
         found = self.pieces.get(text)
         if found is None:
-            tokens = tuple(words(text))
-            found = self.pieces[text] = Piece(" ".join(tokens), tokens, _cjk(tokens))
+            if text.isascii():  # most of Topical-Chat and doc2dial: NFKC keeps it, no CJK word, no ё
+                tokens = tuple(_ASCII_WORD.findall(text.lower()))
+                found = Piece(" ".join(tokens), tokens, 0)
+            else:
+                folded = normal(text)
+                tokens = tuple(_WORD.findall(folded))
+                found = Piece(" ".join(tokens), tokens, _cjk(tokens) if _HAS_CJK(folded) else 0)
+            self.pieces[text] = found
         return found
 
-    def of(self, texts: Texts) -> tuple[str, list[Piece]]:
-        """``texts``' normalised question and its pieces, its reply last. The question normalised is its parts
-        normalised and joined: a newline is no word, so the words of the whole are its parts' in turn."""
-        pieces = [self.piece(text) for text in (*texts.parts, texts.reply)]
-        question = pieces if texts.dialogue else pieces[:-1]
-        return " ".join(filter(None, [piece.normal for piece in question])), pieces
+    def question(self, texts: Texts) -> str:
+        """``texts``' normalised question: its parts normalised and joined (a dialogue's, its reply too). A newline
+        is no word, so the words of the whole are its parts' in turn."""
+        if texts.dialogue:
+            return self._run_of(texts).normal
+        return " ".join(filter(None, [self.piece(text).normal for text in texts.parts]))
 
-    def measures(self, pieces: list[Piece], dialogue: bool):
-        """``measure`` of each piece's n-grams, in turn; of a dialogue's, with those across each boundary between
-        its turns (n by the whole). The question and reply of any other document are apart: a question's closing
-        template words and its answer's opening ones are no leak (JEMHopQA's ``どちらですか`` + ``回答: X``)."""
-        if not dialogue:
-            yield from (self._own(piece, size(len(piece.tokens), piece.cjk)) for piece in pieces
-                        if len(piece.tokens) >= N)
-            return
-        count = sum(len(piece.tokens) for piece in pieces)
-        if count < N:  # too short for either n
-            return
-        n, tail = size(count, sum(piece.cjk for piece in pieces)), ()
-        for piece in filter(lambda piece: piece.tokens, pieces):
-            yield self._own(piece, n)
-            if tail:
-                yield self._join(tail, piece, n)
-            tail = piece.tokens[1 - n:] if len(piece.tokens) >= n - 1 else (tail + piece.tokens)[1 - n:]
+    def hit(self, texts: Texts) -> bool:
+        """Whether ``measure`` is true of any n-gram of ``texts`` (measuring each distinct one once). A dialogue's
+        pieces are one run of words, n by the whole; any other document's question and reply are apart: a
+        question's closing template words and its answer's opening ones are no leak (JEMHopQA's ``どちらですか`` +
+        ``回答: X``)."""
+        if not texts.dialogue:
+            pieces = [self.piece(text) for text in (*texts.parts, texts.reply)]
+            found = [self._own(piece, size(len(piece.tokens), piece.cjk)) for piece in pieces
+                     if len(piece.tokens) >= N]
+            return any(found)
+        run = self._run_of(texts)
+        if run.count < N:  # too short for either n
+            return False
+        return self._end(run, size(run.count, run.cjk))[1]
+
+    def _run_of(self, texts: Texts) -> Run:
+        """``run`` of a dialogue document's pieces; the last document's kept (``question`` then ``hit``)."""
+        if texts is not self._last[0]:
+            self._last = (texts, self.run((*texts.parts, texts.reply)))
+        return self._last[1]
+
+    def run(self, key: tuple) -> Run:
+        """What the pieces ``key`` come to, from what ``key[:-1]`` came to."""
+        found = self.runs.get(key)
+        if found is None:
+            before, piece = self.run(key[:-1]), self.piece(key[-1])
+            normal = f"{before.normal} {piece.normal}" if before.normal and piece.normal else \
+                before.normal or piece.normal
+            found = Run(normal, before.count + len(piece.tokens), before.cjk + piece.cjk, before, piece, {})
+            if len(self.runs) >= self.RUNS:
+                self.runs = {(): self.runs[()]}
+            self.runs[key] = found
+        return found
+
+    def _end(self, run: Run, n: int) -> tuple:
+        """``(tail, hit)`` of the pieces of ``run`` read as one run of words in ``n``-grams, from the latest run
+        before it whose end is known."""
+        chain = []
+        while n not in run.ends and run.piece is not None:
+            chain.append(run)
+            run = run.before
+        tail, hit = run.ends.get(n, ((), False))
+        for run in reversed(chain):
+            piece = run.piece
+            if piece.tokens:
+                hit = bool(self._own(piece, n)) | hit  # measured whatever ``hit``: the index adds them
+                if tail:
+                    hit = bool(self._join(tail, piece, n)) | hit
+                tail = piece.tokens[1 - n:] if len(piece.tokens) >= n - 1 else (tail + piece.tokens)[1 - n:]
+            run.ends[n] = (tail, hit)
+        return tail, hit
 
     def _own(self, piece: Piece, n: int):
         key = (piece.normal, n)
@@ -147,11 +209,10 @@ class EvaluationIndex:
 
     def add(self, texts: Texts):
         self.documents += 1
-        question, pieces = self._grams.of(texts)
+        question = self._grams.question(texts)
         if question:
             self.exact.add(question)
-        for _ in self._grams.measures(pieces, texts.dialogue):
-            pass
+        self._grams.hit(texts)
 
 
 class Checker:
@@ -163,10 +224,9 @@ class Checker:
         self._grams = Grams(lambda hashes: not index.grams.isdisjoint(hashes))
 
     def why(self, texts: Texts) -> str | None:
-        question, pieces = self._grams.of(texts)
-        if question in self.index.exact:
+        if self._grams.question(texts) in self.index.exact:
             return "exact"
-        if any(self._grams.measures(pieces, texts.dialogue)):
+        if self._grams.hit(texts):
             return "ngram"
         return None
 

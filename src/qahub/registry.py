@@ -59,7 +59,7 @@ def training_configs(corpus: str) -> list[str]:
     ``TRAINING_TEXTS``, ``messages`` when it also declares a ``CONVERSATION``."""
     if corpus not in corpus_names():
         return []
-    names = tasks.declared(metric_dirs()[tasks.scan().metric_of[corpus]] / "task_api.py")
+    names = tasks.scan().names[corpus]
     found = [config for config, name in TRAINING_DECLARATIONS if name in names]
     return found if "sft" in found else []
 

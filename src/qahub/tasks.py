@@ -49,21 +49,24 @@ class Found:
     metric_dirs: dict  # {metric: directory} of every registered corpus's metric
     builders: dict  # {corpus: [builder class names]} of every loader module with one
     left_out: tuple  # one line per module that is not part of a registered corpus
+    names: dict  # {corpus: frozenset of the top-level names its task_api declares} (registry's training configs)
 
 
 @functools.lru_cache(maxsize=None)
 def scan() -> Found:
     builders, left_out = _loaders()
-    declared = {}
+    claimed, names = {}, {}
     dirs = _metric_dirs()
     for metric, folder in dirs.items():
-        corpus = _declared_corpus(folder / "task_api.py")
+        found = declared(folder / "task_api.py")
+        corpus = _corpus_of(found)
+        names[metric] = frozenset(found)
         if corpus is None:
             left_out.append(f'{folder}: not registered: no task_api.py declaring CORPUS = "<corpus>" beside it')
         else:
-            declared.setdefault(corpus, []).append(metric)
+            claimed.setdefault(corpus, []).append(metric)
     metric_of = {}
-    for corpus, metric_names in declared.items():
+    for corpus, metric_names in claimed.items():
         apis = [str(dirs[m] / "task_api.py") for m in metric_names]
         if len(apis) > 1:
             left_out.append(f"{' and '.join(apis)}: each declares CORPUS = {corpus!r}; neither is registered "
@@ -74,11 +77,12 @@ def scan() -> Found:
         else:
             metric_of[corpus] = metric_names[0]
     for corpus, (path, _) in builders.items():
-        if corpus not in declared:
+        if corpus not in claimed:
             left_out.append(f"{path}: not registered: no metric's task_api.py declares CORPUS = {corpus!r} "
                             "(a corpus is its loader, its metric and its tasks)")
     return Found(dict(sorted(metric_of.items())), {metric_of[c]: dirs[metric_of[c]] for c in sorted(metric_of)},
-                 {corpus: names for corpus, (_, names) in builders.items()}, tuple(left_out))
+                 {corpus: classes for corpus, (_, classes) in builders.items()}, tuple(left_out),
+                 {corpus: names[metric] for corpus, metric in sorted(metric_of.items())})
 
 
 def _loaders() -> tuple[dict, list]:
@@ -108,9 +112,9 @@ def _metric_dirs() -> dict:
     return dirs
 
 
-def _declared_corpus(path: Path) -> str | None:
-    """The ``CORPUS = "..."`` (or ``CORPUS: str = "..."``) of a task_api."""
-    value = declared(path).get("CORPUS")
+def _corpus_of(found: dict) -> str | None:
+    """The ``CORPUS = "..."`` (or ``CORPUS: str = "..."``) of a task_api's ``declared`` names."""
+    value = found.get("CORPUS")
     return value.value if isinstance(value, ast.Constant) and isinstance(value.value, str) else None
 
 

@@ -30,14 +30,19 @@ BATCH = 2000  # rows per Parquet row group
 # --- what each corpus's task_api declares for these configs
 
 
-def texts_of(corpus: str, name: str, spec):
-    """``doc -> Texts``: the non-template text of task ``name``'s documents, as its task_api's ``TRAINING_TEXTS``
-    declares it."""
+def declared_texts(corpus: str, name: str) -> tuple:
+    """``(questions, dialogue)``: task ``name``'s ``TRAINING_TEXTS`` entry in its corpus's task_api."""
     declared = getattr(planning.task_api(corpus), "TRAINING_TEXTS", {})
     if name not in declared:
         raise ValueError(f"task {name}: its task_api declares no TRAINING_TEXTS entry (which of its documents' text "
                          "is not template), so its training rows cannot be checked")
-    questions, dialogue = declared[name]
+    return declared[name]
+
+
+def texts_of(corpus: str, name: str, spec):
+    """``doc -> Texts``: the non-template text of task ``name``'s documents, as its task_api's ``TRAINING_TEXTS``
+    declares it."""
+    questions, dialogue = declared_texts(corpus, name)
 
     def texts(doc) -> Texts:
         return Texts(tuple(questions(doc)), spec.target(doc), dialogue)
@@ -76,8 +81,11 @@ class Docs:
     def __init__(self, corpus: str, location):
         self.corpus, self.location, self.read = corpus, export_at(location), {}
 
+    def key(self, name: str, config: str, split: str) -> tuple:
+        return planning.task_api(self.corpus).TASKS[name].docs, config, split
+
     def __call__(self, name: str, config: str, split: str):
-        key = (planning.task_api(self.corpus).TASKS[name].docs, config, split)
+        key = self.key(name, config, split)
         if key not in self.read:
             self.read[key] = task_docs(self.corpus, name, self.location, config, split)
         return self.read[key]
@@ -85,7 +93,9 @@ class Docs:
 
 class Checked:
     """The training documents of a task with their verdicts (``Checker.why``: None to keep one), each worked out
-    once: the ``messages`` config checks the very documents its task's ``sft`` rows were checked on."""
+    once: the ``messages`` config checks the very documents its task's ``sft`` rows were checked on, and two tasks
+    reading the same documents with the same text and target functions (Topical-Chat's freq and rare on train)
+    share them."""
 
     def __init__(self, corpus: str, docs: Docs, checker: Checker):
         self.corpus, self.docs, self.checker, self.known = corpus, docs, checker, {}
@@ -93,11 +103,13 @@ class Checked:
     def __call__(self, name: str, config: str, split: str):
         """``(doc, verdict, target)`` of each document of task ``name`` in ``split`` of ``config``: ``target`` the
         task's target where the verdict is worked out now (the check reads it), else None."""
-        key, rows = (name, config, split), each(self.docs(name, config, split))
+        spec = planning.task_api(self.corpus).TASKS[name]
+        key = (self.docs.key(name, config, split), declared_texts(self.corpus, name), spec.target)
+        rows = each(self.docs(name, config, split))
         if key in self.known:
             yield from ((doc, why, None) for doc, why in zip(rows, self.known[key]))
             return
-        texts, verdicts = texts_of(self.corpus, name, planning.task_api(self.corpus).TASKS[name]), []
+        texts, verdicts = texts_of(self.corpus, name, spec), []
         for doc in rows:
             found = texts(doc)
             verdicts.append(self.checker.why(found))
