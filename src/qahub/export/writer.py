@@ -137,9 +137,19 @@ def _build_into(corpus, staging: Path, configs, report, *, data_dir, mirror_url,
         report.missing = missing_parts(corpus, report, builder_options)
         write_card(corpus, staging, infos, default=_default_of(corpus, list(infos)), sample=sample,
                    missing=report.missing, training=made)
+        _release_arrow_memory()
         check_loads(staging, infos)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _release_arrow_memory():
+    """Give back to the system the memory Arrow's allocator keeps for reuse once the builds are done: the load
+    check that follows (Arrow's reader threads, its first row group) would otherwise stack on it (Topical-Chat's
+    train-sized build: a peak of 224 MiB, not 209)."""
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()
 
 
 def _add_training(corpus, staging: Path, training, asked, infos, report, max_shard_bytes, skip) -> dict:
