@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import replace
 
 import numpy as np
 
@@ -811,10 +810,9 @@ def best(entry, higher_is_better: bool, baseline: str):
 
 
 def read_one(run, task, spec, keep):
-    """``run`` with ``task`` read; without ``keep`` (no Hub files to write from them) its documents' texts are let
-    go at once: a leaderboard's prompts, held for every run of a task at a time, were most of a worker's memory."""
-    read = run.with_task(task, spec)
-    return read if keep else replace(read, tasks={task: replace(read.tasks[task], texts=None)})
+    """``run`` with ``task`` read; without ``keep`` (no Hub files to write from them), not its documents' texts:
+    a leaderboard's prompts, held for every run of a task at a time, were most of a worker's memory."""
+    return run.with_task(task, spec, texts=keep)
 
 
 def report_data(runs, skipped, specs, settings, progress, workers=1, keep=False) -> tuple[dict, dict, dict]:

@@ -50,8 +50,8 @@ class InspectRun(Run):
     harness = "inspect"
     headers: dict = field(default_factory=dict, repr=False)
 
-    def read(self, task: str, spec) -> TaskRun:
-        return read_task(task, self.samples[task], spec, self.headers.get(task))
+    def read(self, task: str, spec, texts: bool = True) -> TaskRun:
+        return read_task(task, self.samples[task], spec, self.headers.get(task), texts)
 
 
 def is_log(path: Path) -> bool:
@@ -128,11 +128,11 @@ def _check_finished(header, file):
         raise ReportError(f"{file}: the eval has no results (no sample was scored)")
 
 
-def read_task(task: str, file: Path, spec, header=None) -> TaskRun:
+def read_task(task: str, file: Path, spec, header=None, texts: bool = True) -> TaskRun:
     header = _header(file) if header is None else header
     metrics, fields = task_metrics(spec), list(spec.categories)
     reducer = epochs_reducer(header, task, file)
-    epochs, prompts, targets, failed, first = _scored_samples(task, file)
+    epochs, prompts, targets, failed, first = _scored_samples(task, file, texts)
     order = [i for i in (header.eval.dataset.sample_ids or []) if i in epochs] or list(epochs)
     if not order:
         raise ReportError(f"{file}: no samples")
@@ -155,16 +155,16 @@ def read_task(task: str, file: Path, spec, header=None) -> TaskRun:
                    categories, None, qahub.get("fewshot"), header.eval.config.limit,
                    (qahub.get("location"), qahub.get("config"), qahub.get("split")), list(order), notes,
                    clusters, cluster_name(spec.cluster), hashes, prompt_format(header), "messages", most, reducer[0],
-                   signature, Texts(*(list(column) for column in zip(*(first[i] for i in order)))))
+                   signature, Texts(*(list(column) for column in zip(*(first[i] for i in order)))) if texts else None)
 
 
-def _scored_samples(task: str, file: Path) -> tuple[dict, dict, dict, int, dict]:
+def _scored_samples(task: str, file: Path, texts: bool = True) -> tuple[dict, dict, dict, int, dict]:
     """``(epochs, prompts, targets, failed, texts)``: each sample id's ``[(epoch, Score, metadata)]``, its prompt
-    and target, the number of samples that failed without a score, and each id's texts of its first epoch
-    (``sample_texts``), in one pass over the log's samples."""
+    and target, the number of samples that failed without a score, and (with ``texts``) each id's texts of its
+    first epoch (``sample_texts``), in one pass over the log's samples."""
     epochs, prompts, targets, failed, first = {}, {}, {}, 0, {}
     for sample in _samples(file):
-        if sample.id not in first or sample.epoch < first[sample.id][0]:
+        if texts and (sample.id not in first or sample.epoch < first[sample.id][0]):
             first[sample.id] = (sample.epoch, sample_texts(sample, task))
         score = (sample.scores or {}).get(task)
         if score is None and sample.error:  # --no-fail-on-error: inspect leaves it out of every metric

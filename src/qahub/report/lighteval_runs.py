@@ -84,7 +84,7 @@ def read_json(path: Path) -> dict:
     return data
 
 
-def read_task(task: str, details: Path, results: dict, spec, results_name: str) -> TaskRun:
+def read_task(task: str, details: Path, results: dict, spec, results_name: str, texts: bool = True) -> TaskRun:
     key = details.name.removeprefix("details_").rsplit("_", 1)[0]  # TASK|SHOTS
     rows, keys = _read_details(details)
     docs, logged = [doc for doc, _, _ in rows], [metric for _, metric, _ in rows]
@@ -113,7 +113,7 @@ def read_task(task: str, details: Path, results: dict, spec, results_name: str) 
                               prompts=hashes, prompt_kind=kind)
     return TaskRun(task, str(details), values, keys, items, categories, version, n_shot, limit,
                    tuple(specific[0]["qahub_dataset"]), ids, notes, clusters, cluster_name(spec.cluster), hashes, how,
-                   kind, signature=signature, texts=texts_of(rows),
+                   kind, signature=signature, texts=texts_of(rows) if texts else None,
                    prompts_unknown=None if sent is not None else "not recorded by lighteval")
 
 

@@ -97,8 +97,9 @@ def task_entry(results: dict, key: str, task: str, path) -> dict:
     return entry
 
 
-def read_task(task: str, samples: Path, results: dict, spec, results_name: str) -> TaskRun:
-    present, rows, ids, cats, clusters, prompts, texts = _read_samples(task, samples, spec, task_metrics(spec))
+def read_task(task: str, samples: Path, results: dict, spec, results_name: str, texts: bool = True) -> TaskRun:
+    present, rows, ids, cats, clusters, prompts, texts = _read_samples(task, samples, spec, task_metrics(spec),
+                                                                       texts)
     columns = [list(column) for column in zip(*rows)]
     keys = list(zip(columns[0], columns[1]))
     items = dict(zip(present, columns[2:]))
@@ -130,13 +131,14 @@ def samples_of(samples: Path):
             yield number, _sample(samples, number, line)
 
 
-def _read_samples(task: str, samples: Path, spec, metrics: dict):
+def _read_samples(task: str, samples: Path, spec, metrics: dict, with_texts: bool = True):
     """(the metrics logged, rows of doc_id, doc_hash and those metrics, document ids, category columns, clusters
-    or None, prompt hashes, ``Texts``) of each line of a samples file, in its order, in one pass."""
+    or None, prompt hashes, ``Texts`` or None without ``with_texts``) of each line of a samples file, in its
+    order, in one pass."""
     categories, cluster = spec.categories, spec.cluster
     rows, ids, cats, clusters = [], [], {f: [] for f in categories}, [] if cluster else None
     fields = [(categories[f], column) for f, column in cats.items()]
-    number, present, prompts, texts = 0, None, [], Texts([], [], [], [])
+    number, present, prompts, texts = 0, None, [], Texts([], [], [], []) if with_texts else None
     try:
         for number, sample in samples_of(samples):  # noqa: B007 - the line an error names
             if present is None:
@@ -144,7 +146,8 @@ def _read_samples(task: str, samples: Path, spec, metrics: dict):
                 get = operator.itemgetter("doc_id", "doc_hash", *present)
             rows.append(get(sample))
             prompts.append(prompt_hash(sent_prompt(sample.get("arguments"))))
-            _add_texts(texts, sample)
+            if texts is not None:
+                _add_texts(texts, sample)
             doc = sample["doc"]
             ids.append(tasks.document_id(spec, doc, sample["doc_id"]))
             for category, column in fields:

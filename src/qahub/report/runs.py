@@ -130,11 +130,12 @@ class Run:
         published details, records the same)."""
         return dict(self.run_ids)
 
-    def with_task(self, task: str, spec) -> Run:
-        """This run with ``task``'s samples read."""
-        return replace(self, tasks={task: self.read(task, spec)})
+    def with_task(self, task: str, spec, texts: bool = True) -> Run:
+        """This run with ``task``'s samples read (without ``texts``, not its documents' texts: only the Hub files
+        use them)."""
+        return replace(self, tasks={task: self.read(task, spec, texts)})
 
-    def read(self, task: str, spec) -> TaskRun:
+    def read(self, task: str, spec, texts: bool = True) -> TaskRun:
         """``task``'s samples, read with this harness's reader."""
         raise NotImplementedError
 
@@ -143,7 +144,7 @@ class Run:
 class ResultsRun(Run):
     """A run whose tasks come from results files (lm-eval, lighteval): ``sources`` maps each task to the newest
     results file holding it and that file's contents; ``reader`` is the harness's reader of one task,
-    ``reader(task, samples, results, spec, results_name)``."""
+    ``reader(task, samples, results, spec, results_name, texts)``."""
 
     sources: dict = None  # task -> (results file, its contents)
     reader: ClassVar = None
@@ -159,9 +160,9 @@ class ResultsRun(Run):
                 found[task] = (self.harness, *when)
         return found
 
-    def read(self, task: str, spec) -> TaskRun:
+    def read(self, task: str, spec, texts: bool = True) -> TaskRun:
         file, results = self.sources[task]
-        task_run = type(self).reader(task, self.samples[task], results, spec, str(file))
+        task_run = type(self).reader(task, self.samples[task], results, spec, str(file), texts)
         if len(self.results_files) > 1:
             note = f"read from {file.name}, the newest of its results files holding {task}"
             task_run = replace(task_run, notes=[*task_run.notes, note])
