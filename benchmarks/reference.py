@@ -132,7 +132,19 @@ def table(data: dict, seconds: dict, runs: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv=None) -> int:
+def write_tasks(tasks: Path, folders: dict) -> None:
+    """lm-eval's task folder for these exports, written again when it names other ones: a task names its export
+    by path, and in an --out copied from elsewhere lm-eval would read the old folder's exports, which the report
+    then refuses to compare with the other harnesses' runs."""
+    marker = tasks / "qahub_tasks.json"
+    wanted = {str(folder) for folder in folders.values()}
+    if marker.is_file() and {e["location"] for e in json.loads(marker.read_text()).values()} == wanted:
+        return
+    qahub("harness-tasks", "--overwrite", "--out", str(tasks),
+          *[a for c, f in folders.items() for a in ("--dataset", f"{c}={f}")])
+
+
+def arguments(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="reference", help="output folder (default: reference)")
     parser.add_argument("--docs", type=int, default=30, help="documents per task (default: 30)")
@@ -148,16 +160,11 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=1, help="torch threads per process (default: 1)")
     args = parser.parse_args(argv)
     args.other_docs = args.other_docs or args.docs
-    out = Path(args.out).resolve()
-    out.mkdir(parents=True, exist_ok=True)
-    folders = exports(out, Path(args.data_root))
-    if not (out / "tasks").is_dir():
-        qahub("harness-tasks", "--out", str(out / "tasks"), *[a for c, f in folders.items()
-                                                              for a in ("--dataset", f"{c}={f}")])
-    plans = {n: {task: [corpus, folders[corpus], indexes, ids]
-                 for task, (corpus, indexes, ids) in picked_docs(folders, n).items()}
-             for n in {args.docs, args.other_docs}}
-    (out / "plan.json").write_text(json.dumps(plans, indent=1), encoding="utf-8")
+    return args
+
+
+def run_all(out: Path, plans: dict, args: argparse.Namespace) -> None:
+    """Each model in each harness, skipping a run another command holds and the tasks a run already has."""
     models = {model: qahub("models", "fetch", model).strip() for model in args.models.split(",")}
     for harness in args.harnesses.split(","):
         for model, folder in models.items():
@@ -171,6 +178,19 @@ def main(argv=None) -> int:
                 run_harness(harness, model, folder, out, plan, args)
             finally:
                 running.unlink()
+
+
+def main(argv=None) -> int:
+    args = arguments(argv)
+    out = Path(args.out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    folders = exports(out, Path(args.data_root))
+    write_tasks(out / "tasks", folders)
+    plans = {n: {task: [corpus, folders[corpus], indexes, ids]
+                 for task, (corpus, indexes, ids) in picked_docs(folders, n).items()}
+             for n in {args.docs, args.other_docs}}
+    (out / "plan.json").write_text(json.dumps(plans, indent=1), encoding="utf-8")
+    run_all(out, plans, args)
     seconds = {path.name.removesuffix(".seconds.json"): json.loads(path.read_text())
                for path in out.glob("*.seconds.json")}
     (out / "seconds.json").write_text(json.dumps(seconds, indent=1), encoding="utf-8")
@@ -179,7 +199,6 @@ def main(argv=None) -> int:
     (out / "reference.md").write_text(text, encoding="utf-8")
     print(text)
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -2,6 +2,7 @@
 of the process that started it; ``python benchmarks/run.py`` prints the machine line and the table alone, the rest
 of what the benchmarks write going to a log file it names."""
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -123,6 +124,25 @@ def test_the_reference_run_picks_up_to_its_documents_of_each_task_and_all_of_a_s
         assert len(indexes) == len(ids) == min(3, total), task
     everything = reference.picked_docs(folders, 10**6)["qahub_limur"][1]
     assert everything == list(range(pick_docs.pick("qahub_limur", 1, folders["limur"])[1]))
+
+
+def test_the_reference_run_writes_lm_evals_tasks_again_when_they_name_other_exports(sample_exports, tmp_path):
+    """An --out copied from another run keeps that run's task folder, whose tasks read the other run's exports:
+    the report then refused to compare its lm-eval runs with inspect's and lighteval's (real runs, 2026-12-07)."""
+    import reference
+
+    from qahub.harness import write_task_folder
+
+    tasks = tmp_path / "tasks"
+    elsewhere = {"limur": str(shutil.copytree(sample_exports["limur"], tmp_path / "old" / "limur"))}
+    write_task_folder(tasks, elsewhere)
+    here = {"limur": str(sample_exports["limur"])}
+    reference.write_tasks(tasks, here)
+    yaml = (tasks / "qahub_limur" / "qahub_limur.yaml").read_text(encoding="utf-8")
+    assert f"dataset_path: {here['limur']}" in yaml and elsewhere["limur"] not in yaml
+    before = (tasks / "qahub_tasks.json").stat().st_mtime_ns
+    reference.write_tasks(tasks, here)  # already this run's: left as it is
+    assert (tasks / "qahub_tasks.json").stat().st_mtime_ns == before
 
 
 def test_the_benchmarks_one_qahub_helper_returns_stdout_and_fails_with_the_command_s_stderr():
