@@ -136,7 +136,9 @@ def write_tasks(tasks: Path, folders: dict) -> None:
     """lm-eval's task folder for these exports, written again when it names other ones: a task names its export
     by path, and in an --out copied from elsewhere lm-eval would read the old folder's exports, which the report
     then refuses to compare with the other harnesses' runs."""
-    marker = tasks / "qahub_tasks.json"
+    from qahub.harness import MARKER
+
+    marker = tasks / MARKER
     wanted = {str(folder) for folder in folders.values()}
     if marker.is_file() and {e["location"] for e in json.loads(marker.read_text()).values()} == wanted:
         return
@@ -199,6 +201,7 @@ def main(argv=None) -> int:
     (out / "reference.md").write_text(text, encoding="utf-8")
     print(text)
     return 0
+
 
 if __name__ == "__main__":
     sys.exit(main())
