@@ -46,7 +46,7 @@ def words(text: str) -> list[str]:
 def ngrams(text: str, n: int | None = None) -> set[int]:
     """The hashes of the ``n``-grams of ``text``'s words (none for a text of fewer than ``n`` words); by default
     ``N``, or ``CJK_N`` characters for a text whose words are mostly CJK characters."""
-    tokens = words(text)
+    tokens = tuple(words(text))
     return set(_hashes(tokens, n or size(len(tokens), _cjk(tokens))))
 
 
@@ -63,8 +63,8 @@ def _cjk(tokens: list[str]) -> int:
     return sum(map(_CJK_WORDS.__contains__, tokens))
 
 
-def _hashes(tokens, n: int):
-    return map(hash, zip(*(tokens[i:] for i in range(n))))  # none when there are fewer than n tokens
+def _hashes(tokens: tuple, n: int) -> list[int]:
+    return [hash(tokens[i:i + n]) for i in range(len(tokens) - n + 1)]  # none when there are fewer than n tokens
 
 
 class Texts(NamedTuple):
@@ -100,17 +100,18 @@ class Run(NamedTuple):
 
 
 class Grams:
-    """The n-grams of documents made of pieces, each worked out once and handed to ``measure(hashes)``: a piece's
-    own n-grams once per piece (a dialogue's turn recurs in every later turn's history), and the n-grams across
-    each boundary once per (the last n - 1 words before it, the piece after it). A dialogue document's turns so
-    far are the turn before's turns and reply: what they come to (``Run``) is kept for the documents that follow,
-    so a turn costs its own pieces, not its whole history."""
+    """The n-grams of documents made of pieces, each worked out once and handed to ``measure(hashes)``. A
+    dialogue document's turns so far are the turn before's turns and reply: what they come to (``Run``) is kept for
+    the documents that follow, so a turn costs its own piece (its n-grams with the n - 1 words before it), not its
+    whole history; two runs of the same words (a reply, and the same turn in the next document's history written
+    with other whitespace) are one. Any other document's pieces are measured on their own, each once."""
 
     RUNS = 4096  # the runs kept; the documents of a conversation come together, so only the latest are needed
 
     def __init__(self, measure):
-        self.measure, self.pieces, self.own, self.joins = measure, {}, {}, {}
-        self.runs, self._last = {(): Run("", 0, 0, None, None, {})}, (None, None)
+        self.measure, self.pieces, self.own = measure, {}, {}
+        empty = Run("", 0, 0, None, None, {})
+        self.runs, self.by_words, self._last = {(): empty}, {"": empty}, (None, None)
 
     def piece(self, text: str) -> Piece:
         found = self.pieces.get(text)
@@ -160,27 +161,28 @@ class Grams:
             before, piece = self.run(key[:-1]), self.piece(key[-1])
             normal = f"{before.normal} {piece.normal}" if before.normal and piece.normal else \
                 before.normal or piece.normal
-            found = Run(normal, before.count + len(piece.tokens), before.cjk + piece.cjk, before, piece, {})
+            found = self.by_words.get(normal)  # its words: what a run comes to depends on them alone
+            if found is None:
+                found = Run(normal, before.count + len(piece.tokens), before.cjk + piece.cjk, before, piece, {})
             if len(self.runs) >= self.RUNS:
-                self.runs = {(): self.runs[()]}
-            self.runs[key] = found
+                self.runs, self.by_words = {(): self.runs[()]}, {"": self.runs[()]}
+            self.runs[key] = self.by_words[normal] = found
         return found
 
     def _end(self, run: Run, n: int) -> tuple:
         """``(tail, hit)`` of the pieces of ``run`` read as one run of words in ``n``-grams, from the latest run
-        before it whose end is known."""
+        before it whose end is known: each piece measured with the last n - 1 words before it, which gives the
+        n-grams that end in it (those across the boundary and its own), each once."""
         chain = []
         while n not in run.ends and run.piece is not None:
             chain.append(run)
             run = run.before
         tail, hit = run.ends.get(n, ((), False))
         for run in reversed(chain):
-            piece = run.piece
-            if piece.tokens:
-                hit = bool(self._own(piece, n)) | hit  # measured whatever ``hit``: the index adds them
-                if tail:
-                    hit = bool(self._join(tail, piece, n)) | hit
-                tail = piece.tokens[1 - n:] if len(piece.tokens) >= n - 1 else (tail + piece.tokens)[1 - n:]
+            if run.piece.tokens:
+                words = tail + run.piece.tokens
+                hit = bool(self.measure(_hashes(words, n))) | hit  # measured whatever ``hit``: the index adds them
+                tail = words[1 - n:]
             run.ends[n] = (tail, hit)
         return tail, hit
 
@@ -189,13 +191,6 @@ class Grams:
         if key not in self.own:
             self.own[key] = self.measure(_hashes(piece.tokens, n))
         return self.own[key]
-
-    def _join(self, tail: tuple, piece: Piece, n: int):
-        """``measure`` of the n-grams that start in ``tail`` (the last n - 1 words so far) and end in ``piece``."""
-        key = (tail, piece.normal, n)
-        if key not in self.joins:
-            self.joins[key] = self.measure(_hashes(tail + piece.tokens[:n - 1], n))
-        return self.joins[key]
 
 
 @dataclass

@@ -22,6 +22,7 @@ from pathlib import Path
 from qahub import planning, tasks
 from qahub.chat_features import MESSAGES, SFT, features
 from qahub.decontaminate import RULE, Checker, EvaluationIndex, Texts
+from qahub.gc_pause import gc_paused
 
 TRAIN, VALIDATION = "train", "validation"
 BATCH = 2000  # rows per Parquet row group
@@ -231,18 +232,19 @@ class ShardWriter:
 def write_training(corpus: str, location, folder: Path, configs: list[str], max_shard_bytes: int) -> dict:
     """Write ``configs`` (of ``config_names(corpus)``) of the export at ``location`` (``export_at``) into
     ``folder/<config>/``; ``{config: Made}``."""
+    with gc_paused():  # a dict per document, a tuple per n-gram: the collector would walk them again and again
+        return _write_training(corpus, location, folder, configs, max_shard_bytes)
+
+
+def _write_training(corpus, location, folder, configs, max_shard_bytes) -> dict:
     start = time.perf_counter()  # indexing the evaluated documents is counted in the first config's seconds
     location = export_at(location)  # its card read once
     layout = Layout.of(corpus, location)
     if not layout.sources:
         raise ValueError(f"no qahub task of {corpus} has a {TRAIN} split (nor a few-shot split it "
                          "does not evaluate) in this build, so there is nothing to train on")
-    index, docs = EvaluationIndex(), Docs(corpus, location)
-    specs = planning.task_api(corpus).TASKS
-    for name, config, split in layout.evaluated:
-        texts = texts_of(corpus, name, specs[name])
-        for doc in each(docs(name, config, split)):
-            index.add(texts(doc))
+    docs = Docs(corpus, location)
+    index = evaluation_index(corpus, layout, docs)
     checked = Checked(corpus, docs, Checker(index))
     rows = {SFT: _sft_rows, MESSAGES: _message_rows}
     made = {}
@@ -251,6 +253,20 @@ def write_training(corpus: str, location, folder: Path, configs: list[str], max_
         made[config] = Made(info, counts, index.documents, time.perf_counter() - start)
         start = time.perf_counter()
     return made
+
+
+def evaluation_index(corpus: str, layout: Layout, docs: Docs) -> EvaluationIndex:
+    """The index of every document a task of ``corpus`` evaluates; documents two tasks evaluate (JEMHopQA's answer
+    and derivations tasks) read once, each task's texts of them indexed."""
+    specs, index, readers = planning.task_api(corpus).TASKS, EvaluationIndex(), {}
+    for name, config, split in layout.evaluated:
+        readers.setdefault(docs.key(name, config, split), []).append((name, config, split))
+    for evaluated in readers.values():
+        texts = [texts_of(corpus, name, specs[name]) for name, _, _ in evaluated]
+        for doc in each(docs(*evaluated[0])):
+            for text in texts:
+                index.add(text(doc))
+    return index
 
 
 @dataclass
