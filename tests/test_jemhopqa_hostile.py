@@ -233,6 +233,18 @@ def test_target_reads_back_as_the_gold(metric, task_api, data):
         assert (read.derivations, read.derivations_read) == (ref["derivations"], True)
 
 
+def test_the_answer_task_reads_no_derivations_and_the_derivations_task_checks_them(task_api):
+    """The answer task's target and scores need the answer alone (its training rows are built a document at a
+    time: the derivations are not converted for them); the derivations task still rejects bad derivations."""
+    row = {"qid": "q1", "answer": "東京", "derivations": "not a list of triples"}
+    assert task_api.answer_target(row) == "東京"
+    assert task_api.score_answer("回答: 東京", row)["exact_match"] == 1.0
+    with pytest.raises(ValueError, match="q1.*derivations must be a list"):
+        task_api.derivations_target(row)
+    with pytest.raises(ValueError, match="'answer' must be a string"):
+        task_api.answer_target({**row, "answer": None})
+
+
 def helper_module(metric, name):
     return sys.modules[type(metric).__module__.rsplit(".", 1)[0] + "." + name]
 

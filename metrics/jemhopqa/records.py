@@ -58,6 +58,10 @@ def _is_upstream_step(step) -> bool:
 
 
 def _step(step, where: str) -> list:
+    if type(step) is dict and len(step) == 3:  # the builder's record, as datasets gives it: checked at once
+        found = [step.get("subject"), step.get("relation"), step.get("objects")]
+        if _is_upstream_step(found):
+            return found
     if isinstance(step, dict) and set(step) == {"subject", "relation", "objects"}:
         step = [step["subject"], step["relation"], step["objects"]]
     if isinstance(step, tuple):
@@ -136,16 +140,27 @@ def check_prediction(record, index: int) -> dict:
 
 
 def check_reference(record, index: int) -> dict:
+    qid, answer = _qid_and_answer(record, index, ("answer", "derivations"))
+    return {"qid": qid, "answer": answer,
+            "derivations": upstream_derivations(record["derivations"], f"reference for qid {qid!r}")}
+
+
+def reference_answer(record, index: int) -> str:
+    """The gold answer of reference ``index`` (a dataset row), checked as ``check_reference`` checks it; its
+    derivations are not read: the answer task's target and scores need none."""
+    return _qid_and_answer(record, index, ("answer",))[1]
+
+
+def _qid_and_answer(record, index: int, keys: tuple) -> tuple:
     qid = record_id(record, "qid", f"reference {index}", "a dataset row", JemhopqaInputError)
     check_text(qid, f"reference {index}", "qid")
-    missing = [key for key in ("answer", "derivations") if key not in record]
+    missing = [key for key in keys if key not in record]
     if missing:
         raise JemhopqaInputError(f"reference for qid {qid!r}: missing {', '.join(missing)}")
     if not isinstance(record["answer"], str):
         raise JemhopqaInputError(f"reference for qid {qid!r}: 'answer' must be a string, got {record['answer']!r}")
-    where = f"reference for qid {qid!r}"
-    check_text(record["answer"], where, "answer")
-    return {"qid": qid, "answer": record["answer"], "derivations": upstream_derivations(record["derivations"], where)}
+    check_text(record["answer"], f"reference for qid {qid!r}", "answer")
+    return qid, record["answer"]
 
 
 def pair(predictions: list[dict], references: list[dict], ignore_missing: bool) -> list[tuple]:

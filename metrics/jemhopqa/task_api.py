@@ -14,7 +14,7 @@ import statistics
 import warnings
 
 from .llm_jp_eval import example_scores, model_answer
-from .records import check_reference
+from .records import check_reference, reference_answer
 from .replies import answer_text, parse_reply, render
 from .scoring import Similarity, question_row
 from .task_spec import TaskSpec
@@ -63,7 +63,7 @@ def _no_stop(text: str) -> str:
 
 def answer_target(doc) -> str:
     """The gold answer (a blank line inside it, which no JEMHopQA answer has, would become one line break)."""
-    return _no_stop(check_reference(doc, 0)["answer"])
+    return _no_stop(reference_answer(doc, 0))
 
 
 def derivations_target(doc) -> str:
@@ -105,7 +105,7 @@ def score_answer(reply, doc) -> dict:
     """llm-jp-eval's exact_match and char_f1 of the reply as a model output (its answer, ``answer_text``: the
     prompt's own 回答 label and quotes taken off, the official scores unchanged); unparseable: nothing to read."""
     output = answer_text(reply)
-    scores = example_scores(output, check_reference(doc, 0)["answer"])
+    scores = example_scores(output, reference_answer(doc, 0))
     return {**scores, "unparseable": 1.0 if model_answer(output) == "" else 0.0}
 
 
