@@ -85,9 +85,10 @@ def render(corpus, location):
     rendered on each of its training documents: nothing else (no decontamination, no rows, no writing)."""
     from qahub import planning, training
 
-    layout = training.Layout.of(corpus, str(location))
+    location = training.export_at(str(location))  # its card read once, as ``build`` reads it
+    layout = training.Layout.of(corpus, location)
     specs = planning.task_api(corpus).TASKS
-    docs = training.Docs(corpus, str(location))
+    docs = training.Docs(corpus, location)
     for name, config, split in layout.evaluated:
         docs(name, config, split)
     rendered = 0
