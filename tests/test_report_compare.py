@@ -134,6 +134,30 @@ def test_a_pairing_is_one_frozen_record_of_its_fields(specs):
     assert entry["caveats"] == {"b": ["different scorer nfkc=1/nfkc=0"]}
 
 
+def test_pairings_find_lists_equal_by_interning_them_as_a_plain_comparison_does(specs):
+    """``Pairings`` interns each run's keys and prompts (``Same``): its verdicts are ``pairing``'s with ``==``, for
+    equal prompts, a prompt that differs, and documents in another order."""
+    from qahub.report.alike import Pairings, Same, pairing
+
+    a, b, c, d = _signed_runs(specs, {"a": None, "b": None, "c": None, "d": None})
+    prompts = [f"prompt {i}" for i in range(60)]
+    edits = {"b": list(prompts), "c": prompts[:7] + ["another"] + prompts[8:], "d": list(prompts)}
+    for run in (a, b, c, d):
+        task = run.tasks[JEMHOPQA]
+        mine = edits.get(run.name, prompts)
+        keys, mine = (task.keys[::-1], mine[::-1]) if run.name == "d" else (task.keys, mine)
+        run.tasks[JEMHOPQA] = dataclasses.replace(task, keys=list(keys), prompts=mine, prompt_hashed="text")
+    pairings, same = Pairings(JEMHOPQA), Same()
+    for run in (b, c, d):
+        plain = pairing(JEMHOPQA, a, run)
+        for found in (pairings(a, run), pairing(JEMHOPQA, a, run, same=same)):
+            assert (found.same_order, found.caveats, found.notes) == (plain.same_order, plain.caveats, plain.notes)
+            assert [list(side) for side in found.pairs] == [list(side) for side in plain.pairs]
+    assert pairings(a, b).caveats == () and pairings(a, c).caveats == ("different prompts (template)",)
+    assert not pairings(a, d).same_order and pairings(a, d).caveats == ()
+    assert same([1, 2], [1, 2]) and not same([1, 2], [2, 1])
+
+
 # --- 9. a run missing a task, or with fewer documents there, does not head the leaderboard
 
 

@@ -368,8 +368,9 @@ def test_a_caveat_of_the_pair_withholds_the_star(specs, monkeypatch):
 
     pairing = alike.pairing
 
-    def with_caveat(task, base, run, designs=None):
-        return dataclasses.replace(pairing(task, base, run, designs), caveats=("different prompts (chat format)",))
+    def with_caveat(task, base, run, designs=None, same=alike.equal):
+        return dataclasses.replace(pairing(task, base, run, designs, same),
+                                   caveats=("different prompts (chat format)",))
 
     monkeypatch.setattr(alike, "pairing", with_caveat)
     runs = [scripted(specs, LIMUR, name, {"exact_match": [value] * 30}) for name, value in (("a", 0.0), ("b", 1.0))]

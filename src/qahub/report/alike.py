@@ -66,10 +66,34 @@ def same_design(ours, theirs) -> bool:
     return (ours and ours.key) == (theirs and theirs.key)
 
 
-def pairing(task, base, run, designs=None) -> Pairing:
+def equal(ours: list, theirs: list) -> bool:
+    return ours == theirs
+
+
+class Same:
+    """``same(ours, theirs)``: whether two runs' lists (document keys, prompt hashes) are equal, each list made a
+    tuple and interned once, so that equal lists are one object: a leaderboard pairs every two of its runs, and
+    comparing their thousands of keys pair by pair was most of its pairings' time."""
+
+    def __init__(self):
+        self._interned, self._of = {}, {}
+
+    def _canonical(self, values):
+        found = self._of.get(id(values))
+        if found is None or found[0] is not values:
+            as_tuple = tuple(values)
+            found = self._of[id(values)] = (values, self._interned.setdefault(as_tuple, as_tuple))
+        return found[1]
+
+    def __call__(self, ours: list, theirs: list) -> bool:
+        return self._canonical(ours) is self._canonical(theirs)
+
+
+def pairing(task, base, run, designs=None, same=equal) -> Pairing:
     """The ``Pairing`` of ``run`` with ``base`` on ``task``: the documents both scored (same doc_id and doc_hash;
     the task's document id where a run is an inspect log, which has no doc_hash); ``designs``: ``{run name:
-    Clusters or None}`` of the task, for ``same_design`` (not given: alike)."""
+    Clusters or None}`` of the task, for ``same_design`` (not given: alike); ``same``: how two lists are found
+    equal (``Same`` for many pairs)."""
     b, r = base.tasks.get(task), run.tasks[task]
     names = {"base": base.name, "run": run.name}
     if b is None:
@@ -86,10 +110,10 @@ def pairing(task, base, run, designs=None) -> Pairing:
     designs = designs or {}
     alike = same_design(designs.get(base.name), designs.get(run.name))
     base_keys, run_keys = (b.keys, r.keys) if lm_eval else (b.ids, r.ids)
-    if base_keys == run_keys:
+    if same(base_keys, run_keys):
         index = np.arange(len(base_keys))
         return Pairing(**names, base_index=index, run_index=index, same_order=True, same_design=alike,
-                       caveats=tuple(caveats(b, r, index, index)), warnings=warnings)
+                       caveats=tuple(caveats(b, r, index, index, same)), warnings=warnings)
     position = {key: i for i, key in enumerate(run_keys)}
     found = [(i, position[key]) for i, key in enumerate(base_keys) if key in position]
     if not found:
@@ -107,12 +131,12 @@ class Pairings:
     ranking and the leader test read the same ``Pairing``."""
 
     def __init__(self, task, designs=None):
-        self.task, self.designs, self._done = task, designs or {}, {}
+        self.task, self.designs, self._done, self._same = task, designs or {}, {}, Same()
 
     def __call__(self, base, run) -> Pairing:
         key = (base.name, run.name)
         if key not in self._done:
-            self._done[key] = pairing(self.task, base, run, self.designs)
+            self._done[key] = pairing(self.task, base, run, self.designs, self._same)
         return self._done[key]
 
 
@@ -126,7 +150,7 @@ def why_fewer(*runs) -> str:
     return "another --limit, --samples or --sample-id?"
 
 
-def caveats(b, r, base_index, run_index) -> list:
+def caveats(b, r, base_index, run_index, same=equal) -> list:
     """Why the runs ``b`` and ``r`` of a task are not like with like on the paired documents: another number of
     shots; each other field of ``SIGNED`` both runs' signatures record, with different values (another scorer,
     revision, task version...); and what ``prompts_differ`` finds of their prompts."""
@@ -135,11 +159,11 @@ def caveats(b, r, base_index, run_index) -> list:
         found.append(f"different number of shots {b.n_shot}/{r.n_shot}")
     for name in differences(b.signature, r.signature, SIGNED):
         found.append(f"different {name.replace('_', ' ')} {getattr(b.signature, name)}/{getattr(r.signature, name)}")
-    verdict = prompts_differ(b, r, base_index, run_index)
+    verdict = prompts_differ(b, r, base_index, run_index, same)
     return found + [verdict] * bool(verdict)
 
 
-def prompts_differ(b, r, base_index, run_index) -> str | None:
+def prompts_differ(b, r, base_index, run_index, same=equal) -> str | None:
     """The prompts' outcome of a pair: "different prompts (chat format)" when the runs sent them another way
     (raw text, chat messages, a chat template); "different prompts (...)" when a paired document's recorded
     prompts differ (each run's prompt hashes, when both hashed the same thing); "prompts not recorded by
@@ -155,6 +179,8 @@ def prompts_differ(b, r, base_index, run_index) -> str | None:
         return None
     if b.prompt_hashed != r.prompt_hashed:  # e.g. inspect's chat messages against lm-eval's rendered template
         return f"prompts recorded as {r.prompt_hashed} and as {b.prompt_hashed}: not compared"
+    if base_index is run_index and same(b.prompts, r.prompts):  # the same documents in the same order
+        return None
     if _differ(_at(b.prompts, base_index), _at(r.prompts, run_index)):
         kind = "few-shot" if r.n_shot != b.n_shot else "few-shot or template" if r.n_shot else "template"
         return f"different prompts ({kind})"
