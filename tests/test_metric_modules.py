@@ -22,15 +22,15 @@ def test_each_metric_links_the_one_shared_helper(name, helper):
 
 
 def test_gc_pause_is_the_core_s_and_a_metric_links_that_one_file():
-    """``gc_paused`` is kept once, in the core (``qahub.gc_pause``, standard library only), which the loaders and
-    the report import; a metric directory using it links that file, so it still loads without qahub (below)."""
+    """``gc_paused`` is kept once, in the core (``qahub.gc_pause``, standard library only), which the loaders, the
+    report and the training configs import; a metric directory using it links that file, so it still loads without qahub (below)."""
     core = ROOT / "src" / "qahub" / "gc_pause.py"
     links = [path for path in registry.metrics_root().glob("*/gc_pause.py")]
     assert links and all(path.is_symlink() and path.resolve() == core.resolve() for path in links)
     assert not (registry.metrics_root() / "_shared" / "gc_pause.py").exists()
     users = {path.relative_to(ROOT).as_posix() for folder in ("src", "loaders") for path in (ROOT / folder).rglob("*.py")
              if "gc_paused" in path.read_text(encoding="utf-8") and path.resolve() != core.resolve()}
-    assert users == {"loaders/_rows.py", "src/qahub/report/__init__.py"}
+    assert users == {"loaders/_rows.py", "src/qahub/report/__init__.py", "src/qahub/training.py"}
     for user in users:
         assert "qahub.gc_pause" in imported(ROOT / user), user
     assert imported(core) <= {"contextlib", "gc"}
