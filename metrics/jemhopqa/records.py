@@ -58,12 +58,10 @@ def _is_upstream_step(step) -> bool:
 
 
 def _step(step, where: str) -> list:
-    if type(step) is dict and len(step) == 3:  # the builder's record, as datasets gives it: checked at once
-        found = [step.get("subject"), step.get("relation"), step.get("objects")]
-        if _is_upstream_step(found):
-            return found
     if isinstance(step, dict) and set(step) == {"subject", "relation", "objects"}:
         step = [step["subject"], step["relation"], step["objects"]]
+    if _is_upstream_step(step):  # the builder's records, as datasets gives them, are checked here at once
+        return step
     if isinstance(step, tuple):
         step = list(step)
     if not (isinstance(step, list) and len(step) == 3 and isinstance(step[0], str) and isinstance(step[1], str)):
