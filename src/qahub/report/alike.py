@@ -7,7 +7,7 @@ report entry: ``caveats[run]``, compared, marked, never starred; ``not_compared[
 from __future__ import annotations
 
 from dataclasses import dataclass
-from operator import itemgetter
+from operator import eq, itemgetter
 
 import numpy as np
 
@@ -66,10 +66,6 @@ def same_design(ours, theirs) -> bool:
     return (ours and ours.key) == (theirs and theirs.key)
 
 
-def equal(ours: list, theirs: list) -> bool:
-    return ours == theirs
-
-
 class Same:
     """``same(ours, theirs)``: whether two runs' lists (document keys, prompt hashes) are equal, each list made a
     tuple and interned once, so that equal lists are one object: a leaderboard pairs every two of its runs, and
@@ -89,11 +85,11 @@ class Same:
         return self._canonical(ours) is self._canonical(theirs)
 
 
-def pairing(task, base, run, designs=None, same=equal) -> Pairing:
+def pairing(task, base, run, designs=None, same=eq) -> Pairing:
     """The ``Pairing`` of ``run`` with ``base`` on ``task``: the documents both scored (same doc_id and doc_hash;
     the task's document id where a run is an inspect log, which has no doc_hash); ``designs``: ``{run name:
     Clusters or None}`` of the task, for ``same_design`` (not given: alike); ``same``: how two lists are found
-    equal (``Same`` for many pairs)."""
+    equal (``==``; ``Same`` for many pairs)."""
     b, r = base.tasks.get(task), run.tasks[task]
     names = {"base": base.name, "run": run.name}
     if b is None:
@@ -113,7 +109,7 @@ def pairing(task, base, run, designs=None, same=equal) -> Pairing:
     if same(base_keys, run_keys):
         index = np.arange(len(base_keys))
         return Pairing(**names, base_index=index, run_index=index, same_order=True, same_design=alike,
-                       caveats=tuple(caveats(b, r, index, index, same)), warnings=warnings)
+                       caveats=tuple(caveats(b, r, None, None, same)), warnings=warnings)
     position = {key: i for i, key in enumerate(run_keys)}
     found = [(i, position[key]) for i, key in enumerate(base_keys) if key in position]
     if not found:
@@ -150,8 +146,9 @@ def why_fewer(*runs) -> str:
     return "another --limit, --samples or --sample-id?"
 
 
-def caveats(b, r, base_index, run_index, same=equal) -> list:
-    """Why the runs ``b`` and ``r`` of a task are not like with like on the paired documents: another number of
+def caveats(b, r, base_index, run_index, same=eq) -> list:
+    """Why the runs ``b`` and ``r`` of a task are not like with like on the paired documents (both indexes None:
+    every document, in the same order in both runs; ``same`` finds two lists equal): another number of
     shots; each other field of ``SIGNED`` both runs' signatures record, with different values (another scorer,
     revision, task version...); and what ``prompts_differ`` finds of their prompts."""
     found = []
@@ -163,7 +160,7 @@ def caveats(b, r, base_index, run_index, same=equal) -> list:
     return found + [verdict] * bool(verdict)
 
 
-def prompts_differ(b, r, base_index, run_index, same=equal) -> str | None:
+def prompts_differ(b, r, base_index, run_index, same=eq) -> str | None:
     """The prompts' outcome of a pair: "different prompts (chat format)" when the runs sent them another way
     (raw text, chat messages, a chat template); "different prompts (...)" when a paired document's recorded
     prompts differ (each run's prompt hashes, when both hashed the same thing); "prompts not recorded by
@@ -179,7 +176,7 @@ def prompts_differ(b, r, base_index, run_index, same=equal) -> str | None:
         return None
     if b.prompt_hashed != r.prompt_hashed:  # e.g. inspect's chat messages against lm-eval's rendered template
         return f"prompts recorded as {r.prompt_hashed} and as {b.prompt_hashed}: not compared"
-    if base_index is run_index and same(b.prompts, r.prompts):  # the same documents in the same order
+    if base_index is None and same(b.prompts, r.prompts):  # every document, in the same order
         return None
     if _differ(_at(b.prompts, base_index), _at(r.prompts, run_index)):
         kind = "few-shot" if r.n_shot != b.n_shot else "few-shot or template" if r.n_shot else "template"
@@ -188,7 +185,10 @@ def prompts_differ(b, r, base_index, run_index, same=equal) -> str | None:
 
 
 def _at(values: list, index) -> list:
-    """``values`` at ``index``, picked in C (a leaderboard pairs every two runs: millions of documents)."""
+    """``values`` at ``index`` (None: all of them), picked in C (a leaderboard pairs every two runs: millions of
+    documents)."""
+    if index is None:
+        return values
     index = index.tolist() if isinstance(index, np.ndarray) else list(index)
     if index == list(range(len(values))):
         return values
