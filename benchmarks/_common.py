@@ -144,3 +144,8 @@ def print_table(rows: list[dict]) -> None:
             base, ratio = f"{r['baseline_s']:.3f}", _ratio(r["ratio"])
             peaks = f"{r['ours_peak_mb']:.0f}/{r['baseline_peak_mb']:.0f}"
         print(f"{r['name']:<{width}} {r['ours_s']:>9.3f} {base:>11} {ratio:>8} {peaks:>20}  {r['note']}")
+
+
+def met(ok: bool) -> str:
+    """A target row's verdict, as every benchmark prints it: "ok", or "MISSED"."""
+    return "ok" if ok else "MISSED"

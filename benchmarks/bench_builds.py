@@ -23,7 +23,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from _common import best_in_turn, measure, row
+from _common import best_in_turn, measure, met, row
 
 TARGET_MB = 40
 BUILD_TARGET, OVERHEAD_TARGET, RSS_TARGET = 2.0, 0.3, 2.0
@@ -118,7 +118,7 @@ def _parse(path: Path):
 
 
 def _verdict(value, target, unit="x"):
-    return f"(target <= {target:g}{unit}: {'ok' if value <= target else 'MISSED'})"
+    return f"(target <= {target:g}{unit}: {met(value <= target)})"
 
 
 def _build_rows(corpus, scratch: Path) -> list[dict]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from _common import QAHUB, row, run_fresh
+from _common import QAHUB, met, row, run_fresh
 
 TARGET = 0.3  # seconds, wall, a fresh process
 ENTRY_TARGET = 0.5  # seconds the entry point adds to `import inspect_ai`
@@ -23,7 +23,7 @@ def run() -> list[dict]:
     rows = []
     for args in (["--help"], ["list"]):
         ours = _best([QAHUB, *args])
-        verdict = "ok" if ours[0] <= TARGET else "MISSED"
+        verdict = met(ours[0] <= TARGET)
         rows.append(row(f"qahub {' '.join(args)}, fresh process (vs python -c pass)", ours, floor,
                         f"best of {RUNS} wall times (target <= {TARGET:g} s: {verdict})"))
     rows.append(_entry_point())
@@ -34,7 +34,7 @@ def _entry_point() -> dict:
     inspect_only = _best([sys.executable, "-c", "import inspect_ai"])
     with_tasks = _best([sys.executable, "-c", "import inspect_ai, qahub._registry"])
     added = with_tasks[0] - inspect_only[0]
-    verdict = "ok" if added <= ENTRY_TARGET else "MISSED"
+    verdict = met(added <= ENTRY_TARGET)
     return row("inspect entry point (qahub._registry) after import inspect_ai (vs import inspect_ai)",
                with_tasks, inspect_only,
                f"adds {added:.2f} s to inspect's import, best of {RUNS} (target <= {ENTRY_TARGET:g} s: {verdict})")

@@ -18,7 +18,7 @@ import random
 import re
 import string
 
-from _common import measure, row
+from _common import measure, met, row
 
 GROUNDING, DIALOGUES = 100_000, 10_000
 SCORE_KEYS = ("score", "counts", "totals", "precisions", "bp", "sys_len", "ref_len")
@@ -236,13 +236,13 @@ def _best_thresh(preds, scores, na_probs, has_ans):
 def _versus_loop(name, ours, loop):
     times = ours[0] / loop[0]
     same = "same numbers" if ours[2] == loop[2] else "NUMBERS DIFFER"
-    return row(name, ours, loop, f"{same}; takes {times:.2f}x the loop (target <= 2x: {'ok' if times <= 2 else 'MISSED'})")
+    return row(name, ours, loop, f"{same}; takes {times:.2f}x the loop (target <= 2x: {met(times <= 2)})")
 
 
 def _versus_official(name, ours, recipe):
     ratio = recipe[0] / ours[0]
     same = ours[2] == recipe[2]
-    ok = "ok" if ratio >= 1 and same else "MISSED"
+    ok = met(ratio >= 1 and same)
     return row(name, ours, recipe, f"{'same numbers' if same else 'NUMBERS DIFFER'}; {ratio:.2f}x (target >= 1x, same numbers: {ok})")
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import sys
 
-from _common import QAHUB, row, run_fresh
+from _common import QAHUB, met, row, run_fresh
 
 from qahub import registry
 
@@ -22,8 +22,8 @@ def _best(argv) -> tuple[float, float]:
 def _verdict(measured) -> str:
     """Each target's verdict on its own: which one a command missed."""
     seconds, mib = measured
-    return (f"best of {RUNS} (targets <= {TARGET_S:g} s: {'ok' if seconds <= TARGET_S else 'MISSED'}, "
-            f"<= {TARGET_MIB} MiB: {'ok' if mib <= TARGET_MIB else 'MISSED'})")
+    return (f"best of {RUNS} (targets <= {TARGET_S:g} s: {met(seconds <= TARGET_S)}, "
+            f"<= {TARGET_MIB} MiB: {met(mib <= TARGET_MIB)})")
 
 
 def _first_evaluation(corpus) -> list[str]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from _common import measure, row
+from _common import measure, met, row
 
 REPLIES = 10_000
 TARGET_MS = {"qahub_jemhopqa_derivations": 5.0}
@@ -68,7 +68,7 @@ def run() -> list[dict]:
                 seconds, peak, _ = measure("bench_harness:score", corpus, task, location, REPLIES)
                 ms = 1000 * seconds / REPLIES
                 target = TARGET_MS.get(task, 1.0)
-                verdict = "ok" if ms <= target else "MISSED"
+                verdict = met(ms <= target)
                 note = f"{ms:.3f} ms per reply (target <= {target:g} ms: {verdict})"
                 rows.append(row(f"harness {task} process_results x{REPLIES:,}", (seconds, peak), None, note))
     return rows

@@ -11,7 +11,7 @@ import hashlib
 import json
 import warnings
 
-from _common import SHARED_DATA, measure, row
+from _common import SHARED_DATA, measure, met, row
 
 SHARED = SHARED_DATA / "jemhopqa"
 SCALE = 100_000
@@ -116,7 +116,7 @@ def run() -> list[dict]:
     loop = measure("bench_jemhopqa_metric:plain_loop", SCALE)
     assert ours[2] == loop[2], f"scores differ:\n{ours[2]}\n{loop[2]}"
     slowdown = ours[0] / loop[0]
-    verdict = "ok" if slowdown <= TARGET else "MISSED"
+    verdict = met(slowdown <= TARGET)
     rows = [row(f"jemhopqa metric compute vs plain loop, {SCALE:,} q", ours, loop,
                 f"compute takes {slowdown:.2f}x the loop (target <= {TARGET:g}x: {verdict}); same scores")]
     if SHARED.is_dir():

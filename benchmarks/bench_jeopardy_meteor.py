@@ -15,7 +15,7 @@ import random
 import sys
 from pathlib import Path
 
-from _common import SHARED_DATA, measure, row
+from _common import SHARED_DATA, measure, met, row
 
 ROOT = Path(__file__).resolve().parents[1]
 METRIC_DIR = ROOT / "metrics" / "jeopardy_meteor"
@@ -145,7 +145,7 @@ def run() -> list[dict]:
     if metric[2] != plain[2]:
         raise AssertionError(f"compute and the plain loop disagree: {metric[2]} vs {plain[2]}")
     times = metric[0] / plain[0]
-    verdict = "ok" if times <= TARGET else "MISSED"
+    verdict = met(times <= TARGET)
     rows = [row(f"jeopardy_meteor compute, {COUNT:,} examples vs plain loop", metric, plain,
                 f"compute {times:.2f}x the loop (target <= {TARGET:g}x: {verdict}); same results {metric[2]}")]
     mine = measure("bench_jeopardy_meteor:ours")

@@ -20,7 +20,7 @@ import sys
 import threading
 import time
 
-from _common import best_in_turn, copies_for, measure, peak_rss_mb, row
+from _common import best_in_turn, copies_for, measure, met, peak_rss_mb, row
 
 EM_REPLIES = 100_000
 JUDGE_ITEMS = 64
@@ -104,7 +104,7 @@ def _em_row():
     metric, plain = best_in_turn(("bench_limur:em_metric", EM_REPLIES), ("bench_limur:em_plain", EM_REPLIES))
     (scores, metric_before), (plain_scores, plain_before) = ast.literal_eval(metric[2]), ast.literal_eval(plain[2])
     ratio, peak_ratio = metric[0] / plain[0], metric[1] / plain[1]
-    verdict = "ok" if ratio <= 2 and peak_ratio <= 2 and scores == plain_scores else "MISSED"
+    verdict = met(ratio <= 2 and peak_ratio <= 2 and scores == plain_scores)
     return row(f"limur EM {EM_REPLIES} replies", metric, plain,
                f"baseline: plain score_reply loop; best of 3 each, in turn; {ratio:.2f}x its time, {peak_ratio:.2f}x its peak (targets <= 2x, "
                f"same scores: {verdict}); above the inputs and the imports both hold, compute adds "

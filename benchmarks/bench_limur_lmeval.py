@@ -16,7 +16,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from _common import measure, row
+from _common import measure, met, row
 from bench_limur import JudgeHandler
 
 DOCUMENTS = 200
@@ -108,7 +108,7 @@ def judge_rows(harness: str, target: str) -> list[dict]:
     ours = measure(target, True)
     baseline = measure(target, False)
     added = ours[0] - baseline[0]
-    verdict = "ok" if added <= TARGET else "MISSED"
+    verdict = met(added <= TARGET)
     return [row(f"limur {harness} judge {DOCUMENTS} docs, {LATENCY * 1000:.0f} ms", ours, baseline,
                 f"the judge adds {added:.2f} s to the {harness} run ({CONCURRENCY} at a time; {DOCUMENTS} x "
                 f"{LATENCY * 1000:.0f} ms one at a time = {DOCUMENTS * LATENCY:.0f} s); target <= {TARGET:.1f} s: "

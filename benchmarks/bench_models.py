@@ -21,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from _common import QAHUB, best_in_turn, measure, qahub, row, run_fresh
+from _common import QAHUB, best_in_turn, measure, met, qahub, row, run_fresh
 
 DOCS = 4
 TASK = "qahub_jeopardy"
@@ -128,10 +128,6 @@ def _harness_rows(folder: str, location: str, tasks_dir: str, root: Path) -> lis
     return rows
 
 
-def _met(ok: bool) -> str:
-    return "ok" if ok else "MISSED"
-
-
 def run() -> list[dict]:
     folder = _folder()
     root = Path(tempfile.mkdtemp(prefix="qahub-bench-models-"))
@@ -139,15 +135,15 @@ def run() -> list[dict]:
     tasks_dir = str(root / "tasks")
     qahub("harness-tasks", "--out", tasks_dir, "--dataset", f"jeopardy={location}")
     fetched = run_fresh([QAHUB, "models", "fetch", "smollm2"])
-    rows = [row("models: second fetch (cached)", fetched, None, f"target <= 2 s: {_met(fetched[0] <= 2)}")]
+    rows = [row("models: second fetch (cached)", fetched, None, f"target <= 2 s: {met(fetched[0] <= 2)}")]
     loaded = measure("bench_models:load", folder)
-    rows.append(row("models: load converted SmolLM2", loaded[:2], None, f"target <= 15 s: {_met(loaded[0] <= 15)}"))
+    rows.append(row("models: load converted SmolLM2", loaded[:2], None, f"target <= 15 s: {met(loaded[0] <= 15)}"))
     ours, base = best_in_turn(("bench_models:lm_eval", folder, location, tasks_dir),
                               ("bench_models:generate", folder, location, tasks_dir), runs=1)
     slower = ours[0] / base[0]
     rows.append(row(f"models: lm-eval {TASK} vs model.generate", ours[:2], base[:2],
                     f"{DOCS} documents, same prompts, cap and stops; ours {slower:.2f}x the baseline "
-                    f"(target <= 1.2x: {_met(slower <= 1.2)}); one run of each side"))
+                    f"(target <= 1.2x: {met(slower <= 1.2)}); one run of each side"))
     rows += _harness_rows(folder, location, tasks_dir, root)
     print(json.dumps({"lm_eval": ours[2], "generate": base[2]}))  # to the log: what each side produced
     return rows

@@ -18,7 +18,7 @@ import random
 import tempfile
 from pathlib import Path
 
-from _common import best_in_turn, measure, peak_rss_mb, row
+from _common import best_in_turn, measure, met, peak_rss_mb, row
 
 DOCS = 10_000
 MANY_RUNS, MANY_DOCS = 8, 2_500
@@ -176,8 +176,8 @@ def run() -> list[dict]:
     time_ok = mine[0] <= 3 * base[0]
     memory_ok = above <= 2 * size_mb
     note = (f"{mine[0] / base[0]:.2f}x the json floor with {workers} worker(s) (target <= 3x: "
-            f"{'ok' if time_ok else 'MISSED'}); {above:.0f} MiB above imports, workers included, for {size_mb:.0f} "
-            f"MiB of samples (target <= 2x: {'ok' if memory_ok else 'MISSED'})")
+            f"{met(time_ok)}); {above:.0f} MiB above imports, workers included, for {size_mb:.0f} "
+            f"MiB of samples (target <= 2x: {met(memory_ok)})")
     name = f"report 2 runs x every task x {DOCS:,} docs, {RESAMPLES:,} resamples"
     note_alone = (f"{alone[0] / base[0]:.2f}x the json floor on one CPU (--jobs 1; no target: the default uses "
                   f"every CPU); {above_imports(alone)[1]:.0f} MiB above imports")
@@ -191,7 +191,7 @@ def many_runs() -> dict:
         mine = measure("bench_report:ours", tmp)
     workers, above = above_imports(mine)
     note = (f"{mine[0] / base[0]:.2f}x the json floor with {workers} worker(s) (target <= 3x: "
-            f"{'ok' if mine[0] <= 3 * base[0] else 'MISSED'}); {above:.0f} MiB above imports, workers included, "
+            f"{met(mine[0] <= 3 * base[0])}); {above:.0f} MiB above imports, workers included, "
             f"for {size / 2**20:.0f} MiB of samples")
     return row(f"report {MANY_RUNS} runs x every task x {MANY_DOCS:,} docs, {RESAMPLES:,} resamples", mine, base, note)
 
@@ -246,9 +246,9 @@ def board_row(mine, base, size) -> dict:
     floor_cpu = ast.literal_eval(base[2])[1]
     peak = mine[1] + (workers * worker_mb if workers > 1 else 0)
     note = (f"{mine[0] / base[0]:.2f}x the json floor with {workers} worker(s) (target <= 3x: "
-            f"{'ok' if mine[0] <= 3 * base[0] else 'MISSED'}); CPU {cpu:.1f} s against the floor's {floor_cpu:.1f} s "
+            f"{met(mine[0] <= 3 * base[0])}); CPU {cpu:.1f} s against the floor's {floor_cpu:.1f} s "
             f"({cpu / floor_cpu:.2f}x, over {workers} worker(s)); {peak:.0f} MiB peak RSS, workers included (target "
-            f"<= {BOARD_PEAK_MB} MiB: {'ok' if peak <= BOARD_PEAK_MB else 'MISSED'}), for {size / 2**20:.0f} MiB "
+            f"<= {BOARD_PEAK_MB} MiB: {met(peak <= BOARD_PEAK_MB)}), for {size / 2**20:.0f} MiB "
             f"of samples; load average {os.getloadavg()[0]:.1f}")
     return row(f"report {BOARD_RUNS} runs x every task x {BOARD_DOCS:,} docs (leaderboard), {RESAMPLES:,} "
                "resamples", mine, base, note)

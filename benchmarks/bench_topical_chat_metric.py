@@ -10,7 +10,7 @@ import json
 import random
 import warnings
 
-from _common import measure, row
+from _common import measure, met, row
 
 EXAMPLES = 10_000
 TURNS = 11  # turns per conversation: 10 examples each (turn 0 opens the conversation)
@@ -130,7 +130,7 @@ def loop_rows(records, rows):
 def _compared(name, ours, base):
     assert ours[2] == base[2], f"{name}: scores differ:\n{ours[2]}\n{base[2]}"
     slowdown = ours[0] / base[0]
-    verdict = "ok" if slowdown <= TARGET else "MISSED"
+    verdict = met(slowdown <= TARGET)
     return row(name, ours, base, f"{slowdown:.2f}x the plain loop (target <= {TARGET:g}x: {verdict}); same scores")
 
 

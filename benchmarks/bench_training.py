@@ -21,7 +21,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from _common import SHARED_DATA, measure, row
+from _common import SHARED_DATA, measure, met, row
 
 TARGET = 2.0
 MIN_SECONDS, MAX_ATTEMPTS = 10.0, 10
@@ -116,7 +116,7 @@ def run() -> list[dict]:
                 best["base"] = min(best.get("base", base), base)
                 attempt, spent = attempt + 1, spent + ours[0] + base[0]
             ratio = best["ours"][0] / best["base"][0]
-            verdict = "ok" if ratio <= TARGET else "MISSED"
+            verdict = met(ratio <= TARGET)
             rows.append(row(f"{corpus} sft/messages vs rendering the prompts alone", best["ours"], best["base"],
                             f"{best['ours'][2][:60]}; {ratio:.2f}x the rendering, best of {attempt} (target <= {TARGET:g}x: "
                             f"{verdict})"))
