@@ -47,12 +47,18 @@ def _child(target: str, args: tuple, queue):
     queue.put((seconds, peak_mb, repr(result)[:200]))
 
 
-def best_in_turn(ours: tuple, base: tuple, runs: int = 3) -> tuple[tuple, tuple]:
-    """``measure(*ours)`` and ``measure(*base)``, the best of ``runs`` of each, the sides run in turn: on a shared
-    machine whose speed drifts, both then meet the same stretches of it (three of one side and then three of the
-    other may not)."""
-    results = [(measure(*ours), measure(*base)) for _ in range(runs)]
-    return tuple(min((pair[side] for pair in results), key=lambda result: result[0]) for side in (0, 1))
+def best_in_turn(ours: tuple, base: tuple, runs: int = 3, seconds: float = 20.0, most: int = 10) -> tuple:
+    """``(ours, base, tries)``: ``measure(*ours)`` and ``measure(*base)``, each the best of ``tries`` runs, the sides
+    run in turn: on a shared machine whose speed drifts, both then meet the same stretches of it (three of one side
+    and then three of the other may not). At least ``runs`` of each, and more while the runs so far took under
+    ``seconds`` (at most ``most``), as ``timeit``'s autorange: the best of three short runs is still a matter of
+    luck here (eight LIMUR builds against their floor, in turn: 1.35-2.06x the floor's time)."""
+    results, spent = [], 0.0
+    while len(results) < runs or (spent < seconds and len(results) < most):
+        results.append((measure(*ours), measure(*base)))
+        spent += results[-1][0][0] + results[-1][1][0]
+    best = (min((pair[side] for pair in results), key=lambda result: result[0]) for side in (0, 1))
+    return (*best, len(results))
 
 
 def peak_rss_mb() -> float:

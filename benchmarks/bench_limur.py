@@ -101,12 +101,12 @@ def em_plain(score_reply, preds, refs, before_mib):
 
 
 def _em_row():
-    metric, plain = best_in_turn(("bench_limur:em_metric", EM_REPLIES), ("bench_limur:em_plain", EM_REPLIES))
+    metric, plain, tries = best_in_turn(("bench_limur:em_metric", EM_REPLIES), ("bench_limur:em_plain", EM_REPLIES))
     (scores, metric_before), (plain_scores, plain_before) = ast.literal_eval(metric[2]), ast.literal_eval(plain[2])
     ratio, peak_ratio = metric[0] / plain[0], metric[1] / plain[1]
     verdict = met(ratio <= 2 and peak_ratio <= 2 and scores == plain_scores)
     return row(f"limur EM {EM_REPLIES} replies", metric, plain,
-               f"baseline: plain score_reply loop; best of 3 each, in turn; {ratio:.2f}x its time, {peak_ratio:.2f}x its peak (targets <= 2x, "
+               f"baseline: plain score_reply loop; best of {tries} each, in turn; {ratio:.2f}x its time, {peak_ratio:.2f}x its peak (targets <= 2x, "
                f"same scores: {verdict}); above the inputs and the imports both hold, compute adds "
                f"{metric[1] - metric_before:.0f} MiB, the loop {plain[1] - plain_before:.0f} MiB")
 

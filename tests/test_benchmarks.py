@@ -154,3 +154,35 @@ def test_the_benchmarks_one_qahub_helper_returns_stdout_and_fails_with_the_comma
     message = str(failed.value)
     assert message.startswith("qahub pick-docs qahub_nosuchtask --n 1 --location - failed (exit 1): ")
     assert "qahub_nosuchtask: no such task" in message
+
+
+
+def _fake_measure(made, seconds_of):
+    def measure(target, *args):
+        made.append(target)
+        pair = (len(made) - 1) // 2
+        return (seconds_of(pair), 1.0, f"{target}{pair}")
+    return measure
+
+
+@pytest.mark.parametrize("side_seconds, runs, seconds, tries", [
+    (0.1, 3, 20.0, 10),  # short sides: more tries while under 20 s, at most 10
+    (4.0, 3, 20.0, 3),  # 3 pairs of 8 s: at least 3, no more past 20 s
+    (2.0, 3, 20.0, 5),  # 5 pairs of 4 s reach 20 s
+    (0.1, 2, 0, 2),  # seconds=0: exactly runs
+])
+def test_sides_in_turn_are_tried_at_least_runs_times_and_more_while_short(monkeypatch, side_seconds, runs, seconds,
+                                                                          tries):
+    import _common
+
+    made = []
+    monkeypatch.setattr(_common, "measure", _fake_measure(made, lambda pair: side_seconds))
+    *_, tried = _common.best_in_turn(("a",), ("b",), runs=runs, seconds=seconds)
+    assert tried == tries and made == ["a", "b"] * tries  # in turn
+
+
+def test_sides_in_turn_keep_each_side_s_best_run(monkeypatch):
+    import _common
+
+    monkeypatch.setattr(_common, "measure", _fake_measure([], lambda pair: [3.0, 1.0, 2.0][pair]))
+    assert _common.best_in_turn(("a",), ("b",), seconds=0) == ((1.0, 1.0, "a1"), (1.0, 1.0, "b1"), 3)
