@@ -2,8 +2,8 @@
 
 - ``<corpus> build``: ``qahub.export.writer.export`` of one config (the Parquet folder a user publishes) against the
   floor: parse the same source files with ``json`` / ``csv`` and ``pyarrow.parquet.write_table`` the same rows
-  with the export's own schema. Best of 3 fresh processes each, the two sides in turn; imports outside the
-  clock. Target <= 2x.
+  with the export's own schema. The best of 3 to 10 fresh processes each (``_common.best_in_turn``), the two
+  sides in turn; imports outside the clock. Target <= 2x.
 - ``<corpus> 10-row build``: the fixed cost of one export of the bundled sample, the first build in a fresh
   process after the imports. Target <= 0.3 s.
 - ``<corpus> train-sized peak RSS`` (where its ``BUILD`` says ``peak_rss``: Topical-Chat): the build's peak RSS

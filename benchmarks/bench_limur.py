@@ -2,8 +2,8 @@
 
 1. ``limur EM``: ``evaluate.load(metrics/limur).compute`` (input checks, scores, breakdowns) against a plain loop
    of the metric's own per-example scorer (``score.score_reply``) and the three means, on the sample replies and
-   rows repeated (100,000), both processes holding the same imports, best of 3 of each run in turn. Targets: at most 2x the loop's time and 2x
-   its peak memory, the same scores.
+   rows repeated (100,000), both processes holding the same imports, the best of 3 to 10 of each, run in turn.
+   Targets: at most 2x the loop's time and 2x its peak memory, the same scores.
 2. ``limur judge``: the endpoint judge with 8 concurrent requests against one request at a time, on a fake
    OpenAI-compatible server on 127.0.0.1 that answers after a fixed latency.
 

@@ -6,8 +6,8 @@ task's training and evaluated documents, indexing the evaluated ones' 13-grams, 
 training document, writing the Parquet shards. Baseline: reading the same documents the same way
 (``training.Docs``, each set once: the evaluated ones too), and calling each task's ``prompt`` on each of its
 training documents, nothing else: no target, no check, no row, no writing. The modules both import are imported
-before either clock starts. Each side runs in its own process, in turn, best of 3 (of up to 10 for a
-build of under a second or so: a short run's best needs more tries on a shared machine). Target: at most 2x.
+before either clock starts. Each side runs in its own process, in turn, the best of 3 to 10 tries
+(``_common.best_in_turn``: a short build's best needs more tries on a shared machine). Target: at most 2x.
 
 Real data with a train split: JEMHopQA (all three versions). Topical-Chat's train file is not in
 ``../shared/data``: its test_rare file stands in as the train split (linked as ``train.json``, test_rare itself
