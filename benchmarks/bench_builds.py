@@ -130,8 +130,8 @@ def _build_rows(corpus, scratch: Path) -> list[dict]:
     ours, base, tries = best_in_turn(("bench_builds:build", corpus, str(data), out, work),
                                       ("bench_builds:floor", str(data), out, work))
     times = ours[0] / base[0]
-    note = (f"{declared['config']}, {size / 1e6:.0f} MB input, {ours[2]} rows; build {times:.2f}x the floor, best of {tries} "
-            f"{_verdict(times, BUILD_TARGET)}")
+    note = (f"{declared['config']}, {size / 1e6:.0f} MB input, {ours[2]} rows; build {times:.2f}x the floor, "
+            f"best of {tries} {_verdict(times, BUILD_TARGET)}")
     rows = [row(f"{corpus} build vs json/csv+write_table", ours, base, note)]
     if declared.get("peak_rss"):
         imports = measure("bench_builds:import_only", corpus)[1]

@@ -106,9 +106,9 @@ def _em_row():
     ratio, peak_ratio = metric[0] / plain[0], metric[1] / plain[1]
     verdict = met(ratio <= 2 and peak_ratio <= 2 and scores == plain_scores)
     return row(f"limur EM {EM_REPLIES} replies", metric, plain,
-               f"baseline: plain score_reply loop; best of {tries} each, in turn; {ratio:.2f}x its time, {peak_ratio:.2f}x its peak (targets <= 2x, "
-               f"same scores: {verdict}); above the inputs and the imports both hold, compute adds "
-               f"{metric[1] - metric_before:.0f} MiB, the loop {plain[1] - plain_before:.0f} MiB")
+               f"baseline: plain score_reply loop; best of {tries} each, in turn; {ratio:.2f}x its time, "
+               f"{peak_ratio:.2f}x its peak (targets <= 2x, same scores: {verdict}); above the inputs and the imports "
+               f"both hold, compute adds {metric[1] - metric_before:.0f} MiB, the loop {plain[1] - plain_before:.0f} MiB")
 
 
 class JudgeHandler(http.server.BaseHTTPRequestHandler):

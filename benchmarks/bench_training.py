@@ -109,7 +109,8 @@ def run() -> list[dict]:
     with tempfile.TemporaryDirectory(prefix="qahub-bench-training-") as tmp:
         root = Path(tmp)
         for corpus, location in _exports(root).items():
-            ours, base, tries = best_in_turn(("bench_training:build", corpus, str(location), str(root / f"out-{corpus}")),
+            out = str(root / f"out-{corpus}")
+            ours, base, tries = best_in_turn(("bench_training:build", corpus, str(location), out),
                                              ("bench_training:render", corpus, str(location)))
             ratio = ours[0] / base[0]
             rows.append(row(f"{corpus} sft/messages vs rendering the prompts alone", ours, base,

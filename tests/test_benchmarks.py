@@ -156,7 +156,6 @@ def test_the_benchmarks_one_qahub_helper_returns_stdout_and_fails_with_the_comma
     assert "qahub_nosuchtask: no such task" in message
 
 
-
 def _fake_measure(made, seconds_of):
     def measure(target, *args):
         made.append(target)

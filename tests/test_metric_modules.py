@@ -23,7 +23,8 @@ def test_each_metric_links_the_one_shared_helper(name, helper):
 
 def test_gc_pause_is_the_core_s_and_a_metric_links_that_one_file():
     """``gc_paused`` is kept once, in the core (``qahub.gc_pause``, standard library only), which the loaders, the
-    report and the training configs import; a metric directory using it links that file, so it still loads without qahub (below)."""
+    report and the training configs import; a metric directory using it links that file, so it still loads without
+    qahub (below)."""
     core = ROOT / "src" / "qahub" / "gc_pause.py"
     links = [path for path in registry.metrics_root().glob("*/gc_pause.py")]
     assert links and all(path.is_symlink() and path.resolve() == core.resolve() for path in links)
